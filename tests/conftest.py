@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+
+import toolctx.sessions as session_module
+
+
+@pytest.fixture(autouse=True)
+def _isolated_toolctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Point the default context_dir at a temporary folder and check no session leaks out."""
+    monkeypatch.setenv("TOOLCTX_CONTEXT_DIR", str(tmp_path / "default-context"))
+    structlog.reset_defaults()
+    yield
+    leaked = session_module._current.get()
+    session_module._close_default()
+    structlog.reset_defaults()
+    assert leaked is None, f"a session is still active after the test: {leaked!r}"
+
+
+@pytest.fixture
+def context_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "ctx"
+    path.mkdir()
+    return path
+
+
+def files_under(path: Path) -> list[Path]:
+    """Every file and directory below ``path`` (for 'nothing left behind' checks)."""
+    return sorted(path.rglob("*")) if path.exists() else []

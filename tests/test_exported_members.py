@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import toolctx
+
+
+def test_all_is_sorted_and_complete() -> None:
+    assert toolctx.__all__ == sorted(toolctx.__all__)
+    public = {name for name in dir(toolctx) if not name.startswith("_") and not _is_module(name)}
+    assert public <= set(toolctx.__all__) | {"annotations"}
+    for name in toolctx.__all__:
+        assert hasattr(toolctx, name), name
+
+
+def _is_module(name: str) -> bool:
+    return type(getattr(toolctx, name)).__name__ == "module"
+
+
+def test_version_comes_from_the_installed_metadata() -> None:
+    from importlib.metadata import version
+
+    assert toolctx.__version__ == version("toolctx")
+
+
+def test_import_loads_no_framework_or_driver_and_touches_no_disk(tmp_path) -> None:
+    script = (
+        "import sys, toolctx\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in "
+        "{'langchain', 'langchain_core', 'agents', 'openai', 'sqlalchemy', 'psycopg', 'fastapi', 'uvicorn', 'numpy'}]\n"
+        "print(heavy)\n"
+    )
+    env = {"HOME": str(tmp_path / "home"), "TOOLCTX_CONTEXT_DIR": str(tmp_path / "ctx"), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert out.stderr == ""
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,52 @@
+"""toolctx: keep an agent's context small without losing any tool output.
+
+Decorate tools with :func:`persist_context`; every call's arguments and result are
+stored in the current :func:`session` (small results in memory, large ones on
+disk), indexed by query and task, selectable by relevance, and deleted when the
+session ends.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata as _metadata
+
+from toolctx.decorator import persist_context
+from toolctx.errors import (
+    ConfigError,
+    SessionBusyError,
+    SessionClosedError,
+    SessionError,
+    SessionNotFoundError,
+    StorageError,
+    ToolctxError,
+    ToolctxWarning,
+)
+from toolctx.hashing import hash_query
+from toolctx.models import ContextPointer, ErrorInfo, StorageKind, StoredContext
+from toolctx.sessions import ContextSession, current_session, session
+
+try:
+    __version__ = _metadata.version("toolctx")
+except _metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree that was never installed
+    __version__ = "0.0.0"
+
+__all__ = [
+    "ConfigError",
+    "ContextPointer",
+    "ContextSession",
+    "ErrorInfo",
+    "SessionBusyError",
+    "SessionClosedError",
+    "SessionError",
+    "SessionNotFoundError",
+    "StorageError",
+    "StorageKind",
+    "StoredContext",
+    "ToolctxError",
+    "ToolctxWarning",
+    "__version__",
+    "current_session",
+    "hash_query",
+    "persist_context",
+    "session",
+]

@@ -1,0 +1,265 @@
+"""``@persist_context``: store every call of a tool in the current session.
+
+Everything that can be decided once is decided when the tool is decorated: the
+signature and how to bind arguments against it, the safe file name, the
+description formatter, sync or async wrapper. A call then binds its arguments,
+hashes them, runs the tool and hands the result to the session.
+
+The wrapper (built on wrapt) keeps the tool's name, docstring, signature and
+type, so LangChain's ``@tool`` and the Agents SDK's ``@function_tool`` see the
+same function. Persisting never changes what the caller gets: the tool's own
+result or exception comes through unchanged, and toolctx's own failures are
+logged and warned about instead of raised.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Collection
+from typing import Any, NamedTuple, ParamSpec, TypeVar, overload
+
+import wrapt
+
+from toolctx._internal import internal_error
+from toolctx.describe import Describer, default_description, make_describer
+from toolctx.errors import ConfigError
+from toolctx.hashing import hash_args
+from toolctx.naming import sanitize_tool_name
+from toolctx.serialize import Encoded
+from toolctx.sessions import current_session
+
+__all__ = ["persist_context"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
+
+_SIMPLE_KINDS = (
+    inspect.Parameter.POSITIONAL_ONLY,
+    inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    inspect.Parameter.KEYWORD_ONLY,
+)
+_POSITIONAL_KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+class _Binder:
+    """Binds call arguments to parameter names, the same way for any call style.
+
+    ``f(1, b=2)``, ``f(a=1, b=2)`` and ``f(1)`` (with ``b=2`` the default) all bind to
+    ``{"a": 1, "b": 2}``. Plain signatures (no ``*args``/``**kwargs``) take a fast
+    path that avoids ``Signature.bind``.
+    """
+
+    def __init__(self, signature: inspect.Signature, ignore: frozenset[str], skip_first: bool) -> None:
+        params = list(signature.parameters.values())
+        if skip_first and params and params[0].kind in _POSITIONAL_KINDS:
+            params = params[1:]
+        self.signature = signature.replace(parameters=params)
+        self.simple = all(p.kind in _SIMPLE_KINDS for p in params)
+        self.positional = tuple(p.name for p in params if p.kind in _POSITIONAL_KINDS)
+        self.defaults = tuple((p.name, p.default) for p in params if p.default is not inspect.Parameter.empty)
+        self.count = len(params)
+        self.ignore = ignore
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.simple and len(args) <= len(self.positional):
+            bound = dict(zip(self.positional, args, strict=False))
+            if kwargs:
+                bound.update(kwargs)
+            if len(bound) < self.count:
+                for name, default in self.defaults:
+                    bound.setdefault(name, default)
+        else:
+            try:
+                ba = self.signature.bind(*args, **kwargs)
+            except TypeError:  # the tool rejects this call too; record what was passed
+                return {"args": list(args), "kwargs": dict(kwargs)}
+            ba.apply_defaults()
+            bound = dict(ba.arguments)
+        for name in self.ignore:
+            bound.pop(name, None)
+        return bound
+
+
+class _Call(NamedTuple):
+    args: Encoded
+    args_hash: str
+    description: str
+
+
+class _Tool:
+    """A decorated tool's settings, resolved once."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None,
+        description: str | Describer | None,
+        ignore: Collection[str],
+        threshold: int | None,
+        record_errors: bool,
+    ) -> None:
+        self.name = name if name is not None else getattr(func, "__name__", type(func).__name__)
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"name must be a non-empty str, got {self.name!r:.80}")
+        self.safe_name = sanitize_tool_name(self.name)
+        try:
+            signature = inspect.signature(func)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"cannot read the signature of {func!r:.80}: {exc}") from exc
+        if isinstance(ignore, str):
+            ignore = (ignore,)
+        unknown = [n for n in ignore if n not in signature.parameters]
+        if unknown:
+            raise ConfigError(
+                f"ignore names {unknown} that tool {self.name!r} does not have; "
+                f"its parameters are {list(signature.parameters)}"
+            )
+        ignored = frozenset(ignore)
+        self.binders = (_Binder(signature, ignored, False), _Binder(signature, ignored, True))
+        self.describe = make_describer(self.name, description, signature.parameters.keys())
+        self.custom_description = description is not None
+        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0):
+            raise ConfigError(f"threshold must be a whole number of bytes >= 0 or None, got {threshold!r}")
+        self.threshold = threshold
+        self.record_errors = bool(record_errors)
+
+    def begin(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call | None:
+        """Capture the arguments as they are before the tool runs; never raises."""
+        try:
+            # wrapt passes the instance (or class) separately for bound methods and
+            # classmethods; the first parameter is then not among ``args``.
+            bound = self.binders[instance is not None].bind(args, kwargs)
+            encoded, args_hash = hash_args(bound)
+            return _Call(encoded, args_hash, self._description(bound))
+        except Exception as exc:
+            internal_error(f"could not capture the arguments of tool {self.name!r}; this call is not stored", exc)
+            return None
+
+    def _description(self, bound: dict[str, Any]) -> str:
+        if not self.custom_description:
+            return default_description(self.name, bound)
+        try:
+            text = self.describe(bound)
+            if not isinstance(text, str):
+                raise TypeError(f"the description callable returned {type(text).__name__}, not str")
+            return text
+        except Exception as exc:
+            internal_error(f"the description of tool {self.name!r} failed; using the default one", exc)
+            return default_description(self.name, bound)
+
+    def end(self, call: _Call | None, result: Any, error: BaseException | None) -> None:
+        """Hand the call to the current session; never raises (but see internal_error)."""
+        if call is None or (error is not None and not self.record_errors):
+            return
+        try:
+            current_session()._store_call(
+                tool_name=self.name,
+                safe_name=self.safe_name,
+                args=call.args,
+                args_hash=call.args_hash,
+                description=call.description,
+                result=result,
+                error=error,
+                threshold=self.threshold,
+            )
+        except Exception as exc:
+            internal_error(f"could not store a call of tool {self.name!r}", exc)
+
+    def sync_wrapper(
+        self, wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        call = self.begin(instance, args, kwargs)
+        try:
+            result = wrapped(*args, **kwargs)
+        except Exception as exc:
+            self.end(call, None, exc)
+            raise
+        self.end(call, result, None)
+        return result
+
+    async def async_wrapper(
+        self, wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        call = self.begin(instance, args, kwargs)
+        try:
+            result = await wrapped(*args, **kwargs)
+        except Exception as exc:
+            self.end(call, None, exc)
+            raise
+        self.end(call, result, None)
+        return result
+
+
+@overload
+def persist_context(func: classmethod[T, P, R], /) -> classmethod[T, P, R]: ...
+@overload
+def persist_context(func: staticmethod[P, R], /) -> staticmethod[P, R]: ...
+@overload
+def persist_context(func: Callable[P, R], /) -> Callable[P, R]: ...
+@overload
+def persist_context(
+    *,
+    name: str | None = None,
+    description: str | Describer | None = None,
+    ignore: Collection[str] = (),
+    threshold: int | None = None,
+    record_errors: bool = True,
+    enabled: bool = True,
+) -> Callable[[T], T]: ...
+def persist_context(
+    func: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | Describer | None = None,
+    ignore: Collection[str] = (),
+    threshold: int | None = None,
+    record_errors: bool = True,
+    enabled: bool = True,
+) -> Any:
+    """Store every call of the decorated tool in the current toolctx session.
+
+    Works bare (``@persist_context``) or with options, on sync and async
+    functions, methods, class methods and static methods.
+
+    ``name``: the tool name to record (default: the function's ``__name__``).
+    ``description``: a format string over the parameters (``"{ticker} ({period})"``)
+    or a callable taking the bound arguments dict; default: built from the name
+    and arguments.
+    ``ignore``: parameter names to leave out of the stored and hashed arguments
+    (clients, handles, secrets).
+    ``threshold``: bytes from which this tool's results go to disk, overriding the
+    session's.
+    ``record_errors``: store exceptions the tool raises as error contexts (they
+    are re-raised unchanged either way).
+    ``enabled``: ``False`` returns the function undecorated.
+    """
+
+    def decorate(target: Any) -> Any:
+        if not enabled:
+            return target
+        if isinstance(target, type):
+            raise ConfigError(
+                f"persist_context decorates functions and methods, not classes; got class {target.__qualname__}"
+            )
+        inner = target.__func__ if isinstance(target, (classmethod, staticmethod)) else target
+        if not callable(inner):
+            raise ConfigError(
+                f"persist_context needs a function or method, got {type(target).__name__}: {target!r:.80}"
+            )
+        tool = _Tool(
+            inner,
+            name=name,
+            description=description,
+            ignore=ignore,
+            threshold=threshold,
+            record_errors=record_errors,
+        )
+        wrapper = tool.async_wrapper if inspect.iscoroutinefunction(inner) else tool.sync_wrapper
+        return wrapt.FunctionWrapper(target, wrapper)
+
+    if func is None:
+        return decorate
+    return decorate(func)

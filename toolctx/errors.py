@@ -1,0 +1,61 @@
+"""Exceptions and warnings raised by toolctx.
+
+Every exception derives from :class:`ToolctxError` and, where one fits, from the
+matching builtin so existing ``except ValueError`` blocks keep working::
+
+    ToolctxError
+    ├── ConfigError (ValueError)          an option or argument has a bad value
+    ├── SessionError (RuntimeError)
+    │   ├── SessionClosedError            the session has already ended
+    │   ├── SessionNotFoundError          resume() found no such session directory
+    │   └── SessionBusyError              another live process holds the session
+    └── StorageError (OSError)            a store could not read or write a blob
+
+    ToolctxWarning (UserWarning)          toolctx could not do something but the tool
+                                          call itself went through unchanged
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "SessionBusyError",
+    "SessionClosedError",
+    "SessionError",
+    "SessionNotFoundError",
+    "StorageError",
+    "ToolctxError",
+    "ToolctxWarning",
+]
+
+
+class ToolctxError(Exception):
+    """Root of every exception toolctx raises."""
+
+
+class ConfigError(ToolctxError, ValueError):
+    """An option or argument has a value toolctx cannot use."""
+
+
+class SessionError(ToolctxError, RuntimeError):
+    """A session cannot do what was asked in its current state."""
+
+
+class SessionClosedError(SessionError):
+    """The session has ended; open a new one with ``toolctx.session()``."""
+
+
+class SessionNotFoundError(SessionError):
+    """``ContextSession.resume()`` found no session directory to reopen."""
+
+
+class SessionBusyError(SessionError):
+    """Another live process holds the session directory."""
+
+
+class StorageError(ToolctxError, OSError):
+    """A store could not read or write a blob."""
+
+
+class ToolctxWarning(UserWarning):
+    """toolctx could not store or load something; the tool call itself was unaffected."""

@@ -1,0 +1,40 @@
+"""Stable hashes of tool arguments and queries (xxh3, 64 bits, hex)."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+import xxhash
+
+from toolctx.serialize import Encoded, encode
+
+__all__ = ["hash_args", "hash_bytes", "hash_query"]
+
+
+def hash_bytes(data: bytes) -> str:
+    """16 hex digits of xxh3-64 over ``data``."""
+    return xxhash.xxh3_64_hexdigest(data)
+
+
+def hash_args(args: Mapping[str, Any]) -> tuple[Encoded, str]:
+    """Canonical JSON of bound arguments (sorted keys) and its hash.
+
+    Callers bind arguments against the tool's signature first, so ``f(1, b=2)`` and
+    ``f(a=1, b=2)`` produce the same mapping and therefore the same hash.
+    """
+    encoded = encode(args, sort_keys=True)
+    return encoded, xxhash.xxh3_64_hexdigest(encoded.data)
+
+
+def hash_query(text: str) -> str:
+    """Deterministic id of a query: NFC-normalised, whitespace collapsed, then hashed.
+
+    ``hash_query("What was  AAPL revenue?")`` equals ``hash_query("What was AAPL revenue? ")``;
+    case is kept, so differently cased queries get different ids.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"hash_query() takes the query text as a str, got {type(text).__name__}: {text!r:.80}")
+    normalized = " ".join(unicodedata.normalize("NFC", text).split())
+    return xxhash.xxh3_64_hexdigest(normalized.encode("utf-8", "surrogatepass"))

@@ -1,0 +1,101 @@
+"""Pydantic models for what toolctx stores and hands out.
+
+Only the small metadata goes through pydantic; results are serialised with orjson
+(see :mod:`toolctx.serialize`), so a multi-megabyte result never pays for model
+validation.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ContextPointer", "ErrorInfo", "StorageKind", "StoredContext"]
+
+FORMAT = "toolctx/1"
+"""Value of the ``format`` key in every stored context document."""
+
+
+class StorageKind(StrEnum):
+    """Where a stored output currently lives."""
+
+    MEMORY = "memory"
+    """In the session's memory (small outputs, within the memory budget)."""
+    DISK = "disk"
+    """In the session's store (a file under ``<context_dir>/<session_id>/`` by default)."""
+    NONE = "none"
+    """Not stored: writing it failed. The call is still recorded."""
+
+
+class ErrorInfo(BaseModel):
+    """The exception a tool raised, recorded as context."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    message: str
+    traceback: str | None = None
+
+
+class ContextPointer(BaseModel):
+    """A lightweight handle to one stored tool call; never holds the result itself.
+
+    ``id`` is the handle every other API accepts (adapters show it to models as
+    ``ctx:<id>``). ``filepath`` and ``filename`` are set while the output is on disk.
+    ``args`` holds the call's arguments in JSON form; very large argument values are
+    shortened here (the stored context keeps them whole).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    session_id: str
+    tool_name: str
+    tool_description: str
+    args: dict[str, Any]
+    args_hash: str
+    timestamp: datetime
+    task_id: int | str | None = None
+    query_id: str | None = None
+    size: int = Field(ge=0, description="Bytes of the serialised result.")
+    storage: StorageKind
+    filename: str | None = None
+    filepath: str | None = None
+    is_error: bool = False
+
+    @property
+    def stored(self) -> bool:
+        """False when writing the output failed and only the call was recorded."""
+        return self.storage is not StorageKind.NONE
+
+    @property
+    def handle(self) -> str:
+        """The handle adapters show to models: ``ctx:<id>``."""
+        return f"ctx:{self.id}"
+
+
+class StoredContext(BaseModel):
+    """One tool call in full: arguments, result (or error) and metadata.
+
+    ``result`` is the JSON form of what the tool returned (tuples become lists,
+    pydantic models and dataclasses become objects). Values JSON cannot hold are
+    stored in a documented fallback form and explained in ``notes``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    session_id: str
+    tool_name: str
+    tool_description: str
+    args: dict[str, Any]
+    args_hash: str
+    timestamp: datetime
+    task_id: int | str | None = None
+    query_id: str | None = None
+    result: Any = None
+    error: ErrorInfo | None = None
+    notes: list[str] = Field(default_factory=list)

@@ -1,0 +1,199 @@
+"""JSON encoding of arguments and results, with a fallback that never fails.
+
+The fast path is one ``orjson.dumps`` call. orjson handles str, int, float, bool,
+None, dict, list, tuple, dataclasses, datetimes, enums, UUIDs and numpy arrays
+itself; :func:`_default` adds pydantic models, sets (sorted, so equal sets encode
+equally), bytes, decimals and paths.
+
+Only when that fails does the slow path walk the value in Python and store what
+JSON cannot hold in this documented fallback form, adding a note for each kind:
+
+========================================  ============================================
+value                                     stored as
+========================================  ============================================
+bytes, bytearray, memoryview              ``{"$bytes": "<base64>"}``
+integer outside the 64-bit range          its decimal string
+string with lone surrogates               the surrogates as ``\\udXXX`` escapes
+reference cycle                           ``{"$cycle": "<type name>"}`` at the back-reference
+nesting deeper than ``MAX_DEPTH``         ``{"$truncated": "<type name>"}``
+any other object                          ``{"$repr": "<repr, at most 2,000 chars>", "$type": "<module.Qualname>"}``
+========================================  ============================================
+
+NaN and infinities become ``null`` (JSON has no such numbers); this happens on the
+fast path too and adds no note.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as dt
+import enum
+import uuid
+from collections.abc import Mapping
+from decimal import Decimal
+from pathlib import PurePath
+from typing import Any, NamedTuple
+
+import orjson
+from pydantic import BaseModel
+
+__all__ = ["MAX_DEPTH", "Encoded", "encode"]
+
+MAX_DEPTH = 200
+"""Deepest nesting the fallback keeps (orjson itself stops at 254 levels)."""
+
+_REPR_LIMIT = 2000
+_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+_SORTED = _OPTIONS | orjson.OPT_SORT_KEYS
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+_ORJSON_NATIVE = (dt.datetime, dt.date, dt.time, uuid.UUID)
+
+
+class Encoded(NamedTuple):
+    """JSON bytes plus the notes that explain any fallback used."""
+
+    data: bytes
+    notes: tuple[str, ...]
+
+
+def _sort_key(item: Any) -> bytes:
+    return orjson.dumps(item, default=_default, option=_SORTED)
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj, key=_sort_key)
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return {"$bytes": base64.b64encode(obj).decode("ascii")}
+    if isinstance(obj, (Decimal, PurePath)):
+        return str(obj)
+    if isinstance(obj, dt.timedelta):
+        return obj.total_seconds()
+    raise TypeError(f"{type(obj).__qualname__} is not JSON serialisable")
+
+
+def encode(obj: Any, *, sort_keys: bool = False) -> Encoded:
+    """Encode ``obj`` as JSON bytes; never raises for any value.
+
+    ``sort_keys=True`` gives the canonical form used for hashing arguments.
+    """
+    option = _SORTED if sort_keys else _OPTIONS
+    try:
+        return Encoded(orjson.dumps(obj, default=_default, option=option), ())
+    except (TypeError, orjson.JSONEncodeError, RecursionError, ValueError):
+        pass
+    notes: dict[str, None] = {}
+    safe = _Fallback(notes).convert(obj, 0, set())
+    return Encoded(orjson.dumps(safe, option=option), tuple(notes))
+
+
+class _Fallback:
+    """Walks a value that orjson refused and turns it into plain JSON data."""
+
+    def __init__(self, notes: dict[str, None]) -> None:
+        self.notes = notes
+
+    def note(self, text: str) -> None:
+        self.notes[text] = None
+
+    def string(self, text: str) -> str:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            self.note("strings with lone surrogates were stored with the surrogates escaped as \\udXXX")
+            return text.encode("utf-8", "backslashreplace").decode("utf-8")
+        return text
+
+    def key(self, key: Any) -> str:
+        if isinstance(key, str):
+            return self.string(key)
+        if isinstance(key, enum.Enum):
+            return self.key(key.value)
+        if isinstance(key, (bool, float)) or key is None:
+            return orjson.dumps(key).decode()
+        if isinstance(key, int):
+            return str(key)
+        if isinstance(key, (dt.date, dt.time)):
+            return key.isoformat()
+        if isinstance(key, uuid.UUID):
+            return str(key)
+        self.note("dictionary keys that are not strings or numbers were stored as their str()")
+        return self.string(_safe_str(key))
+
+    def convert(self, obj: Any, depth: int, active: set[int]) -> Any:
+        if obj is None or isinstance(obj, (bool, float)):
+            return obj
+        if isinstance(obj, str):
+            return self.string(obj)
+        if isinstance(obj, int):
+            if _INT_MIN <= obj <= _INT_MAX:
+                return int(obj)
+            self.note("integers outside the 64-bit range were stored as decimal strings")
+            return str(obj)
+        if isinstance(obj, enum.Enum):
+            return self.convert(obj.value, depth, active)
+        if isinstance(obj, _ORJSON_NATIVE):
+            return obj
+        if isinstance(obj, (bytes, bytearray, memoryview)):
+            return {"$bytes": base64.b64encode(obj).decode("ascii")}
+        if isinstance(obj, (Decimal, PurePath, dt.timedelta)):
+            return _default(obj)
+        if depth >= MAX_DEPTH:
+            self.note(f"values nested deeper than {MAX_DEPTH} levels were cut")
+            return {"$truncated": type(obj).__qualname__}
+        marker = id(obj)
+        if marker in active:
+            self.note("reference cycles were replaced by {'$cycle': type} markers")
+            return {"$cycle": type(obj).__qualname__}
+        active.add(marker)
+        try:
+            return self.container(obj, depth + 1, active)
+        finally:
+            active.discard(marker)
+
+    def container(self, obj: Any, depth: int, active: set[int]) -> Any:
+        if isinstance(obj, Mapping):
+            return {self.key(k): self.convert(v, depth, active) for k, v in list(obj.items())}
+        if isinstance(obj, (list, tuple)):
+            return [self.convert(v, depth, active) for v in obj]
+        if isinstance(obj, (set, frozenset)):
+            items = [self.convert(v, depth, active) for v in obj]
+            try:
+                return sorted(items, key=lambda item: orjson.dumps(item, option=_SORTED))
+            except (TypeError, orjson.JSONEncodeError):  # pragma: no cover - converted items always encode
+                return items
+        if isinstance(obj, BaseModel):
+            return {name: self.convert(value, depth, active) for name, value in obj}
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            fields = dataclasses.fields(obj)
+            return {f.name: self.convert(getattr(obj, f.name, None), depth, active) for f in fields}
+        tolist = getattr(type(obj), "tolist", None)
+        if callable(tolist):
+            try:
+                return self.convert(tolist(obj), depth, active)
+            except Exception:
+                pass
+        name = f"{type(obj).__module__}.{type(obj).__qualname__}"
+        self.note("values that are not JSON-serialisable were stored as {'$repr', '$type'}")
+        return {"$repr": self.string(_safe_repr(obj)), "$type": name}
+
+
+def _safe_repr(obj: Any) -> str:
+    if type(obj).__repr__ is object.__repr__:  # type: ignore[comparison-overlap]
+        # The default repr embeds a memory address; leave it out so equal calls hash equally.
+        return f"<{type(obj).__module__}.{type(obj).__qualname__} object>"
+    try:
+        text = repr(obj)
+    except Exception as exc:
+        return f"<repr failed: {type(exc).__name__}>"
+    return text if len(text) <= _REPR_LIMIT else text[:_REPR_LIMIT] + "…"
+
+
+def _safe_str(obj: Any) -> str:
+    try:
+        return str(obj)
+    except Exception:
+        return _safe_repr(obj)

@@ -1,0 +1,222 @@
+"""A blob store in a local directory that the store owns while it is open.
+
+- The directory is created on the first write (mode 0700), never before, so a
+  session whose outputs all stay in memory touches no disk.
+- Blobs are written to a hidden temporary file (mode 0600) and renamed into
+  place: a crash leaves either the whole blob or none, plus at most a ``.*.tmp``
+  file that is never listed as a blob.
+- Files are opened with ``O_NOFOLLOW`` and names are checked, so nothing is read,
+  written or deleted outside the directory.
+- While open, the store holds an exclusive ``flock`` on ``session.lock`` (which
+  also records the owner's pid and host), so a second process cannot open the
+  same directory and a garbage collector can tell a live session from an orphan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+
+from toolctx.errors import SessionBusyError, SessionNotFoundError
+from toolctx.naming import LOCK_NAME, is_temp_name, temp_name
+from toolctx.storage.base import BlobStore, check_name
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows has no flock; the pid marker still names the owner
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["LocalStore"]
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_WRITE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+_APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW | _CLOEXEC
+_READ = os.O_RDONLY | _NOFOLLOW | _CLOEXEC
+
+
+class LocalStore(BlobStore):
+    """Blobs as files in ``directory``.
+
+    ``durable=True`` fsyncs each file and the directory after every write: a blob
+    then survives a power cut, at the price of a disk flush per write (often
+    milliseconds). Without it, a blob survives a crash of the process but not
+    necessarily of the machine.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False, existing: bool = False) -> None:
+        self.directory = Path(directory)
+        self.durable = durable
+        self._lock = threading.Lock()
+        self._lock_fd: int | None = None
+        self._append_fds: dict[str, int] = {}
+        self._ready = False
+        if existing:
+            self._open_existing()
+
+    # -- directory lifecycle -------------------------------------------------
+
+    def _open_existing(self) -> None:
+        if self.directory.is_symlink() or not self.directory.is_dir():
+            raise SessionNotFoundError(f"no session directory at {str(self.directory)!r}")
+        with self._lock:
+            self._acquire()
+            self._ready = True
+
+    def _ensure(self) -> None:
+        if self._ready:
+            return
+        with self._lock:
+            if self._ready:
+                return
+            self.directory.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.mkdir(self.directory, 0o700)  # fails if it exists: never adopt a folder we did not make
+            os.chmod(self.directory, 0o700)
+            self._acquire()
+            self._ready = True
+
+    def _acquire(self) -> None:
+        lock_path = self.directory / LOCK_NAME
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise SessionBusyError(
+                    f"session directory {str(self.directory)!r} is held by another live process; "
+                    "wait for it to end or use another session id"
+                ) from None
+        marker = orjson.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()})
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, marker, 0)
+        self._lock_fd = fd
+
+    def close(self, *, remove: bool = False) -> None:
+        with self._lock:
+            for fd in self._append_fds.values():
+                os.close(fd)
+            self._append_fds.clear()
+            if not self._ready:
+                return
+            if remove:
+                self._remove_own_leftovers()
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+            if remove:
+                try:
+                    os.rmdir(self.directory)
+                except OSError as exc:
+                    if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                        raise
+            self._ready = False
+
+    def _remove_own_leftovers(self) -> None:
+        with os.scandir(self.directory) as entries:
+            for entry in entries:
+                if is_temp_name(entry.name) and entry.is_file(follow_symlinks=False):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(entry.path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.directory / LOCK_NAME)
+
+    # -- blobs ---------------------------------------------------------------
+
+    def path(self, name: str) -> str:
+        return str(self.directory / check_name(name))
+
+    def put(self, name: str, chunks: Sequence[bytes]) -> None:
+        final = self.path(name)
+        self._ensure()
+        if name in self._append_fds:  # the rename below replaces the file an append handle points to
+            with self._lock:
+                fd = self._append_fds.pop(name, None)
+                if fd is not None:
+                    os.close(fd)
+        tmp = str(self.directory / temp_name(name))
+        fd = os.open(tmp, _WRITE_NEW, 0o600)
+        try:
+            _write_all(fd, chunks)
+            if self.durable:
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        os.close(fd)
+        try:
+            os.replace(tmp, final)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        if self.durable:
+            self._sync_directory()
+
+    def get(self, name: str) -> bytes:
+        fd = os.open(self.path(name), _READ)
+        with open(fd, "rb", closefd=True) as handle:
+            return handle.read()
+
+    def delete(self, name: str) -> bool:
+        path = self.path(name)
+        with self._lock:
+            fd = self._append_fds.pop(name, None)
+            if fd is not None:
+                os.close(fd)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def list(self) -> list[str]:
+        try:
+            entries = os.scandir(self.directory)
+        except FileNotFoundError:
+            return []
+        with entries:
+            return [
+                e.name
+                for e in entries
+                if e.name != LOCK_NAME and not e.name.startswith(".") and e.is_file(follow_symlinks=False)
+            ]
+
+    def append(self, name: str, data: bytes) -> None:
+        path = self.path(name)
+        self._ensure()
+        with self._lock:
+            fd = self._append_fds.get(name)
+            if fd is None:
+                fd = self._append_fds[name] = os.open(path, _APPEND, 0o600)
+            _write_all(fd, [data])
+            if self.durable:
+                os.fsync(fd)
+
+    def _sync_directory(self) -> None:
+        fd = os.open(self.directory, os.O_RDONLY | _CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _write_all(fd: int, chunks: Sequence[bytes]) -> None:
+    views = [memoryview(c) for c in chunks if c]
+    while views:
+        written = os.writev(fd, views)
+        while views and written >= len(views[0]):
+            written -= len(views[0])
+            views.pop(0)
+        if written:
+            views[0] = views[0][written:]

@@ -1,0 +1,41 @@
+"""A blob store held in process memory (tests, and sessions that must not touch disk)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from toolctx.storage.base import BlobStore, check_name
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore(BlobStore):
+    """Blobs in a dict. Nothing survives the process; ``resume()`` cannot reopen it."""
+
+    def __init__(self) -> None:
+        self._blobs: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def put(self, name: str, chunks: Sequence[bytes]) -> None:
+        data = b"".join(chunks)
+        with self._lock:
+            self._blobs[check_name(name)] = data
+
+    def get(self, name: str) -> bytes:
+        try:
+            return self._blobs[check_name(name)]
+        except KeyError:
+            raise FileNotFoundError(f"no blob named {name!r} in this memory store") from None
+
+    def delete(self, name: str) -> bool:
+        with self._lock:
+            return self._blobs.pop(check_name(name), None) is not None
+
+    def list(self) -> list[str]:
+        with self._lock:
+            return list(self._blobs)
+
+    def append(self, name: str, data: bytes) -> None:
+        with self._lock:
+            self._blobs[check_name(name)] = self._blobs.get(name, b"") + data
