@@ -64,5 +64,5 @@ def internal_error(message: str, exc: BaseException | None = None, **fields: Any
         raise exc
     if exc is not None:
         fields["error"] = f"{type(exc).__name__}: {exc}"
-    log(WARNING, message, **fields)
+    log(WARNING, "internal_error", message=message, **fields)
     warnings.warn(message if exc is None else f"{message} ({type(exc).__name__}: {exc})", ToolctxWarning, stacklevel=3)

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 import orjson
 from pydantic import BaseModel
 
-__all__ = ["MAX_DEPTH", "Encoded", "encode"]
+__all__ = ["MAX_DEPTH", "Encoded", "clean_text", "encode"]
 
 MAX_DEPTH = 200
 """Deepest nesting the fallback keeps (orjson itself stops at 254 levels)."""
@@ -55,6 +55,15 @@ class Encoded(NamedTuple):
 
     data: bytes
     notes: tuple[str, ...]
+
+
+def clean_text(text: str) -> str:
+    """``text`` if it is valid UTF-8, else with its lone surrogates escaped as ``\\udXXX``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def _sort_key(item: Any) -> bytes:
@@ -100,12 +109,10 @@ class _Fallback:
         self.notes[text] = None
 
     def string(self, text: str) -> str:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
+        cleaned = clean_text(text)
+        if cleaned is not text:
             self.note("strings with lone surrogates were stored with the surrogates escaped as \\udXXX")
-            return text.encode("utf-8", "backslashreplace").decode("utf-8")
-        return text
+        return cleaned
 
     def key(self, key: Any) -> str:
         if isinstance(key, str):

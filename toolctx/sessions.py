@@ -48,7 +48,7 @@ from toolctx.naming import (
     validate_session_id,
 )
 from toolctx.selection import select_keyword
-from toolctx.serialize import Encoded, encode
+from toolctx.serialize import Encoded, clean_text, encode
 from toolctx.storage import BlobStore, LocalStore
 
 __all__ = [
@@ -386,7 +386,13 @@ class ContextSession:
             tags = _tags.get()
             task_id = tags.task_id if task_id is None else task_id
             query_id = tags.query_id if query_id is None else query_id
-        if isinstance(error, BaseException):
+        # Names and tags are user text too: keep them encodable whatever comes in.
+        tool_name, description = clean_text(tool_name), clean_text(description)
+        if isinstance(task_id, str):
+            task_id = clean_text(task_id)
+        if query_id is not None:
+            query_id = clean_text(query_id)
+        if error is not None:
             error = _error_info(error)
         body = encode(result)
         timestamp_ns = time.time_ns()
@@ -754,13 +760,20 @@ class ContextSession:
         log(level, event, session=self.session_id, **data)
 
 
-def _error_info(exc: BaseException) -> ErrorInfo:
-    try:
-        message = str(exc)
-    except Exception:
-        message = f"<str() of {type(exc).__name__} failed>"
-    text = "".join(traceback.format_exception(exc))
-    return ErrorInfo(type=type(exc).__qualname__, message=message[:20_000], traceback=text[-20_000:])
+def _error_info(error: BaseException | ErrorInfo) -> ErrorInfo:
+    if isinstance(error, ErrorInfo):
+        kind, message, text = error.type, error.message, error.traceback
+    else:
+        kind, text = type(error).__qualname__, "".join(traceback.format_exception(error))
+        try:
+            message = str(error)
+        except Exception:
+            message = f"<str() of {kind} failed>"
+    return ErrorInfo(
+        type=clean_text(kind),
+        message=clean_text(message[:20_000]),
+        traceback=None if text is None else clean_text(text[-20_000:]),
+    )
 
 
 def _shorten_args(args_json: bytes) -> bytes:

@@ -59,6 +59,7 @@ class LocalStore(BlobStore):
         self._lock_fd: int | None = None
         self._append_fds: dict[str, int] = {}
         self._ready = False
+        self._created = False
         if existing:
             self._open_existing()
 
@@ -77,9 +78,11 @@ class LocalStore(BlobStore):
         with self._lock:
             if self._ready:
                 return
-            self.directory.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            os.mkdir(self.directory, 0o700)  # fails if it exists: never adopt a folder we did not make
-            os.chmod(self.directory, 0o700)
+            if not self._created:
+                self.directory.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                os.mkdir(self.directory, 0o700)  # fails if it exists: never adopt a folder we did not make
+                self._created = True
+                os.chmod(self.directory, 0o700)
             self._acquire()
             self._ready = True
 
@@ -105,7 +108,7 @@ class LocalStore(BlobStore):
             for fd in self._append_fds.values():
                 os.close(fd)
             self._append_fds.clear()
-            if not self._ready:
+            if not (self._ready or self._created):
                 return
             if remove:
                 self._remove_own_leftovers()
@@ -118,7 +121,7 @@ class LocalStore(BlobStore):
                 except OSError as exc:
                     if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
                         raise
-            self._ready = False
+            self._ready = self._created = False
 
     def _remove_own_leftovers(self) -> None:
         with os.scandir(self.directory) as entries:
@@ -181,9 +184,11 @@ class LocalStore(BlobStore):
         return True
 
     def list(self) -> list[str]:
+        if not self._ready:  # never created or opened: nothing here is ours
+            return []
         try:
             entries = os.scandir(self.directory)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return []
         with entries:
             return [

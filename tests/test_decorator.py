@@ -1,0 +1,327 @@
+from __future__ import annotations
+
+import asyncio
+import inspect
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolctx import ConfigError, StorageKind, ToolctxWarning, current_session, persist_context, session
+from toolctx.hashing import hash_args
+
+
+@persist_context
+def search_code(query: str, limit: int = 10) -> list[dict[str, Any]]:
+    """Search the code base."""
+    return [{"path": f"src/{query}_{i}.py"} for i in range(limit)]
+
+
+@persist_context(name="get_financials", description="{ticker} financials ({period})", ignore=("client",))
+async def financials(ticker: str, period: str = "annual", client: object = None) -> dict[str, Any]:
+    """Fetch financial statements."""
+    await asyncio.sleep(0)
+    return {"ticker": ticker, "period": period}
+
+
+class Repo:
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    @persist_context
+    def read(self, path: str) -> str:
+        return f"{self.root}/{path}"
+
+    @persist_context
+    @classmethod
+    def kind(cls, name: str) -> str:
+        return f"{cls.__name__}:{name}"
+
+    @classmethod
+    @persist_context
+    def kind_inner(cls, name: str) -> str:
+        return f"{cls.__name__}:{name}"
+
+    @persist_context
+    @staticmethod
+    def join(a: str, b: str = "x") -> str:
+        return a + b
+
+    @staticmethod
+    @persist_context
+    def join_inner(a: str, b: str = "x") -> str:
+        return a + b
+
+    @persist_context
+    async def aread(self, path: str) -> str:
+        return path.upper()
+
+
+def pointers() -> list[Any]:
+    return current_session().get_all_pointers()
+
+
+def test_bare_decorator_stores_the_call_and_returns_the_result_unchanged(context_dir: Path) -> None:
+    sentinel: list[Any] = []
+
+    @persist_context
+    def tool(x: int) -> list[Any]:
+        return sentinel
+
+    with session(context_dir):
+        assert tool(1) is sentinel
+        assert search_code("auth", limit=2) == [{"path": "src/auth_0.py"}, {"path": "src/auth_1.py"}]
+        stored = pointers()
+        assert [p.tool_name for p in stored] == ["tool", "search_code"]
+        assert stored[1].args == {"query": "auth", "limit": 2}
+        assert stored[1].tool_description == "search code auth (limit=2)"
+        assert current_session().load_contexts(stored)[1].result == [
+            {"path": "src/auth_0.py"},
+            {"path": "src/auth_1.py"},
+        ]
+
+
+def test_metadata_and_signature_are_kept() -> None:
+    assert search_code.__name__ == "search_code"
+    assert search_code.__doc__ == "Search the code base."
+    assert str(inspect.signature(search_code)) == "(query: 'str', limit: 'int' = 10) -> 'list[dict[str, Any]]'"
+    assert inspect.isfunction(search_code)
+    assert inspect.iscoroutinefunction(financials)
+    assert not inspect.iscoroutinefunction(search_code)
+    assert financials.__name__ == "financials"
+    assert inspect.signature(Repo.read).parameters.keys() == {"self", "path"}
+    assert inspect.signature(Repo("r").read).parameters.keys() == {"path"}
+
+
+def test_positional_keyword_and_default_calls_hash_the_same(context_dir: Path) -> None:
+    with session(context_dir):
+        search_code("q")
+        search_code("q", 10)
+        search_code("q", limit=10)
+        search_code(query="q", limit=10)
+        search_code(limit=10, query="q")
+        hashes = {p.args_hash for p in pointers()}
+    assert hashes == {hash_args({"query": "q", "limit": 10})[1]}
+
+
+def test_async_tool_with_options(context_dir: Path) -> None:
+    async def main() -> None:
+        async with session(context_dir):
+            result = await financials("AAPL", client=object())
+            assert result == {"ticker": "AAPL", "period": "annual"}
+
+    with session(context_dir) as s:
+        asyncio.run(main())  # an inner session: the outer one sees nothing
+        assert len(s) == 0
+        asyncio.run(financials("MSFT", "quarterly"))
+        [pointer] = s.get_all_pointers()
+    assert pointer.tool_name == "get_financials"
+    assert pointer.tool_description == "MSFT financials (quarterly)"
+    assert pointer.args == {"ticker": "MSFT", "period": "quarterly"}  # client ignored
+
+
+def test_methods_classmethods_and_staticmethods(context_dir: Path) -> None:
+    repo = Repo("/root")
+    with session(context_dir) as s:
+        assert repo.read("a.py") == "/root/a.py"
+        assert Repo.read(repo, "b.py") == "/root/b.py"
+        assert Repo.kind("x") == repo.kind("x") == "Repo:x"
+        assert Repo.kind_inner("y") == "Repo:y"
+        assert Repo.join("a") == "ax"
+        assert repo.join("a", b="b") == "ab"
+        assert Repo.join_inner("a", "x") == "ax"
+        assert asyncio.run(repo.aread("c")) == "C"
+        args = [(p.tool_name, p.args) for p in s.get_all_pointers()]
+    assert args == [
+        ("read", {"path": "a.py"}),
+        ("read", {"path": "b.py"}),
+        ("kind", {"name": "x"}),
+        ("kind", {"name": "x"}),
+        ("kind_inner", {"name": "y"}),
+        ("join", {"a": "a", "b": "x"}),
+        ("join", {"a": "a", "b": "b"}),
+        ("join_inner", {"a": "a", "b": "x"}),
+        ("aread", {"path": "c"}),
+    ]
+
+
+def test_star_args_and_keyword_only_parameters(context_dir: Path) -> None:
+    @persist_context
+    def flexible(a: int, /, *rest: int, scale: int = 1, **extra: Any) -> int:
+        return (a + sum(rest)) * scale
+
+    @persist_context
+    def keyword_only(*, a: int, b: int = 2) -> int:
+        return a + b
+
+    with session(context_dir) as s:
+        assert flexible(1, 2, 3, scale=2, note="n") == 12
+        assert keyword_only(a=1) == 3
+        first, second = s.get_all_pointers()
+    assert first.args == {"a": 1, "rest": [2, 3], "scale": 2, "extra": {"note": "n"}}
+    assert second.args == {"a": 1, "b": 2}
+
+
+def test_tool_exceptions_propagate_unchanged_and_are_recorded(context_dir: Path) -> None:
+    error = LookupError("no such ticker")
+
+    @persist_context
+    def failing(ticker: str) -> None:
+        raise error
+
+    @persist_context
+    async def afailing(ticker: str) -> None:
+        raise error
+
+    with session(context_dir) as s:
+        with pytest.raises(LookupError) as caught:
+            failing("ZZZ")
+        assert caught.value is error
+        with pytest.raises(LookupError):
+            asyncio.run(afailing("YYY"))
+        with pytest.raises(TypeError):
+            failing()  # type: ignore[call-arg]
+        stored = s.load_contexts(s.get_all_pointers())
+        assert [p.is_error for p in s.get_all_pointers()] == [True, True, True]
+    assert [c.error.type if c.error else None for c in stored] == ["LookupError", "LookupError", "TypeError"]
+    assert stored[0].args == {"ticker": "ZZZ"}
+    assert stored[0].result is None
+
+
+def test_record_errors_false_stores_nothing_for_failures(context_dir: Path) -> None:
+    @persist_context(record_errors=False)
+    def failing() -> None:
+        raise ValueError("x")
+
+    with session(context_dir) as s:
+        with pytest.raises(ValueError, match="x"):
+            failing()
+        assert len(s) == 0
+
+
+def test_base_exceptions_pass_through_unrecorded(context_dir: Path) -> None:
+    @persist_context
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with session(context_dir) as s:
+        with pytest.raises(KeyboardInterrupt):
+            interrupted()
+        assert len(s) == 0
+
+
+def test_threshold_option(context_dir: Path) -> None:
+    @persist_context(threshold=0)
+    def always_disk() -> str:
+        return "tiny"
+
+    with session(context_dir):
+        always_disk()
+        assert pointers()[0].storage is StorageKind.DISK
+
+
+def test_enabled_false_returns_the_function_itself() -> None:
+    def tool() -> int:
+        return 1
+
+    assert persist_context(enabled=False)(tool) is tool
+
+
+def test_description_callable_and_its_failure(context_dir: Path) -> None:
+    @persist_context(description=lambda a: f"page {a['n']}")
+    def page(n: int) -> int:
+        return n
+
+    @persist_context(description=lambda a: a["missing"])
+    def broken(n: int) -> int:
+        return n
+
+    @persist_context(description=lambda a: 42)
+    def not_text(n: int) -> int:
+        return n
+
+    with session(context_dir):
+        page(3)
+        with pytest.warns(ToolctxWarning, match="description of tool 'broken' failed"):
+            assert broken(4) == 4
+        with pytest.warns(ToolctxWarning, match="not str"):
+            assert not_text(5) == 5
+        assert [p.tool_description for p in pointers()] == ["page 3", "broken (n=4)", "not text (n=5)"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"ignore": ("nope",)}, r"ignore names \['nope'\].*\['query', 'limit'\]"),
+        ({"description": "{nope}"}, "refers to {nope}"),
+        ({"description": 3}, "format string or a callable"),
+        ({"threshold": -5}, "threshold"),
+        ({"name": ""}, "name must be"),
+    ],
+)
+def test_bad_options_fail_at_decoration(options: dict[str, Any], message: str) -> None:
+    def tool(query: str, limit: int = 1) -> None:
+        return None
+
+    with pytest.raises(ConfigError, match=message):
+        persist_context(**options)(tool)
+
+
+def test_ignore_accepts_a_single_name(context_dir: Path) -> None:
+    @persist_context(ignore="client")
+    def tool(q: str, client: object = None) -> str:
+        return q
+
+    with session(context_dir):
+        tool("a", client=object())
+        assert pointers()[0].args == {"q": "a"}
+
+
+def test_decorating_a_class_or_a_non_callable_is_refused() -> None:
+    with pytest.raises(ConfigError, match="not classes"):
+        persist_context(Repo)
+    with pytest.raises(ConfigError, match="function or method"):
+        persist_context(42)  # type: ignore[call-overload]
+
+
+def test_calls_outside_any_session_go_to_the_default_session() -> None:
+    search_code("default", limit=1)
+    assert [p.args["query"] for p in current_session().get_all_pointers()] == ["default"]
+
+
+def test_a_tool_used_after_its_session_closed_lands_in_the_default_one(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        pass
+    search_code("late", limit=1)
+    assert len(s) == 0
+    assert len(current_session()) == 1
+
+
+def test_a_storage_failure_never_breaks_the_tool(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken_encode(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("encoder bug")
+
+    monkeypatch.setattr("toolctx.sessions.encode", broken_encode)
+    with session(context_dir) as s:
+        with pytest.warns(ToolctxWarning, match="could not store a call of tool 'search_code'"):
+            assert search_code("x", limit=1) == [{"path": "src/x_0.py"}]
+        assert len(s) == 0
+
+
+def test_an_argument_capture_failure_never_breaks_the_tool(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("toolctx.decorator.hash_args", lambda args: 1 / 0)
+    with session(context_dir) as s:
+        with pytest.warns(ToolctxWarning, match="could not capture the arguments"):
+            assert search_code("x", limit=1) == [{"path": "src/x_0.py"}]
+        assert len(s) == 0
+
+
+def test_arguments_are_captured_before_the_tool_mutates_them(context_dir: Path) -> None:
+    @persist_context
+    def appender(items: list[int]) -> int:
+        items.append(99)
+        return len(items)
+
+    with session(context_dir):
+        appender([1])
+        assert pointers()[0].args == {"items": [1]}
