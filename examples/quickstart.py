@@ -55,7 +55,7 @@ def main(folder: str) -> None:
                 hits = search_files(folder, "threshold")
                 print(f"search_files('threshold') -> {len(hits)} matching lines")
                 ranked = sorted({str(h["file"]) for h in hits}, key=lambda f: -sum(h["file"] == f for h in hits))
-                for path in ranked[:3]:
+                for path in ranked[:2]:
                     text = read_file(folder, path)
                     print(f"read_file({path!r}) -> {len(text):,} characters")
 

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import structlog
 
-import toolctx.sessions as session_module
+import toolctx._vars as vars_module
+import toolctx.scope as scope_module
 
 
 @pytest.fixture(autouse=True)
@@ -15,8 +16,8 @@ def _isolated_toolctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     monkeypatch.setenv("TOOLCTX_CONTEXT_DIR", str(tmp_path / "default-context"))
     structlog.reset_defaults()
     yield
-    leaked = session_module._current.get()
-    session_module._close_default()
+    leaked = vars_module.active_session.get()
+    scope_module._close_default()
     structlog.reset_defaults()
     assert leaked is None, f"a session is still active after the test: {leaked!r}"
 

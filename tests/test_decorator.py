@@ -309,7 +309,7 @@ def test_a_storage_failure_never_breaks_the_tool(context_dir: Path, monkeypatch:
 
 
 def test_an_argument_capture_failure_never_breaks_the_tool(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("toolctx.decorator.hash_args", lambda args: 1 / 0)
+    monkeypatch.setattr("toolctx.decorator.encode", lambda args, sort_keys: 1 / 0)
     with session(context_dir) as s:
         with pytest.warns(ToolctxWarning, match="could not capture the arguments"):
             assert search_code("x", limit=1) == [{"path": "src/x_0.py"}]

@@ -48,13 +48,13 @@ def test_rich_arguments_hash_stably() -> None:
 
     first, second = hash_args(args()), hash_args(args())
     assert first == second
-    assert first[0].notes == ()
+    assert first[0][1] == ()
 
 
 def test_canonical_json_is_kept_with_the_hash() -> None:
     encoded, digest = hash_args({"b": 2, "a": 1})
-    assert encoded.data == b'{"a":1,"b":2}'
-    assert digest == hash_bytes(encoded.data)
+    assert encoded[0] == b'{"a":1,"b":2}'
+    assert digest == hash_bytes(encoded[0])
 
 
 def test_hash_query_is_deterministic_and_normalises_whitespace() -> None:

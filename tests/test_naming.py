@@ -12,7 +12,6 @@ from toolctx.naming import (
     new_session_id,
     parse_context_filename,
     sanitize_tool_name,
-    temp_name,
     validate_session_id,
 )
 
@@ -73,11 +72,11 @@ def test_foreign_names_are_not_context_files(name: str) -> None:
     assert parse_context_filename(name) is None
 
 
-def test_temp_names_are_hidden_and_recognised() -> None:
-    tmp = temp_name("x_0123456789abcdef_1735012345678_1_9f3a1c.json")
-    assert tmp.startswith(".")
-    assert is_temp_name(tmp)
+def test_temp_names_are_recognised() -> None:
+    assert is_temp_name(".x_0123456789abcdef_1735012345678_1_9f3a1c.json.0000002a.tmp")
+    assert is_temp_name(".manifest.jsonl.00000000.tmp")
     assert not is_temp_name("x.json")
+    assert not is_temp_name(".x.json.tmp")
 
 
 def test_session_ids() -> None:

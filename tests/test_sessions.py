@@ -34,6 +34,11 @@ from toolctx.storage import MemoryStore
 BIG = "x" * 40_000  # over the 32 KiB default threshold
 
 
+def held_in_memory(s: ContextSession) -> int:
+    """Bytes of argument and result JSON the session's records hold right now."""
+    return sum(len(r.payload[0]) + len(r.payload[1]) for r in s._records.values() if r.payload)
+
+
 def save(s: ContextSession, tool: str = "search", result: Any = "r", **args: Any) -> ContextPointer:
     return s.save_context(tool, args or {"q": tool}, result)
 
@@ -85,8 +90,7 @@ def test_memory_budget_spills_the_oldest_results(context_dir: Path) -> None:
         storages = [current[p.id].storage for p in pointers]
         assert storages[:3] == [StorageKind.DISK] * 3
         assert storages[-2:] == [StorageKind.MEMORY] * 2
-        in_memory = sum(len(r.blob or b"") for r in s._records.values())
-        assert in_memory <= 3_000
+        assert held_in_memory(s) == s.memory_bytes <= 3_000
         # A pointer handed out before the spill still loads: lookups go by id.
         assert [c.result for c in s.load_contexts(pointers)] == ["y" * 900] * 6
 
@@ -95,7 +99,7 @@ def test_memory_stays_bounded_in_a_long_session(context_dir: Path) -> None:
     with session(context_dir, memory_budget=64 * 1024) as s:
         for i in range(2_000):
             save(s, result={"i": i, "body": "z" * 1000})
-        assert sum(len(r.blob or b"") for r in s._records.values()) <= 64 * 1024
+        assert held_in_memory(s) == s.memory_bytes <= 64 * 1024
         assert len(s) == 2_000
         assert len(list(s.session_dir.glob("search_*.json"))) > 1_900
 

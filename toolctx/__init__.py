@@ -23,7 +23,8 @@ from toolctx.errors import (
 )
 from toolctx.hashing import hash_query
 from toolctx.models import ContextPointer, ErrorInfo, StorageKind, StoredContext
-from toolctx.sessions import ContextSession, current_session, session
+from toolctx.scope import current_session, session
+from toolctx.sessions import ContextSession
 
 try:
     __version__ = _metadata.version("toolctx")

@@ -23,10 +23,11 @@ import wrapt
 from toolctx._internal import internal_error
 from toolctx.describe import Describer, default_description, make_describer
 from toolctx.errors import ConfigError
-from toolctx.hashing import hash_args
 from toolctx.naming import sanitize_tool_name
-from toolctx.serialize import Encoded
-from toolctx.sessions import current_session
+from toolctx.redaction import REDACTED
+from toolctx.scope import current_session
+from toolctx.serialize import clean_text, encode
+from toolctx.sessions import ContextSession
 
 __all__ = ["persist_context"]
 
@@ -82,9 +83,10 @@ class _Binder:
 
 
 class _Call(NamedTuple):
-    args: Encoded
-    args_hash: str
-    description: str
+    session: ContextSession  # the session current when the call started
+    args_json: bytes
+    args_notes: tuple[str, ...]
+    description: str | None  # None: built from the stored arguments when first needed
 
 
 class _Tool:
@@ -100,10 +102,11 @@ class _Tool:
         threshold: int | None,
         record_errors: bool,
     ) -> None:
-        self.name = name if name is not None else getattr(func, "__name__", type(func).__name__)
-        if not isinstance(self.name, str) or not self.name:
-            raise ConfigError(f"name must be a non-empty str, got {self.name!r:.80}")
-        self.safe_name = sanitize_tool_name(self.name)
+        name = name if name is not None else getattr(func, "__name__", type(func).__name__)
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"name must be a non-empty str, got {name!r:.80}")
+        self.name = clean_text(name)
+        self.safe_name = sanitize_tool_name(name)
         try:
             signature = inspect.signature(func)
         except (TypeError, ValueError) as exc:
@@ -118,6 +121,7 @@ class _Tool:
             )
         ignored = frozenset(ignore)
         self.binders = (_Binder(signature, ignored, False), _Binder(signature, ignored, True))
+        self.order = tuple(signature.parameters)
         self.describe = make_describer(self.name, description, signature.parameters.keys())
         self.custom_description = description is not None
         if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0):
@@ -131,38 +135,46 @@ class _Tool:
             # wrapt passes the instance (or class) separately for bound methods and
             # classmethods; the first parameter is then not among ``args``.
             bound = self.binders[instance is not None].bind(args, kwargs)
-            encoded, args_hash = hash_args(bound)
-            return _Call(encoded, args_hash, self._description(bound))
+            args_json, notes = encode(bound, sort_keys=True)
+            session = current_session()
+            description = self._description(bound, session) if self.custom_description else None
+            return _Call(session, args_json, notes, description)
         except Exception as exc:
             internal_error(f"could not capture the arguments of tool {self.name!r}; this call is not stored", exc)
             return None
 
-    def _description(self, bound: dict[str, Any]) -> str:
-        if not self.custom_description:
-            return default_description(self.name, bound)
+    def _description(self, bound: dict[str, Any], session: ContextSession) -> str:
+        """The tool's own description of this call, with secret arguments masked."""
+        redactor = session.redactor
+        if redactor is not None:
+            bound = {k: REDACTED if redactor.is_secret_key(k) else v for k, v in bound.items()}
         try:
             text = self.describe(bound)
             if not isinstance(text, str):
                 raise TypeError(f"the description callable returned {type(text).__name__}, not str")
-            return text
         except Exception as exc:
             internal_error(f"the description of tool {self.name!r} failed; using the default one", exc)
             return default_description(self.name, bound)
+        return clean_text(text if redactor is None else redactor.redact_text(text))
 
     def end(self, call: _Call | None, result: Any, error: BaseException | None) -> None:
         """Hand the call to the current session; never raises (but see internal_error)."""
         if call is None or (error is not None and not self.record_errors):
             return
+        session = call.session if not call.session.closed else current_session()
         try:
-            current_session()._store_call(
-                tool_name=self.name,
-                safe_name=self.safe_name,
-                args=call.args,
-                args_hash=call.args_hash,
-                description=call.description,
-                result=result,
-                error=error,
-                threshold=self.threshold,
+            session._save(
+                self.name,
+                self.safe_name,
+                call.args_json,
+                call.description,
+                result,
+                error,
+                self.threshold,
+                None,
+                None,
+                self.order,
+                call.args_notes,
             )
         except Exception as exc:
             internal_error(f"could not store a call of tool {self.name!r}", exc)

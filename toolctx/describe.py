@@ -12,6 +12,7 @@ arguments as a dict.
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections.abc import Callable, Collection, Mapping
@@ -30,6 +31,7 @@ _IDENTIFIER = re.compile(r"[A-Z][A-Z0-9.\-]{0,11}")
 _DROPPED_VERBS = frozenset({"get", "fetch"})
 
 
+@functools.lru_cache(maxsize=1024)
 def humanize_tool_name(name: str) -> str:
     """``"get_incomeStatements"`` -> ``"income statements"``."""
     words = [w.lower() for w in _WORD_BREAK.split(name) if w]

@@ -19,13 +19,13 @@ def hash_bytes(data: bytes) -> str:
 
 
 def hash_args(args: Mapping[str, Any]) -> tuple[Encoded, str]:
-    """Canonical JSON of bound arguments (sorted keys) and its hash.
+    """Canonical JSON of bound arguments (sorted keys, exact-size bytes) and its hash.
 
     Callers bind arguments against the tool's signature first, so ``f(1, b=2)`` and
     ``f(a=1, b=2)`` produce the same mapping and therefore the same hash.
     """
-    encoded = encode(args, sort_keys=True)
-    return encoded, xxhash.xxh3_64_hexdigest(encoded.data)
+    data, notes = encode(args, sort_keys=True)
+    return (memoryview(data).tobytes(), notes), xxhash.xxh3_64_hexdigest(data)
 
 
 def hash_query(text: str) -> str:

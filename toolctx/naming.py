@@ -27,7 +27,6 @@ __all__ = [
     "parse_context_filename",
     "pointer_id",
     "sanitize_tool_name",
-    "temp_name",
     "validate_session_id",
 ]
 
@@ -88,12 +87,8 @@ def parse_context_filename(name: str) -> ContextName | None:
     return ContextName(match["tool"], match["hash"], int(match["ts"]), int(match["counter"]), match["rand"])
 
 
-def temp_name(final: str) -> str:
-    """A hidden temporary name for writing ``final`` before the atomic rename."""
-    return f".{final}.{secrets.token_hex(4)}.tmp"
-
-
 def is_temp_name(name: str) -> bool:
+    """Whether ``name`` is a temporary file of a blob store (``.{final}.{8 hex}.tmp``)."""
     return _TEMP_FILE.fullmatch(name) is not None
 
 

@@ -1,54 +1,48 @@
 """ContextSession: stores tool calls, indexes them, loads them back, cleans up.
 
-A session keeps one lightweight record per stored call. The call's full document
-(metadata plus the JSON result) lives either in memory, when the result is small
-and the memory budget allows, or in the session's blob store: by default the
-directory ``<context_dir>/<session_id>/``. The memory budget is enforced by
-spilling the oldest in-memory documents to the store, so memory stays bounded
-however long the session runs. Every document that reaches the store is also
-listed in an append-only manifest, from which :meth:`ContextSession.resume`
-rebuilds a kept session.
-
-The session a tool call lands in is found through a context variable set by
-``with session():``; it follows asyncio tasks and ``contextvars``-aware thread
-pools (LangChain's and the Agents SDK's executors, ``asyncio.to_thread``).
+A session keeps one :class:`~toolctx.records.Record` per stored call. A call's
+output lives either in memory, when its JSON form is under ``threshold`` and the
+memory budget allows, or in the session's blob store: by default the directory
+``<context_dir>/<session_id>/``. The budget is enforced by spilling the oldest
+in-memory outputs to the store, so memory stays bounded however long the session
+runs. Everything that reaches the store is also listed in an append-only
+manifest, from which :meth:`ContextSession.resume` rebuilds a kept session.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
+import itertools
 import os
-import random
+import secrets
 import threading
 import time
-import traceback
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextvars import ContextVar
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NamedTuple, Self
+from typing import Any, Self
 
 import orjson
+import xxhash
 
 from toolctx._internal import DEBUG, WARNING, internal_error, log, log_enabled
-from toolctx.describe import default_description
+from toolctx._vars import active_session, active_tags
 from toolctx.errors import ConfigError, SessionClosedError
-from toolctx.hashing import hash_args, hash_query
-from toolctx.models import FORMAT, ContextPointer, ErrorInfo, StorageKind, StoredContext
+from toolctx.hashing import hash_query
+from toolctx.models import ContextPointer, ErrorInfo, StorageKind, StoredContext
 from toolctx.naming import (
     MANIFEST_NAME,
-    context_filename,
     new_session_id,
     parse_context_filename,
-    pointer_id,
     sanitize_tool_name,
     validate_session_id,
 )
+from toolctx.records import Record, error_info, parse_document, record_from_context, record_from_manifest
+from toolctx.redaction import Redactor, resolve_redactor
 from toolctx.selection import select_keyword
-from toolctx.serialize import Encoded, clean_text, encode
+from toolctx.serialize import clean_text, encode
 from toolctx.storage import BlobStore, LocalStore
 
 __all__ = [
@@ -57,120 +51,23 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "ContextRef",
     "ContextSession",
-    "current_session",
-    "session",
+    "OnDebug",
+    "resolve_context_dir",
 ]
 
 DEFAULT_THRESHOLD = 32 * 1024
 """Results whose JSON form is at least this many bytes go straight to the store."""
 DEFAULT_MEMORY_BUDGET = 4 * 1024 * 1024
-"""Bytes of stored documents a session keeps in memory before spilling the oldest."""
+"""Bytes of results and arguments a session keeps in memory before spilling the oldest."""
 DEFAULT_CONTEXT_DIR = "~/.agent/context"
 """Used when neither ``context_dir`` nor ``TOOLCTX_CONTEXT_DIR`` is given."""
-ARGS_INLINE_LIMIT = 1024
-"""Pointers keep arguments whole up to this many JSON bytes and shorten larger ones."""
 
 ContextRef = ContextPointer | str | os.PathLike[str]
 """What load and selection accept: a pointer, its id (``"ctx:"`` prefix allowed) or a file path."""
 
 OnDebug = Callable[[str, dict[str, Any]], None]
 
-
-class _Tags(NamedTuple):
-    query_id: str | None = None
-    task_id: int | str | None = None
-
-
-_current: ContextVar[ContextSession | None] = ContextVar("toolctx_session", default=None)
-_tags: ContextVar[_Tags] = ContextVar("toolctx_tags", default=_Tags())  # noqa: B039 - a NamedTuple is immutable
-
-
-class _Record:
-    """What a session remembers about one stored call (pointers are built from it)."""
-
-    __slots__ = (
-        "args_hash",
-        "args_json",
-        "blob",
-        "description",
-        "filename",
-        "id",
-        "is_error",
-        "query_id",
-        "size",
-        "storage",
-        "task_id",
-        "timestamp_ns",
-        "tool_name",
-    )
-
-    def __init__(
-        self,
-        id: str,
-        tool_name: str,
-        description: str,
-        args_json: bytes,
-        args_hash: str,
-        timestamp_ns: int,
-        task_id: int | str | None,
-        query_id: str | None,
-        size: int,
-        storage: StorageKind,
-        filename: str,
-        is_error: bool,
-        blob: bytes | None = None,
-    ) -> None:
-        self.id = id
-        self.tool_name = tool_name
-        self.description = description
-        self.args_json = args_json
-        self.args_hash = args_hash
-        self.timestamp_ns = timestamp_ns
-        self.task_id = task_id
-        self.query_id = query_id
-        self.size = size
-        self.storage = storage
-        self.filename = filename
-        self.is_error = is_error
-        self.blob = blob
-
-    def manifest_line(self) -> bytes:
-        return (
-            orjson.dumps(
-                {
-                    "op": "put",
-                    "id": self.id,
-                    "file": self.filename,
-                    "tool_name": self.tool_name,
-                    "tool_description": self.description,
-                    "args": orjson.Fragment(self.args_json),
-                    "args_hash": self.args_hash,
-                    "ts": self.timestamp_ns,
-                    "task_id": self.task_id,
-                    "query_id": self.query_id,
-                    "size": self.size,
-                    "error": self.is_error,
-                }
-            )
-            + b"\n"
-        )
-
-    @classmethod
-    def from_manifest(cls, entry: Mapping[str, Any]) -> _Record:
-        return cls(
-            id=str(entry["id"]),
-            tool_name=str(entry["tool_name"]),
-            description=str(entry["tool_description"]),
-            args_json=orjson.dumps(entry["args"]),
-            args_hash=str(entry["args_hash"]),
-            timestamp_ns=int(entry["ts"]),
-            task_id=entry.get("task_id"),
-            query_id=entry.get("query_id"),
-            size=int(entry["size"]),
-            storage=StorageKind.DISK,
-            filename=str(entry["file"]),
-            is_error=bool(entry.get("error", False)),
-        )
+_MEMORY, _DISK, _NONE = StorageKind.MEMORY, StorageKind.DISK, StorageKind.NONE
 
 
 def resolve_context_dir(context_dir: str | os.PathLike[str] | None) -> Path:
@@ -209,9 +106,11 @@ class ContextSession:
         keep: bool = False,
         durable: bool = False,
         store: BlobStore | None = None,
+        redact: bool | Redactor = True,
         on_debug: OnDebug | None = None,
     ) -> None:
         self._context_dir = resolve_context_dir(context_dir)
+        self._redactor = resolve_redactor(redact)
         self.session_id = validate_session_id(session_id) if session_id is not None else new_session_id()
         self.threshold = _non_negative("threshold", threshold)
         self.memory_budget = _non_negative("memory_budget", memory_budget)
@@ -223,12 +122,15 @@ class ContextSession:
             raise ConfigError(f"on_debug must be a callable taking (event, data), got {on_debug!r:.80}")
         self._on_debug = on_debug
         self._lock = threading.Lock()
-        self._records: dict[str, _Record] = {}
-        self._memory: OrderedDict[str, _Record] = OrderedDict()
+        self._records: dict[str, Record] = {}
+        self._memory: OrderedDict[str, Record] = OrderedDict()
         self._memory_bytes = 0
-        self._counter = 0
+        self._ids = itertools.count()
+        # Ids and file names end in this per-session random part; a forked child gets its own.
+        self._rand = secrets.token_hex(3)
         self._tokens: list[Any] = []
         self._closed = False
+        _track(self)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
@@ -251,6 +153,11 @@ class ContextSession:
         return self._store
 
     @property
+    def redactor(self) -> Redactor | None:
+        """What removes secrets before anything is stored (None when ``redact=False``)."""
+        return self._redactor
+
+    @property
     def closed(self) -> bool:
         return self._closed
 
@@ -262,18 +169,23 @@ class ContextSession:
     def __len__(self) -> int:
         return len(self._records)
 
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of results and arguments held in memory now (at most ``memory_budget``)."""
+        return self._memory_bytes
+
     # -- activation ------------------------------------------------------------
 
     def __enter__(self) -> Self:
         if self._closed:
             raise SessionClosedError(f"session {self.session_id} has ended; open a new one with toolctx.session()")
-        self._tokens.append(_current.set(self))
+        self._tokens.append(active_session.set(self))
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        _current.reset(self._tokens.pop())
+        active_session.reset(self._tokens.pop())
         if not self._tokens:
             self.close()
 
@@ -306,22 +218,24 @@ class ContextSession:
     def query(self, text: str) -> Iterator[str]:
         """Tag calls made inside the block with ``query_id = hash_query(text)``; yields the id."""
         query_id = hash_query(text)
-        token = _tags.set(_tags.get()._replace(query_id=query_id))
+        token = active_tags.set(active_tags.get()._replace(query_id=query_id))
         try:
             yield query_id
         finally:
-            _tags.reset(token)
+            active_tags.reset(token)
 
     @contextlib.contextmanager
     def task(self, task_id: int | str) -> Iterator[int | str]:
         """Tag calls made inside the block with ``task_id``."""
         if isinstance(task_id, bool) or not isinstance(task_id, (int, str)):
             raise ConfigError(f"task_id must be an int or a str, got {task_id!r:.80}")
-        token = _tags.set(_tags.get()._replace(task_id=task_id))
+        if isinstance(task_id, str):
+            task_id = clean_text(task_id)
+        token = active_tags.set(active_tags.get()._replace(task_id=task_id))
         try:
             yield task_id
         finally:
-            _tags.reset(token)
+            active_tags.reset(token)
 
     hash_query = staticmethod(hash_query)
 
@@ -350,126 +264,123 @@ class ContextSession:
             raise ConfigError(f"tool_name must be a non-empty str, got {tool_name!r:.80}")
         if not isinstance(args, Mapping):
             raise ConfigError(f"args must be a mapping of argument names to values, got {type(args).__name__}")
-        encoded, args_hash = hash_args(args)
-        record = self._store_call(
-            tool_name=tool_name,
-            safe_name=sanitize_tool_name(tool_name),
-            args=encoded,
-            args_hash=args_hash,
-            description=description if description is not None else default_description(tool_name, args),
-            result=result,
-            error=error,
-            threshold=None if threshold is None else _non_negative("threshold", threshold),
-            task_id=task_id,
-            query_id=query_id,
+        if description is not None and not isinstance(description, str):
+            raise ConfigError(f"description must be a str, got {type(description).__name__}")
+        args_json, args_notes = encode(args, sort_keys=True)
+        if description is not None and self._redactor is not None:
+            description = self._redactor.redact_text(description)
+        record = self._save(
+            clean_text(tool_name),
+            sanitize_tool_name(tool_name),
+            args_json,
+            None if description is None else clean_text(description),
+            result,
+            error,
+            None if threshold is None else _non_negative("threshold", threshold),
+            clean_text(task_id) if isinstance(task_id, str) else task_id,
+            None if query_id is None else clean_text(query_id),
+            tuple(k for k in args if isinstance(k, str)),
+            args_notes,
         )
         return self._pointer(record)
 
-    def _store_call(
+    def _save(
         self,
-        *,
         tool_name: str,
         safe_name: str,
-        args: Encoded,
-        args_hash: str,
-        description: str,
+        args_json: bytes,
+        description: str | None,
         result: Any,
         error: BaseException | ErrorInfo | None,
         threshold: int | None,
         task_id: int | str | None = None,
         query_id: str | None = None,
-    ) -> _Record:
-        """The one save path: the decorator and :meth:`save_context` both end here."""
+        order: tuple[str, ...] = (),
+        args_notes: tuple[str, ...] = (),
+    ) -> Record:
+        """The one save path: the decorator and :meth:`save_context` both end here.
+
+        ``args_json`` is the canonical JSON of the bound arguments. Secrets are
+        redacted from it and from the result before anything is kept, and the
+        arguments are hashed after redaction, so no hash depends on a secret. Text
+        arguments must already be valid UTF-8 (``clean_text``); both callers see to
+        that once, outside this hot path.
+        """
         if self._closed:
             raise SessionClosedError(f"session {self.session_id} has ended; open a new one with toolctx.session()")
         if task_id is None or query_id is None:
-            tags = _tags.get()
-            task_id = tags.task_id if task_id is None else task_id
-            query_id = tags.query_id if query_id is None else query_id
-        # Names and tags are user text too: keep them encodable whatever comes in.
-        tool_name, description = clean_text(tool_name), clean_text(description)
-        if isinstance(task_id, str):
-            task_id = clean_text(task_id)
-        if query_id is not None:
-            query_id = clean_text(query_id)
+            tags = active_tags.get()
+            if task_id is None:
+                task_id = tags.task_id
+            if query_id is None:
+                query_id = tags.query_id
+        redactor = self._redactor
+        if redactor is not None:
+            args_json = redactor(args_json)[0]
+        args_json = memoryview(args_json).tobytes()  # kept for the record's life: exact size, not orjson's buffer
+        args_hash = xxhash.xxh3_64_hexdigest(args_json)
         if error is not None:
-            error = _error_info(error)
-        body = encode(result)
+            error = error_info(error, redactor)
+        data, notes = encode(result)
+        if redactor is not None:
+            data = redactor(data)[0]
+        if args_notes:
+            notes = tuple(f"arguments: {note}" for note in args_notes) + notes
+        size = len(data)
         timestamp_ns = time.time_ns()
-        rand = f"{random.getrandbits(24):06x}"
-        with self._lock:
-            counter = self._counter
-            self._counter += 1
-        filename = context_filename(safe_name, args_hash, timestamp_ns // 1_000_000, counter, rand)
-        record = _Record(
-            id=pointer_id(rand, counter),
-            tool_name=tool_name,
-            description=description,
-            args_json=args.data if len(args.data) <= ARGS_INLINE_LIMIT else _shorten_args(args.data),
-            args_hash=args_hash,
-            timestamp_ns=timestamp_ns,
-            task_id=task_id,
-            query_id=query_id,
-            size=len(body.data),
-            storage=StorageKind.MEMORY,
-            filename=filename,
-            is_error=error is not None,
-        )
-        header = orjson.dumps(
-            {
-                "format": FORMAT,
-                "id": record.id,
-                "session_id": self.session_id,
-                "tool_name": tool_name,
-                "tool_description": description,
-                "args": orjson.Fragment(args.data),
-                "args_hash": args_hash,
-                "timestamp": datetime.fromtimestamp(timestamp_ns / 1e9, UTC),
-                "task_id": task_id,
-                "query_id": query_id,
-                "error": None if error is None else error.model_dump(),
-                "notes": list(args.notes + body.notes),
-            }
-        )
-        chunks = (header[:-1], b',"result":', body.data, b"}")
-        limit = self.threshold if threshold is None else threshold
-        if record.size < limit and self.memory_budget > 0:
-            record.blob = b"".join(chunks)  # an exact-size copy: orjson's buffers are over-allocated
-            with self._lock:
+        counter = next(self._ids)  # atomic under the GIL: no lock needed to number calls
+        rand = self._rand
+        if size < (self.threshold if threshold is None else threshold) and self.memory_budget:
+            # orjson's buffers are over-allocated: keep an exact-size copy.
+            payload = (args_json, memoryview(data).tobytes(), error, notes)
+            record = Record(
+                f"{rand}{counter:x}", counter, rand, tool_name, safe_name, description, args_json, args_hash,
+                timestamp_ns, task_id, query_id, size, _MEMORY, error is not None, payload, order,
+            )  # fmt: skip
+            lock = self._lock
+            lock.acquire()  # (cheaper than ``with`` on this hot path)
+            try:
                 self._records[record.id] = record
                 self._memory[record.id] = record
-                self._memory_bytes += len(record.blob)
-                evicted = self._evict_over_budget()
-            self._spill(evicted)
+                self._memory_bytes += size + len(args_json)
+                evicted = self._evict_over_budget() if self._memory_bytes > self.memory_budget else None
+            finally:
+                lock.release()
+            if evicted:
+                self._spill(evicted)
         else:
-            self._write(record, chunks)
+            record = Record(
+                f"{rand}{counter:x}", counter, rand, tool_name, safe_name, description, args_json, args_hash,
+                timestamp_ns, task_id, query_id, size, _NONE, error is not None, None, order,
+            )  # fmt: skip
+            self._write(record, (args_json, data, error, notes))
             with self._lock:
                 self._records[record.id] = record
         if self._on_debug is not None or log_enabled(DEBUG):
-            self._event(DEBUG, "saved", id=record.id, tool=tool_name, size=record.size, storage=str(record.storage))
-        if body.notes:
+            self._event(DEBUG, "saved", id=record.id, tool=tool_name, size=size, storage=str(record.storage))
+        if len(notes) > len(args_notes):  # arguments in fallback form are noted in the document only
             internal_error(
                 f"the result of tool {tool_name!r} is not plain JSON; stored in toolctx's fallback form: "
-                + "; ".join(body.notes),
+                + "; ".join(notes[len(args_notes) :]),
                 id=record.id,
             )
         return record
 
-    def _evict_over_budget(self) -> list[_Record]:
+    def _evict_over_budget(self) -> list[Record]:
         """Pop the oldest in-memory records until the budget holds (caller holds the lock)."""
-        evicted: list[_Record] = []
+        evicted: list[Record] = []
         while self._memory_bytes > self.memory_budget and self._memory:
             _, oldest = self._memory.popitem(last=False)
-            self._memory_bytes -= len(oldest.blob or b"")
+            self._memory_bytes -= oldest.size + len(oldest.args_json)
             evicted.append(oldest)
         return evicted
 
-    def _write(self, record: _Record, chunks: Iterable[bytes]) -> None:
-        """Write a document to the store and the manifest; on failure mark it unstored."""
+    def _write(self, record: Record, payload: tuple[bytes, bytes, ErrorInfo | None, tuple[str, ...]]) -> None:
+        """Write a record's document to the store and the manifest; on failure mark it unstored."""
         try:
-            self._store.put(record.filename, tuple(chunks))
+            self._store.put(record.filename, record.document(self.session_id, payload))
         except Exception as exc:
-            record.storage = StorageKind.NONE
+            record.storage = _NONE
             internal_error(
                 f"could not store the output of tool {record.tool_name!r} in {str(self.session_dir)!r}; "
                 "the tool's result was returned unchanged but is not stored",
@@ -477,10 +388,10 @@ class ContextSession:
                 id=record.id,
             )
             return
-        record.storage = StorageKind.DISK
+        record.on_disk()
         self._append_manifest(record)
 
-    def _append_manifest(self, record: _Record) -> None:
+    def _append_manifest(self, record: Record) -> None:
         try:
             self._store.append(MANIFEST_NAME, record.manifest_line())
         except Exception as exc:
@@ -490,15 +401,15 @@ class ContextSession:
                 exc,
             )
 
-    def _spill(self, records: list[_Record]) -> None:
-        """Move in-memory documents to the store; any that fail stay in memory."""
-        failed: list[_Record] = []
+    def _spill(self, records: list[Record]) -> None:
+        """Move in-memory outputs to the store; any that fail stay in memory."""
+        failed: list[Record] = []
         for record in records:
-            blob = record.blob
-            if blob is None:
+            payload = record.payload
+            if payload is None:
                 continue
             try:
-                self._store.put(record.filename, (blob,))
+                self._store.put(record.filename, record.document(self.session_id, payload))
             except Exception as exc:
                 failed.append(record)
                 internal_error(
@@ -506,8 +417,7 @@ class ContextSession:
                     exc,
                 )
                 continue
-            record.storage = StorageKind.DISK
-            record.blob = None
+            record.on_disk()
             self._append_manifest(record)
             self._event(DEBUG, "spilled", id=record.id, size=record.size)
         if failed:
@@ -515,30 +425,15 @@ class ContextSession:
                 for record in failed:
                     if record.id in self._records:
                         self._memory[record.id] = record
-                        self._memory_bytes += len(record.blob or b"")
+                        self._memory_bytes += record.size + len(record.args_json)
 
     # -- reading -----------------------------------------------------------------
 
-    def _pointer(self, record: _Record) -> ContextPointer:
-        on_disk = record.storage is StorageKind.DISK
-        return ContextPointer(
-            id=record.id,
-            session_id=self.session_id,
-            tool_name=record.tool_name,
-            tool_description=record.description,
-            args=orjson.loads(record.args_json),
-            args_hash=record.args_hash,
-            timestamp=datetime.fromtimestamp(record.timestamp_ns / 1e9, UTC),
-            task_id=record.task_id,
-            query_id=record.query_id,
-            size=record.size,
-            storage=record.storage,
-            filename=record.filename if on_disk else None,
-            filepath=self._store.path(record.filename) if on_disk else None,
-            is_error=record.is_error,
-        )
+    def _pointer(self, record: Record) -> ContextPointer:
+        path = self._store.path(record.filename) if record.storage is _DISK else None
+        return record.pointer(self.session_id, path)
 
-    def _snapshot(self) -> list[_Record]:
+    def _snapshot(self) -> list[Record]:
         with self._lock:
             return list(self._records.values())
 
@@ -597,20 +492,20 @@ class ContextSession:
             self._skip(ref.id, f"pointer belongs to session {ref.session_id}, not {self.session_id}")
             return None
         record = self._resolve(ref)
-        name: str | None
-        if record is not None:
-            name = record.filename
-            blob = record.blob
-        else:
-            name = self._path_name(ref.filepath if isinstance(ref, ContextPointer) else ref)
-            if name is None:
-                self._skip(str(ref), "not a context of this session")
-                return None
-            blob = None
         try:
-            if blob is None:
-                blob = self._store.get(name)
-            context = _parse_document(blob)
+            if record is not None:
+                payload = record.payload
+                context = (
+                    record.context(self.session_id, payload)
+                    if payload is not None
+                    else parse_document(self._store.get(record.filename))
+                )
+            else:
+                name = self._path_name(ref.filepath if isinstance(ref, ContextPointer) else ref)
+                if name is None:
+                    self._skip(str(ref), "not a context of this session")
+                    return None
+                context = parse_document(self._store.get(name))
         except Exception as exc:
             self._skip(str(ref), f"{type(exc).__name__}: {exc}")
             return None
@@ -620,12 +515,11 @@ class ContextSession:
         self._event(DEBUG, "loaded", id=context.id, tool=context.tool_name)
         return context
 
-    def _resolve(self, ref: ContextRef) -> _Record | None:
+    def _resolve(self, ref: ContextRef) -> Record | None:
         if isinstance(ref, ContextPointer):
             return self._records.get(ref.id)
         if isinstance(ref, str):
-            key = ref[4:] if ref.startswith("ctx:") else ref
-            record = self._records.get(key)
+            record = self._records.get(ref[4:] if ref.startswith("ctx:") else ref)
             if record is not None:
                 return record
         name = self._path_name(ref)
@@ -667,7 +561,7 @@ class ContextSession:
         directory, and the ``context_dir`` itself, is left alone.
         """
         with self._lock:
-            for key in [k for k, r in self._records.items() if r.storage is not StorageKind.MEMORY]:
+            for key in [k for k, r in self._records.items() if r.storage is not _MEMORY]:
                 del self._records[key]
         removed = 0
         for name in self._store.list():
@@ -692,6 +586,7 @@ class ContextSession:
         threshold: int = DEFAULT_THRESHOLD,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         durable: bool = False,
+        redact: bool | Redactor = True,
         on_debug: OnDebug | None = None,
     ) -> ContextSession:
         """Reopen a session kept with ``keep=True`` (possibly by a process that has since died).
@@ -712,6 +607,7 @@ class ContextSession:
                 memory_budget=memory_budget,
                 keep=keep,
                 store=store,
+                redact=redact,
                 on_debug=on_debug,
             )
             resumed._recover()
@@ -722,14 +618,14 @@ class ContextSession:
 
     def _recover(self) -> None:
         present = {name for name in self._store.list() if parse_context_filename(name) is not None}
-        records: dict[str, _Record] = {}
+        records: dict[str, Record] = {}
         try:
             manifest = self._store.get(MANIFEST_NAME)
         except FileNotFoundError:
             manifest = b""
         for line in manifest.splitlines():
             try:
-                record = _Record.from_manifest(orjson.loads(line))
+                record = record_from_manifest(orjson.loads(line))
             except Exception:
                 continue  # a line cut short by a crash, or damaged: the file scan below recovers it
             if record.filename in present:
@@ -737,19 +633,18 @@ class ContextSession:
         listed = {r.filename for r in records.values()}
         for name in sorted(present - listed):
             try:
-                context = _parse_document(self._store.get(name))
+                records_from_file = record_from_context(parse_document(self._store.get(name)), name)
             except Exception as exc:
                 self._skip(name, f"unreadable context file: {type(exc).__name__}: {exc}")
                 continue
-            records[context.id] = _record_from_context(context, name)
+            records[records_from_file.id] = records_from_file
         ordered = sorted(records.values(), key=lambda r: (r.timestamp_ns, r.id))
         self._records = {r.id: r for r in ordered}
-        counters = [parsed.counter for r in ordered if (parsed := parse_context_filename(r.filename))]
-        self._counter = max(counters, default=-1) + 1
+        self._ids = itertools.count(max((r.counter for r in ordered), default=-1) + 1)
         self._store.put(MANIFEST_NAME, [r.manifest_line() for r in ordered])
         self._event(DEBUG, "resumed", contexts=len(ordered))
 
-    # -- events ------------------------------------------------------------------------
+    # -- events and forks -------------------------------------------------------------------
 
     def _event(self, level: int, event: str, **data: Any) -> None:
         if self._on_debug is not None:
@@ -759,130 +654,26 @@ class ContextSession:
                 internal_error("the on_debug callback raised", exc)
         log(level, event, session=self.session_id, **data)
 
-
-def _error_info(error: BaseException | ErrorInfo) -> ErrorInfo:
-    if isinstance(error, ErrorInfo):
-        kind, message, text = error.type, error.message, error.traceback
-    else:
-        kind, text = type(error).__qualname__, "".join(traceback.format_exception(error))
-        try:
-            message = str(error)
-        except Exception:
-            message = f"<str() of {kind} failed>"
-    return ErrorInfo(
-        type=clean_text(kind),
-        message=clean_text(message[:20_000]),
-        traceback=None if text is None else clean_text(text[-20_000:]),
-    )
+    def _after_fork(self) -> None:
+        # A forked child shares the parent's counter: give its ids a new random part, and
+        # replace a lock another thread may have held at the moment of the fork.
+        self._rand = secrets.token_hex(3)
+        self._lock = threading.Lock()
 
 
-def _shorten_args(args_json: bytes) -> bytes:
-    """A smaller JSON form of large arguments for pointers; the document keeps them whole."""
-
-    def shrink(value: Any, depth: int) -> Any:
-        if isinstance(value, str):
-            return value if len(value) <= 200 else value[:200] + f"… [{len(value)} chars]"
-        if depth > 3:
-            return "…"
-        if isinstance(value, list):
-            head = [shrink(v, depth + 1) for v in value[:10]]
-            return head + ([f"… [{len(value)} items]"] if len(value) > 10 else [])
-        if isinstance(value, dict):
-            return {k: shrink(v, depth + 1) for k, v in list(value.items())[:20]}
-        return value
-
-    data = orjson.dumps(shrink(orjson.loads(args_json), 0))
-    if len(data) <= ARGS_INLINE_LIMIT:
-        return data
-    return orjson.dumps({"$truncated": f"{len(args_json)} bytes of arguments; load the context for all of them"})
+_live_sessions: weakref.WeakSet[ContextSession] = weakref.WeakSet()
+_fork_hook_registered = False
 
 
-def _parse_document(blob: bytes) -> StoredContext:
-    document = orjson.loads(blob)
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise ValueError("not a toolctx context document")
-    return StoredContext.model_validate(document)
+def _track(session: ContextSession) -> None:
+    """Remember live sessions so a forked child can reseed them (hook registered on first use)."""
+    global _fork_hook_registered
+    if not _fork_hook_registered and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_reseed_after_fork)
+        _fork_hook_registered = True
+    _live_sessions.add(session)
 
 
-def _record_from_context(context: StoredContext, filename: str) -> _Record:
-    return _Record(
-        id=context.id,
-        tool_name=context.tool_name,
-        description=context.tool_description,
-        args_json=_shorten_args(orjson.dumps(context.args)),
-        args_hash=context.args_hash,
-        timestamp_ns=int(context.timestamp.timestamp() * 1e9),
-        task_id=context.task_id,
-        query_id=context.query_id,
-        size=len(orjson.dumps(context.result)),
-        storage=StorageKind.DISK,
-        filename=filename,
-        is_error=context.error is not None,
-    )
-
-
-# -- the current session ------------------------------------------------------------------
-
-_default: ContextSession | None = None
-_default_lock = threading.Lock()
-
-
-def _close_default() -> None:
-    global _default
-    with _default_lock:
-        default, _default = _default, None
-    if default is not None:
-        default.close()
-
-
-def current_session() -> ContextSession:
-    """The session tool calls go to here: the innermost open ``with session()``, else the default.
-
-    The default session is created on first use (in ``TOOLCTX_CONTEXT_DIR`` or
-    ``~/.agent/context``) and cleaned up when the interpreter exits.
-    """
-    active = _current.get()
-    if active is not None and not active._closed:
-        return active
-    global _default
-    with _default_lock:
-        if _default is None or _default._closed:
-            _default = ContextSession()
-            atexit.register(_close_default)
-        return _default
-
-
-def session(
-    context_dir: str | os.PathLike[str] | None = None,
-    *,
-    session_id: str | None = None,
-    threshold: int = DEFAULT_THRESHOLD,
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
-    keep: bool = False,
-    durable: bool = False,
-    store: BlobStore | None = None,
-    on_debug: OnDebug | None = None,
-) -> ContextSession:
-    """A new session, to use as ``with session(...) as s:`` or ``async with``.
-
-    Tool calls made inside the block, including in asyncio tasks and in
-    context-copying worker threads started there, are stored in it. Sessions
-    nest: the inner one wins and the outer one is back after the block. On exit
-    the session deletes everything it stored, unless ``keep=True``.
-
-    ``threshold``: results of this many JSON bytes or more go to disk (0 = always).
-    ``memory_budget``: bytes kept in memory before the oldest are spilled to disk.
-    ``durable``: fsync every write (survives power loss; costs a flush per write).
-    ``store``: a :class:`~toolctx.storage.BlobStore` to use instead of the directory.
-    ``on_debug``: called as ``on_debug(event, data)`` for every event toolctx logs.
-    """
-    return ContextSession(
-        context_dir,
-        session_id=session_id,
-        threshold=threshold,
-        memory_budget=memory_budget,
-        keep=keep,
-        durable=durable,
-        store=store,
-        on_debug=on_debug,
-    )
+def _reseed_after_fork() -> None:
+    for live in list(_live_sessions):
+        live._after_fork()

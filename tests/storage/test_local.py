@@ -125,3 +125,22 @@ def test_opening_a_missing_or_linked_directory_fails(tmp_path: Path) -> None:
     os.symlink(tmp_path / "real", tmp_path / "link")
     with pytest.raises(SessionNotFoundError):
         LocalStore(tmp_path / "link", existing=True)
+
+
+def test_short_writes_are_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolctx.storage import local
+
+    real_writev = os.writev
+
+    def dribble(fd: int, buffers: list[bytes]) -> int:  # at most 7 bytes per call, like a slow pipe
+        first = bytes(buffers[0])[:7] if buffers else b""
+        return real_writev(fd, [first])
+
+    monkeypatch.setattr(local.os, "writev", dribble)
+    store = LocalStore(tmp_path / "s")
+    store.put("a.json", [b"0123456789", b"", b"abcdefghijklmnop", b"XYZ"])
+    store.append("m.jsonl", b"line one\n")
+    monkeypatch.undo()
+    assert store.get("a.json") == b"0123456789abcdefghijklmnopXYZ"
+    assert store.get("m.jsonl") == b"line one\n"
+    store.close(remove=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import socket
 import threading
@@ -26,7 +27,7 @@ from pathlib import Path
 import orjson
 
 from toolctx.errors import SessionBusyError, SessionNotFoundError
-from toolctx.naming import LOCK_NAME, is_temp_name, temp_name
+from toolctx.naming import LOCK_NAME, is_temp_name
 from toolctx.storage.base import BlobStore, check_name
 
 try:
@@ -54,6 +55,8 @@ class LocalStore(BlobStore):
 
     def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False, existing: bool = False) -> None:
         self.directory = Path(directory)
+        self._prefix = os.path.join(os.fspath(directory), "")  # plain strings: pathlib costs µs per call
+        self._temp_ids = itertools.count()
         self.durable = durable
         self._lock = threading.Lock()
         self._lock_fd: int | None = None
@@ -135,17 +138,19 @@ class LocalStore(BlobStore):
     # -- blobs ---------------------------------------------------------------
 
     def path(self, name: str) -> str:
-        return str(self.directory / check_name(name))
+        return self._prefix + check_name(name)
 
     def put(self, name: str, chunks: Sequence[bytes]) -> None:
-        final = self.path(name)
-        self._ensure()
+        final = self._prefix + check_name(name)
+        if not self._ready:
+            self._ensure()
         if name in self._append_fds:  # the rename below replaces the file an append handle points to
             with self._lock:
                 fd = self._append_fds.pop(name, None)
                 if fd is not None:
                     os.close(fd)
-        tmp = str(self.directory / temp_name(name))
+        # Final names are unique per session, so a per-store counter keeps temporary names unique too.
+        tmp = f"{self._prefix}.{name}.{next(self._temp_ids) & 0xFFFFFFFF:08x}.tmp"
         fd = os.open(tmp, _WRITE_NEW, 0o600)
         try:
             _write_all(fd, chunks)
@@ -167,7 +172,7 @@ class LocalStore(BlobStore):
             self._sync_directory()
 
     def get(self, name: str) -> bytes:
-        fd = os.open(self.path(name), _READ)
+        fd = os.open(self._prefix + check_name(name), _READ)
         with open(fd, "rb", closefd=True) as handle:
             return handle.read()
 
@@ -198,8 +203,9 @@ class LocalStore(BlobStore):
             ]
 
     def append(self, name: str, data: bytes) -> None:
-        path = self.path(name)
-        self._ensure()
+        path = self._prefix + check_name(name)
+        if not self._ready:
+            self._ensure()
         with self._lock:
             fd = self._append_fds.get(name)
             if fd is None:
@@ -217,11 +223,16 @@ class LocalStore(BlobStore):
 
 
 def _write_all(fd: int, chunks: Sequence[bytes]) -> None:
-    views = [memoryview(c) for c in chunks if c]
+    written = os.writev(fd, chunks)
+    if written == sum(map(len, chunks)):
+        return
+    views = [memoryview(c) for c in chunks if c]  # a short write: carry on from where it stopped
     while views:
-        written = os.writev(fd, views)
         while views and written >= len(views[0]):
             written -= len(views[0])
             views.pop(0)
         if written:
             views[0] = views[0][written:]
+            written = 0
+        if views:
+            written = os.writev(fd, views)

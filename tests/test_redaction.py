@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from toolctx import ConfigError, persist_context, session
+from toolctx.redaction import REDACTED, Redactor, SecretPattern, default_redactor
+
+SECRETS = {
+    "bearer": "Authorization: Bearer abcDEF123456789xyz",
+    "openai": "key sk-proj1234567890abcdefghijKLMN in config",
+    "stripe": "sk_live_0123456789abcdefABCD",
+    "aws": "AKIAIOSFODNN7EXAMPLE",
+    "github": "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB",
+    "github-pat": "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+    "slack": "xoxb-1234567890-abcdefghij",
+    "google": "AIzaSyA0123456789abcdefghijklmnopqrstuv",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+}
+
+
+def redact(value: Any, redactor: Redactor | None = None) -> Any:
+    out, _ = (redactor or default_redactor())(orjson.dumps(value))
+    return orjson.loads(out)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "api_key",
+        "apiKey",
+        "ApiKey",
+        "X-Api-Key",
+        "API_KEY",
+        "token",
+        "access_token",
+        "accessToken",
+        "refresh-token",
+        "password",
+        "Password",
+        "db.password",
+        "passwd",
+        "secret",
+        "clientSecret",
+        "Authorization",
+        "private_key",
+        "aws_access_key",
+        "credentials",
+        "credential",
+    ],
+)
+def test_values_under_secret_keys_are_redacted(key: str) -> None:
+    assert redact({key: "hunter2", "other": "kept"}) == {key: REDACTED, "other": "kept"}
+    assert redact({"nested": [{key: 12345}]}) == {"nested": [{key: REDACTED}]}
+    assert redact({key: {"user": "a", "pass": "b"}}) == {key: REDACTED}
+
+
+@pytest.mark.parametrize(
+    "key", ["max_tokens", "token_count", "tokens", "secret_name", "author", "keyword", "password_hint_shown", "key"]
+)
+def test_ordinary_keys_are_kept(key: str) -> None:
+    assert redact({key: "value 1"}) == {key: "value 1"}
+
+
+def test_null_under_a_secret_key_stays_null() -> None:
+    assert redact({"password": None}) == {"password": None}
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+def test_secret_formats_inside_strings_are_redacted(kind: str) -> None:
+    text = f"before {SECRETS[kind]} after"
+    redacted = redact({"log": [text]})["log"][0]
+    assert redacted.startswith("before ")
+    assert REDACTED in redacted
+    for fragment in ("abcDEF123456789xyz", "proj1234567890", "0123456789abcdefABCD", "IOSFODNN7", "MIIEpAIBAA"):
+        assert fragment not in redacted
+
+
+def test_bearer_keeps_the_scheme_word() -> None:
+    assert redact("Authorization: Bearer abcDEF123456789xyz") == f"Authorization: Bearer {REDACTED}"
+
+
+def test_clean_outputs_pass_through_untouched() -> None:
+    data = orjson.dumps({"hits": [{"title": "Token economics and secret sauce of passwords"}], "n": 3})
+    out, changed = default_redactor()(data)
+    assert out == data
+    assert changed is False
+    clean = orjson.dumps({"query": "quarterly revenue", "page": 3})
+    assert default_redactor()(clean)[0] is clean  # no anchor: not even parsed
+
+
+def test_custom_rules_and_replacement() -> None:
+    redactor = Redactor(
+        keys=["ssn"],
+        patterns=[SecretPattern("ticket", r"TKT-\d{6}", ("TKT-",))],
+        replacement="***",
+    )
+    assert redact({"ssn": "123", "password": "kept now", "note": "see TKT-123456"}, redactor) == {
+        "ssn": "***",
+        "password": "kept now",
+        "note": "see ***",
+    }
+    assert "ticket" in repr(redactor)
+
+
+def test_a_pattern_without_anchors_is_still_applied() -> None:
+    redactor = Redactor(keys=(), patterns=[SecretPattern("digits", r"\d{4}-\d{4}", ())])
+    assert redact({"card": "1234-5678"}, redactor) == {"card": REDACTED}
+
+
+def test_stored_arguments_results_and_errors_hold_no_secret(context_dir: Path) -> None:
+    secret_result = {"user": "ada", "password": "hunter2-pw", "log": SECRETS["bearer"]}
+
+    @persist_context
+    def login(user: str, api_key: str, payload: str = "x") -> dict[str, Any]:
+        return secret_result
+
+    @persist_context(description="login {user} with {api_key}")
+    def described(user: str, api_key: str) -> str:
+        return "ok"
+
+    @persist_context
+    def failing(token: str) -> None:
+        raise PermissionError(f"token {SECRETS['openai']} was refused")
+
+    with session(context_dir, threshold=0) as s:
+        assert login("ada", api_key="sk-live-abcdefghijklmnopqrstuvwx") is secret_result  # caller sees it all
+        described("ada", "sk-live-abcdefghijklmnopqrstuvwx")
+        with pytest.raises(PermissionError):
+            failing("tok-123456")
+        stored = s.load_contexts(s.get_all_pointers())
+        on_disk = b"".join(p.read_bytes() for p in s.session_dir.iterdir())
+    assert stored[0].args == {"api_key": REDACTED, "payload": "x", "user": "ada"}
+    assert stored[0].result == {"user": "ada", "password": REDACTED, "log": f"Authorization: Bearer {REDACTED}"}
+    assert stored[1].tool_description == f"login ada with {REDACTED}"
+    assert stored[2].error is not None
+    assert stored[2].error.message == f"token key {REDACTED} in config was refused"
+    for secret in (b"hunter2-pw", b"abcdefghijklmnopqrstuvwx", b"abcDEF123456789xyz", b"tok-123456", b"proj12345"):
+        assert secret not in on_disk
+
+
+def test_memory_path_is_redacted_too(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        pointer = s.save_context("fetch", {"authorization": "Basic dXNlcjpwYXNz"}, {"token": "t0k3n"})
+        [stored] = s.load_contexts([pointer])
+    assert pointer.args == {"authorization": REDACTED}
+    assert stored.result == {"token": REDACTED}
+
+
+def test_redaction_can_be_turned_off(context_dir: Path) -> None:
+    with session(context_dir, redact=False) as s:
+        assert s.redactor is None
+        pointer = s.save_context("fetch", {"api_key": "k-123"}, {"password": "p"})
+        assert s.load_contexts([pointer])[0].result == {"password": "p"}
+        assert pointer.args == {"api_key": "k-123"}
+
+
+def test_bad_redact_option(context_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="redact must be"):
+        session(context_dir, redact="yes")  # type: ignore[arg-type]

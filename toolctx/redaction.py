@@ -1,0 +1,211 @@
+"""Secret redaction, applied to arguments and results before anything is stored.
+
+On by default. What is redacted:
+
+- the value under any dict key (or argument name) that looks secret: a key whose
+  last word is ``api_key``/``apikey``, ``token``, ``password``/``passwd``,
+  ``secret``, ``authorization``, ``private_key``, ``access_key`` or
+  ``credential(s)``, in snake, kebab, dotted or camel case (``access_token``,
+  ``X-Api-Key``, ``clientSecret``); ``max_tokens`` or ``token_count`` are not secret;
+- inside any string: bearer tokens (``Bearer <token>``), OpenAI/Anthropic-style
+  ``sk-...`` keys, Stripe ``sk_live_``/``rk_live_`` keys, AWS access key ids
+  (``AKIA...``/``ASIA...``), GitHub tokens (``ghp_``, ``gho_``, ``ghu_``, ``ghs_``,
+  ``ghr_``, ``github_pat_``), Slack tokens (``xoxb-`` ...), Google API keys
+  (``AIza...``), JSON Web Tokens and PEM private-key blocks.
+
+Each redacted value becomes ``"[REDACTED]"``. Turn redaction off with
+``session(redact=False)``; extend it with ``Redactor(keys=..., patterns=...)``.
+
+Redaction works on the JSON bytes about to be stored. One Aho-Corasick pass
+(``ahocorasick_rs``) looks for the literal fragments every rule needs; only when
+one is present is the value parsed, walked and re-encoded, so clean outputs (the
+usual case) cost one fast scan.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ahocorasick_rs
+import orjson
+
+from toolctx.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_KEYS",
+    "DEFAULT_PATTERNS",
+    "REDACTED",
+    "Redactor",
+    "SecretPattern",
+    "default_redactor",
+    "resolve_redactor",
+]
+
+REDACTED = "[REDACTED]"
+
+
+@dataclass(frozen=True)
+class SecretPattern:
+    """A secret format found inside strings.
+
+    ``regex`` matches it; if it has a capturing group, only the group is replaced
+    (``Bearer [REDACTED]``). ``anchors`` are literal fragments every match
+    contains; without them the slow path runs on every output.
+    """
+
+    name: str
+    regex: str
+    anchors: tuple[str, ...]
+
+
+DEFAULT_KEYS: tuple[str, ...] = (
+    "api_key",
+    "apikey",
+    "token",
+    "password",
+    "passwd",
+    "secret",
+    "authorization",
+    "private_key",
+    "access_key",
+    "credential",
+    "credentials",
+)
+"""Key names (in snake case) whose values are secret when a key ends with them."""
+
+DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
+    SecretPattern("bearer", r"(?i:bearer)\s+([A-Za-z0-9._~+/\-]{8,}=*)", ("Bearer", "bearer", "BEARER")),
+    SecretPattern("sk-key", r"\bsk-[A-Za-z0-9_\-]{20,}", ("sk-",)),
+    SecretPattern("stripe", r"\b[rs]k_live_[A-Za-z0-9]{16,}", ("k_live_",)),
+    SecretPattern("aws-key-id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", ("AKIA", "ASIA")),
+    SecretPattern(
+        "github",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    SecretPattern("slack", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", ("xox",)),
+    SecretPattern("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}", ("AIza",)),
+    SecretPattern("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", ("eyJ",)),
+    SecretPattern(
+        "private-key",
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
+        ("-----BEGIN",),
+    ),
+)
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SEPARATORS = re.compile(r"[\-. ]+")
+
+
+def _key_variants(word: str) -> set[str]:
+    """Spellings of a snake-case key word in keys: snake, kebab, dotted, camel, Pascal, upper."""
+    parts = word.split("_")
+    cased = [
+        [p.lower() for p in parts],
+        [p.capitalize() for p in parts],
+        [p.upper() for p in parts],
+        [parts[0].lower()] + [p.capitalize() for p in parts[1:]],
+    ]
+    return {sep.join(ps) for ps in cased for sep in ("_", "-", ".", " ", "")}
+
+
+class Redactor:
+    """Replaces secrets in JSON outputs; see the module docstring for the default rules.
+
+    ``keys``: snake-case names; a dict key (or argument name) is secret when, once
+    split into words, it ends with one of them. ``patterns``: secret formats found
+    inside strings. Subclass and override :meth:`redact_value` for anything else.
+    """
+
+    def __init__(
+        self,
+        keys: Iterable[str] = DEFAULT_KEYS,
+        patterns: Sequence[SecretPattern] = DEFAULT_PATTERNS,
+        replacement: str = REDACTED,
+    ) -> None:
+        self.keys = tuple(k.lower() for k in keys)
+        self.patterns = tuple(patterns)
+        self.replacement = replacement
+        words = "|".join(re.escape(k) for k in sorted(self.keys, key=len, reverse=True))
+        self._key_rule = re.compile(rf"(?:^|_)(?:{words})$") if self.keys else None
+        self._string_rule = re.compile("|".join(f"(?:{p.regex})" for p in self.patterns)) if self.patterns else None
+        anchors = {v for k in self.keys for v in _key_variants(k)}
+        anchors |= {a for p in self.patterns for a in p.anchors}
+        # A pattern without anchors cannot be pre-screened: then every output takes the slow path.
+        self._always = any(not p.anchors for p in self.patterns)
+        self._finder = ahocorasick_rs.BytesAhoCorasick(sorted(a.encode() for a in anchors)) if anchors else None
+        self._is_secret_key = functools.lru_cache(maxsize=4096)(self._match_key)
+
+    def __repr__(self) -> str:
+        return f"Redactor(keys={list(self.keys)}, patterns={[p.name for p in self.patterns]})"
+
+    def __call__(self, data: bytes) -> tuple[bytes, bool]:
+        """Redact JSON ``data``; returns the bytes to store and whether anything changed."""
+        if not self._always and (self._finder is None or not self._finder.find_matches_as_indexes(data)):
+            return data, False
+        value = orjson.loads(data)
+        redacted = self.redact_value(value)
+        if redacted == value:
+            return data, False
+        return orjson.dumps(redacted), True
+
+    def _match_key(self, key: str) -> bool:
+        if self._key_rule is None:
+            return False
+        words = _SEPARATORS.sub("_", _CAMEL.sub("_", key)).lower()
+        return self._key_rule.search(words) is not None
+
+    def is_secret_key(self, key: str) -> bool:
+        """Whether values under ``key`` are redacted."""
+        return bool(self._is_secret_key(key))
+
+    def redact_text(self, text: str) -> str:
+        """``text`` with every secret pattern replaced."""
+        if self._string_rule is None:
+            return text
+        return self._string_rule.sub(self._replace_match, text)
+
+    def _replace_match(self, match: re.Match[str]) -> str:
+        whole = match.group(0)
+        for index, group in enumerate(match.groups(), 1):
+            if group is not None:  # only the captured secret part, keeping e.g. "Bearer "
+                start, end = match.span(index)
+                offset = match.start()
+                return whole[: start - offset] + self.replacement + whole[end - offset :]
+        return self.replacement
+
+    def redact_value(self, value: Any) -> Any:
+        """A redacted copy of a JSON value (dicts, lists, strings, numbers)."""
+        if isinstance(value, str):
+            return self.redact_text(value)
+        if isinstance(value, dict):
+            return {
+                k: self.replacement if self.is_secret_key(k) and v is not None else self.redact_value(v)
+                for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [self.redact_value(v) for v in value]
+        return value
+
+
+@functools.cache
+def default_redactor() -> Redactor:
+    """The redactor sessions use unless told otherwise (built on first use)."""
+    return Redactor()
+
+
+def resolve_redactor(redact: object) -> Redactor | None:
+    """Normalise a ``redact`` option: True (the default rules), False/None (off) or a Redactor."""
+    if redact is True:
+        return default_redactor()
+    if redact is False or redact is None:
+        return None
+    if isinstance(redact, Redactor):
+        return redact
+    raise ConfigError(
+        f"redact must be True (the default rules), False (off) or a toolctx.redaction.Redactor, got {redact!r:.80}"
+    )
