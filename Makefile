@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint format clean
+.PHONY: demo test bench lint format clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,16 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest --cov=toolctx --cov-report=term --cov-fail-under=90
+
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
+	touch $@ $(VENV)/.installed
+
+# Figures for docs/benchmarks.md: per-call cost, stage breakdown, memory.
+bench: $(VENV)/.installed-bench
+	$(BIN)/python bench/core.py
+	$(BIN)/python bench/breakdown.py
+	$(BIN)/python bench/memory.py
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/python -m ruff check .

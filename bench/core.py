@@ -11,6 +11,7 @@ text) it times, in one run and interleaved round by round:
   in-memory path), or ``orjson.dumps`` plus writing a new file (the disk path);
 - ``toolctx``: the ``@persist_context`` tool inside a session (default threshold;
   a memory budget large enough that the in-memory path is what is measured);
+- ``toolctx redact=False``: the same with secret redaction turned off;
 - ``toolctx all-disk``: the same with ``threshold=0``, every result written to a file;
 - ``diskcache`` memoize and ``joblib.Memory(...).cache``, called with distinct
   arguments so every call persists.
@@ -87,10 +88,18 @@ def floor_disk(directory: Path, payload: dict[str, Any]) -> Iterator[Call]:
 
 
 @contextmanager
-def with_toolctx(directory: Path, payload: dict[str, Any], threshold: int = DEFAULT_THRESHOLD) -> Iterator[Call]:
+def with_toolctx(
+    directory: Path, payload: dict[str, Any], threshold: int = DEFAULT_THRESHOLD, redact: bool = True
+) -> Iterator[Call]:
     tool = toolctx.persist_context(make_tool(payload))
-    with toolctx.session(directory, threshold=threshold, memory_budget=1 << 40):
+    with toolctx.session(directory, threshold=threshold, memory_budget=1 << 40, redact=redact):
         yield lambda i: tool("quarterly revenue", page=i)
+
+
+@contextmanager
+def toolctx_no_redact(directory: Path, payload: dict[str, Any]) -> Iterator[Call]:
+    with with_toolctx(directory, payload, redact=False) as call:
+        yield call
 
 
 @contextmanager
@@ -120,6 +129,7 @@ CONTENDERS: dict[str, Setup] = {
     "floor memory": floor_memory,
     "floor disk": floor_disk,
     "toolctx": with_toolctx,
+    "toolctx redact=False": toolctx_no_redact,
     "toolctx all-disk": toolctx_all_disk,
     "diskcache": with_diskcache,
     "joblib": with_joblib,
@@ -187,9 +197,9 @@ def table(title: str, results: dict[str, dict[str, list[float]]], ranges: bool) 
         lines.append(f"| {label} | " + " | ".join(cell(per_size[name]) for name in CONTENDERS) + " |")
     lines += [
         "",
-        "| result | path | toolctx overhead over bare (µs) | toolctx / floor "
+        "| result | path | overhead over bare (µs) | toolctx / floor | redact=False / floor "
         "| diskcache / toolctx | joblib / toolctx |",
-        "|---|---|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for label, per_size in results.items():
         med = {name: statistics.median(values) for name, values in per_size.items()}
@@ -197,8 +207,8 @@ def table(title: str, results: dict[str, dict[str, list[float]]], ranges: bool) 
         floor = med["floor memory"] if in_memory else med["floor disk"]
         lines.append(
             f"| {label} | {'memory' if in_memory else 'disk'} | {med['toolctx'] - med['bare']:,.1f} | "
-            f"{med['toolctx'] / floor:.2f}x | {med['diskcache'] / med['toolctx']:.1f}x | "
-            f"{med['joblib'] / med['toolctx']:.1f}x |"
+            f"{med['toolctx'] / floor:.2f}x | {med['toolctx redact=False'] / floor:.2f}x | "
+            f"{med['diskcache'] / med['toolctx']:.1f}x | {med['joblib'] / med['toolctx']:.1f}x |"
         )
     return "\n".join(lines) + "\n"
 

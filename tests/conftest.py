@@ -17,9 +17,11 @@ def _isolated_toolctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     structlog.reset_defaults()
     yield
     leaked = vars_module.active_session.get()
+    still_entered = list(vars_module._entered)
     scope_module._close_default()
     structlog.reset_defaults()
     assert leaked is None, f"a session is still active after the test: {leaked!r}"
+    assert still_entered == [], f"sessions still entered after the test: {still_entered!r}"
 
 
 @pytest.fixture

@@ -406,6 +406,43 @@ def test_context_copying_thread_pools_land_in_the_session(context_dir: Path) -> 
         assert all(f.result() is s for f in futures)
 
 
+def test_plain_threads_use_the_only_open_session(context_dir: Path) -> None:
+    def in_plain_thread() -> ContextSession:
+        seen: list[ContextSession] = []
+        thread = threading.Thread(target=lambda: seen.append(current_session()))
+        thread.start()
+        thread.join()
+        return seen[0]
+
+    with session(context_dir) as outer:
+        assert in_plain_thread() is outer
+        with session(context_dir) as inner:
+            assert in_plain_thread() is inner
+    assert in_plain_thread() is current_session()  # the default again
+
+
+def test_plain_threads_fall_back_to_the_default_when_sessions_are_open_in_several_threads(context_dir: Path) -> None:
+    ready, done = threading.Barrier(2), threading.Event()
+
+    def other_agent() -> None:
+        with session(context_dir):
+            ready.wait()
+            done.wait()
+
+    agent = threading.Thread(target=other_agent)
+    agent.start()
+    with session(context_dir) as mine:
+        ready.wait()
+        seen: list[ContextSession] = []
+        worker = threading.Thread(target=lambda: seen.append(current_session()))
+        worker.start()
+        worker.join()
+        done.set()
+        assert seen[0] is not mine
+        assert seen[0].context_dir != context_dir  # the default session: ambiguity is never guessed
+    agent.join()
+
+
 def test_saving_from_many_threads(context_dir: Path) -> None:
     with session(context_dir, memory_budget=50_000) as s:
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from importlib import metadata as _metadata
 
+from toolctx.cleanup import gc
 from toolctx.decorator import persist_context
 from toolctx.errors import (
     ConfigError,
@@ -47,6 +48,7 @@ __all__ = [
     "ToolctxWarning",
     "__version__",
     "current_session",
+    "gc",
     "hash_query",
     "persist_context",
     "session",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any, NamedTuple, ParamSpec, TypeVar, overload
+from typing import Any, ParamSpec, TypeVar, overload
 
 import wrapt
 
@@ -58,12 +58,14 @@ class _Binder:
         self.signature = signature.replace(parameters=params)
         self.simple = all(p.kind in _SIMPLE_KINDS for p in params)
         self.positional = tuple(p.name for p in params if p.kind in _POSITIONAL_KINDS)
+        # -1 sends every call to Signature.bind (signatures with *args or **kwargs).
+        self.max_positional = len(self.positional) if self.simple else -1
         self.defaults = tuple((p.name, p.default) for p in params if p.default is not inspect.Parameter.empty)
         self.count = len(params)
         self.ignore = ignore
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        if self.simple and len(args) <= len(self.positional):
+        if len(args) <= self.max_positional:
             bound = dict(zip(self.positional, args, strict=False))
             if kwargs:
                 bound.update(kwargs)
@@ -77,16 +79,17 @@ class _Binder:
                 return {"args": list(args), "kwargs": dict(kwargs)}
             ba.apply_defaults()
             bound = dict(ba.arguments)
-        for name in self.ignore:
-            bound.pop(name, None)
+        if self.ignore:
+            for name in self.ignore:
+                bound.pop(name, None)
         return bound
 
 
-class _Call(NamedTuple):
-    session: ContextSession  # the session current when the call started
-    args_json: bytes
-    args_notes: tuple[str, ...]
-    description: str | None  # None: built from the stored arguments when first needed
+# What begin() captures before the tool runs: the session current when the call started,
+# the canonical argument JSON and its fallback notes, and the tool's own description of
+# the call (None: built from the stored arguments when first needed). A plain tuple:
+# this is on every call's path.
+_Call = tuple[ContextSession, bytes, tuple[str, ...], str | None]
 
 
 class _Tool:
@@ -138,7 +141,7 @@ class _Tool:
             args_json, notes = encode(bound, sort_keys=True)
             session = current_session()
             description = self._description(bound, session) if self.custom_description else None
-            return _Call(session, args_json, notes, description)
+            return session, args_json, notes, description
         except Exception as exc:
             internal_error(f"could not capture the arguments of tool {self.name!r}; this call is not stored", exc)
             return None
@@ -161,20 +164,22 @@ class _Tool:
         """Hand the call to the current session; never raises (but see internal_error)."""
         if call is None or (error is not None and not self.record_errors):
             return
-        session = call.session if not call.session.closed else current_session()
+        session, args_json, args_notes, description = call
+        if session._closed:  # the block ended while the tool ran: keep the call anyway
+            session = current_session()
         try:
             session._save(
                 self.name,
                 self.safe_name,
-                call.args_json,
-                call.description,
+                args_json,
+                description,
                 result,
                 error,
                 self.threshold,
                 None,
                 None,
                 self.order,
-                call.args_notes,
+                args_notes,
             )
         except Exception as exc:
             internal_error(f"could not store a call of tool {self.name!r}", exc)

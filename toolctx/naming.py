@@ -22,6 +22,7 @@ __all__ = [
     "MAX_TOOL_NAME",
     "ContextName",
     "context_filename",
+    "is_own_file",
     "is_temp_name",
     "new_session_id",
     "parse_context_filename",
@@ -85,6 +86,11 @@ def parse_context_filename(name: str) -> ContextName | None:
     if match is None:
         return None
     return ContextName(match["tool"], match["hash"], int(match["ts"]), int(match["counter"]), match["rand"])
+
+
+def is_own_file(name: str) -> bool:
+    """Whether ``name`` is a file a session writes and deletes: a context file or the manifest."""
+    return name == MANIFEST_NAME or _CONTEXT_FILE.fullmatch(name) is not None
 
 
 def is_temp_name(name: str) -> bool:

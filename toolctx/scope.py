@@ -12,7 +12,7 @@ import atexit
 import os
 import threading
 
-from toolctx._vars import active_session
+from toolctx._vars import active_session, sole_entered_session
 from toolctx.redaction import Redactor
 from toolctx.sessions import DEFAULT_MEMORY_BUDGET, DEFAULT_THRESHOLD, ContextSession, OnDebug
 from toolctx.storage import BlobStore
@@ -34,12 +34,19 @@ def _close_default() -> None:
 def current_session() -> ContextSession:
     """The session tool calls go to here: the innermost open ``with session()``, else the default.
 
+    A plain ``threading.Thread`` (which inherits no context) uses the innermost
+    open session when all open ``with session()`` blocks belong to one thread;
+    with sessions open in several threads it cannot tell and uses the default.
     The default session is created on first use (in ``TOOLCTX_CONTEXT_DIR`` or
     ``~/.agent/context``) and cleaned up when the interpreter exits.
     """
     active = active_session.get()
     if active is not None and not active._closed:
         return active
+    if active is None:  # no session in this context: a plain worker thread, say
+        sole = sole_entered_session()
+        if sole is not None and not sole._closed:
+            return sole
     global _default
     with _default_lock:
         if _default is None or _default._closed:

@@ -28,12 +28,13 @@ import orjson
 import xxhash
 
 from toolctx._internal import DEBUG, WARNING, internal_error, log, log_enabled
-from toolctx._vars import active_session, active_tags
+from toolctx._vars import active_session, active_tags, entered, left
 from toolctx.errors import ConfigError, SessionClosedError
 from toolctx.hashing import hash_query
 from toolctx.models import ContextPointer, ErrorInfo, StorageKind, StoredContext
 from toolctx.naming import (
     MANIFEST_NAME,
+    is_own_file,
     new_session_id,
     parse_context_filename,
     sanitize_tool_name,
@@ -180,12 +181,14 @@ class ContextSession:
         if self._closed:
             raise SessionClosedError(f"session {self.session_id} has ended; open a new one with toolctx.session()")
         self._tokens.append(active_session.set(self))
+        entered(self)
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         active_session.reset(self._tokens.pop())
+        left(self)
         if not self._tokens:
             self.close()
 
@@ -565,7 +568,7 @@ class ContextSession:
                 del self._records[key]
         removed = 0
         for name in self._store.list():
-            if name == MANIFEST_NAME or parse_context_filename(name) is not None:
+            if is_own_file(name):
                 removed += self._store.delete(name)
         self._event(DEBUG, "cleared", what="files", count=removed)
 

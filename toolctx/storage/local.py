@@ -35,13 +35,14 @@ try:
 except ImportError:  # pragma: no cover - Windows has no flock; the pid marker still names the owner
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LocalStore"]
+__all__ = ["LocalStore", "is_held", "read_marker"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _WRITE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
 _APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW | _CLOEXEC
 _READ = os.O_RDONLY | _NOFOLLOW | _CLOEXEC
+_IOV_MAX = 1024
 
 
 class LocalStore(BlobStore):
@@ -101,12 +102,19 @@ class LocalStore(BlobStore):
                     f"session directory {str(self.directory)!r} is held by another live process; "
                     "wait for it to end or use another session id"
                 ) from None
-        marker = orjson.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()})
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, marker, 0)
         self._lock_fd = fd
+        self._write_marker()
+
+    def _write_marker(self, **extra: object) -> None:
+        assert self._lock_fd is not None
+        marker = orjson.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(), **extra})
+        os.ftruncate(self._lock_fd, 0)
+        os.pwrite(self._lock_fd, marker, 0)
 
     def close(self, *, remove: bool = False) -> None:
+        """Release the directory. Without ``remove`` it is left for a later resume,
+        and the marker says it was closed on purpose (so ``toolctx.gc`` treats it as
+        kept, not as an orphan of a crash)."""
         with self._lock:
             for fd in self._append_fds.values():
                 os.close(fd)
@@ -116,6 +124,8 @@ class LocalStore(BlobStore):
             if remove:
                 self._remove_own_leftovers()
             if self._lock_fd is not None:
+                if not remove:
+                    self._write_marker(closed=time.time())
                 os.close(self._lock_fd)
                 self._lock_fd = None
             if remove:
@@ -223,6 +233,8 @@ class LocalStore(BlobStore):
 
 
 def _write_all(fd: int, chunks: Sequence[bytes]) -> None:
+    if len(chunks) > _IOV_MAX:  # writev takes at most IOV_MAX buffers (1024 on Linux)
+        chunks = [b"".join(chunks)]
     written = os.writev(fd, chunks)
     if written == sum(map(len, chunks)):
         return
@@ -236,3 +248,47 @@ def _write_all(fd: int, chunks: Sequence[bytes]) -> None:
             written = 0
         if views:
             written = os.writev(fd, views)
+
+
+def read_marker(directory: str | os.PathLike[str]) -> dict[str, object] | None:
+    """The owner marker of a session directory, or None if it has none (then it is not ours)."""
+    try:
+        fd = os.open(os.path.join(directory, LOCK_NAME), _READ)
+    except OSError:
+        return None
+    try:
+        with open(fd, "rb", closefd=True) as handle:
+            marker = orjson.loads(handle.read() or b"{}")
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return marker if isinstance(marker, dict) else {}
+
+
+def is_held(directory: str | os.PathLike[str]) -> bool:
+    """Whether a live process holds the session directory right now."""
+    try:
+        fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR | _NOFOLLOW | _CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        if fcntl is None:  # pragma: no cover - no flock: fall back to asking whether the pid lives
+            pid = (read_marker(directory) or {}).get("pid")
+            return isinstance(pid, int) and _pid_alive(pid)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:  # pragma: no cover - only used where flock is missing
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,67 @@
+"""A process killed with SIGKILL at random moments never leaves a damaged context behind."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+from toolctx import ContextSession
+from toolctx.naming import MANIFEST_NAME, is_temp_name, parse_context_filename
+from toolctx.records import parse_document
+
+WRITER = Path(__file__).with_name("writer.py")
+KILLS = 20
+
+
+def kill_writer_at_random(context_dir: Path, session_id: str, threshold: int, rng: random.Random) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    with subprocess.Popen(
+        [sys.executable, str(WRITER), str(context_dir), session_id, str(threshold)],
+        stdout=subprocess.PIPE,
+        env=env,
+    ) as child:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == b"ready"
+        time.sleep(rng.uniform(0.0, 0.25))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+
+
+def test_sigkill_at_random_moments_leaves_only_whole_contexts(tmp_path: Path) -> None:
+    rng = random.Random(20261122)
+    for round_ in range(KILLS):
+        session_id = f"crash-{round_}"
+        threshold = rng.choice([0, 4096, 32 * 1024])
+        kill_writer_at_random(tmp_path, session_id, threshold, rng)
+        session_dir = tmp_path / session_id
+        names = sorted(p.name for p in session_dir.iterdir())
+
+        complete: dict[str, str] = {}
+        for name in names:
+            parsed = parse_context_filename(name)
+            if parsed is None:
+                assert name in {MANIFEST_NAME, "session.lock"} or is_temp_name(name), name
+                continue
+            context = parse_document((session_dir / name).read_bytes())  # complete and valid, or this raises
+            assert context.id == parsed.pointer_id
+            assert context.result == {"i": context.args["i"], "body": "é" * (context.args["i"] % 7 * 1500)}
+            complete[context.id] = name
+
+        resumed = ContextSession.resume(session_id, tmp_path, keep=False)
+        pointers = resumed.get_all_pointers()
+        assert {p.id for p in pointers} == set(complete), f"round {round_}: resume lost or invented contexts"
+        assert all(p.filename is not None and not p.filename.startswith(".") for p in pointers)
+        loaded = resumed.load_contexts(pointers)
+        assert len(loaded) == len(complete)
+        manifest = [orjson.loads(line) for line in (session_dir / MANIFEST_NAME).read_bytes().splitlines()]
+        assert sorted(entry["id"] for entry in manifest) == sorted(complete)  # rewritten whole and consistent
+        resumed.close()
+        assert not session_dir.exists(), f"round {round_}: {sorted(os.listdir(session_dir))}"

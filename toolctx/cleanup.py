@@ -1,0 +1,101 @@
+"""Garbage collection of session directories left behind by crashed processes.
+
+A session deletes its directory when it ends. A process that is killed cannot,
+so its directory stays. :func:`gc` finds such orphans under a context directory
+and removes what toolctx wrote in them, deciding by the session's lock file:
+
+- a directory without ``session.lock`` is not a toolctx session: never touched;
+- a directory whose lock a live process holds (flock) is in use: never touched;
+- a directory that was closed on purpose with ``keep=True`` is kept for
+  ``resume()``: left alone unless ``include_kept=True``;
+- anything else is an orphan, removed once nothing in it changed for
+  ``older_than``.
+
+Only toolctx's own files are deleted; a directory that still holds anything else
+afterwards is left in place.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from toolctx._internal import DEBUG, log
+from toolctx.errors import ConfigError, SessionError
+from toolctx.naming import is_own_file, validate_session_id
+from toolctx.sessions import resolve_context_dir
+from toolctx.storage.local import LocalStore, is_held, read_marker
+
+__all__ = ["gc"]
+
+
+def _seconds(older_than: float | timedelta) -> float:
+    seconds = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+        raise ConfigError(f"older_than must be a timedelta or a number of seconds >= 0, got {older_than!r}")
+    return float(seconds)
+
+
+def _last_change(directory: Path) -> float:
+    newest = directory.stat().st_mtime
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False):
+                newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
+    return newest
+
+
+def gc(
+    context_dir: str | os.PathLike[str] | None = None,
+    *,
+    older_than: float | timedelta = timedelta(hours=1),
+    include_kept: bool = False,
+    dry_run: bool = False,
+) -> list[Path]:
+    """Remove orphaned session directories; returns the ones removed (or, with ``dry_run``, that would be).
+
+    ``context_dir`` defaults like ``session()``'s (``TOOLCTX_CONTEXT_DIR``, then
+    ``~/.agent/context``). ``older_than`` (a timedelta or seconds, one hour by
+    default) spares orphans that changed recently.
+    """
+    root = resolve_context_dir(context_dir)
+    cutoff = time.time() - _seconds(older_than)
+    removed: list[Path] = []
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return removed
+    for entry in entries:
+        try:
+            validate_session_id(entry.name)
+        except ConfigError:
+            continue
+        directory = Path(entry.path)
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        marker = read_marker(directory)
+        if marker is None or is_held(directory):
+            continue
+        if marker.get("closed") is not None and not include_kept:
+            continue
+        if _last_change(directory) > cutoff:
+            continue
+        if not dry_run and not _remove(directory):
+            continue
+        removed.append(directory)
+        log(DEBUG, "gc_removed", directory=str(directory), dry_run=dry_run)
+    return removed
+
+
+def _remove(directory: Path) -> bool:
+    try:
+        store = LocalStore(directory, existing=True)  # takes the lock: a process racing us loses
+    except SessionError:
+        return False
+    for name in store.list():
+        if is_own_file(name):
+            store.delete(name)
+    store.close(remove=True)
+    return True
