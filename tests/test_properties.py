@@ -38,11 +38,17 @@ def test_file_names_are_unique_and_stay_in_the_session_directory(sequence: list[
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         with session(root / "ctx", threshold=0) as s:
-            pointers = [s.save_context(name, args, "result") for name, args in sequence]
-            pointers += [s.save_context(name, args, "result") for name, args in sequence]  # same calls again
+            pointers = [s.save_context(name, args, f"result {i}") for i, (name, args) in enumerate(sequence)]
             filenames = [p.filename for p in pointers]
             assert len(set(filenames)) == len(filenames)
             assert len({p.id for p in pointers}) == len(pointers)
+            # The same calls again, with the same results: they share the files already written.
+            again = [s.save_context(name, args, f"result {i}") for i, (name, args) in enumerate(sequence)]
+            assert len({p.id for p in pointers + again}) == 2 * len(pointers)
+            assert {p.filename for p in again} <= set(filenames)
+            assert [c.id for c in s.load_contexts(again)] == [p.id for p in again]
+            if sequence:
+                assert len(all_files(s.session_dir)) == len(filenames) + 2  # + manifest and lock
             for path in all_files(root):
                 assert path.parent == s.session_dir
         assert all_files(root) == []
@@ -54,12 +60,12 @@ def test_names_are_unique_across_concurrent_threads(tool_names: list[str]) -> No
     with tempfile.TemporaryDirectory() as tmp, session(Path(tmp), threshold=0) as s:
         barrier = threading.Barrier(4)
 
-        def work() -> None:
+        def work(t: int) -> None:
             barrier.wait()
             for i in range(25):
-                s.save_context(tool_names[i % len(tool_names)], {"i": i}, i)
+                s.save_context(tool_names[i % len(tool_names)], {"thread": t, "i": i}, i)
 
-        threads = [threading.Thread(target=work) for _ in range(4)]
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
         for thread in threads:
             thread.start()
         for thread in threads:

@@ -104,6 +104,37 @@ def test_memory_stays_bounded_in_a_long_session(context_dir: Path) -> None:
         assert len(list(s.session_dir.glob("search_*.json"))) > 1_900
 
 
+def test_repeated_identical_calls_share_one_file(context_dir: Path) -> None:
+    with session(context_dir, keep=True) as s:
+        with s.query("first"):
+            first = s.save_context("read_file", {"path": "a"}, BIG)
+        with s.query("second"):
+            again = s.save_context("read_file", {"path": "a"}, BIG)
+        other = s.save_context("read_file", {"path": "a"}, BIG + "changed")
+        assert first.filename == again.filename != other.filename
+        assert len(list(s.session_dir.glob("read_file_*.json"))) == 2
+        loaded = s.load_contexts([first, again])
+        assert [c.id for c in loaded] == [first.id, again.id]
+        assert [c.query_id for c in loaded] == [hash_query("first"), hash_query("second")]
+        assert loaded[1].timestamp == again.timestamp
+    with ContextSession.resume(s.session_id, context_dir, keep=False) as resumed:
+        assert [p.id for p in resumed.get_all_pointers()] == [first.id, again.id, other.id]
+        contexts = resumed.load_contexts([again.id, first.id])
+        assert [c.id for c in contexts] == [again.id, first.id]
+        assert [c.result for c in contexts] == [BIG, BIG]
+        resumed.clear()
+        newer = resumed.save_context("read_file", {"path": "a"}, BIG)  # the shared file is gone: written anew
+        assert newer.filepath is not None
+        assert Path(newer.filepath).exists()
+
+
+def test_errors_are_never_merged(context_dir: Path) -> None:
+    with session(context_dir, threshold=0) as s:
+        first = s.save_context("t", {}, None, error=ValueError("x"))
+        second = s.save_context("t", {}, None, error=ValueError("x"))
+        assert first.filename != second.filename
+
+
 def test_pointers_are_copies(context_dir: Path) -> None:
     with session(context_dir) as s:
         save(s, q="a")

@@ -221,16 +221,20 @@ class Record:
 
 def _from_file(filename: str, **fields: Any) -> Record:
     parsed = parse_context_filename(filename)
-    if parsed is None:
-        raise ValueError(f"{filename!r} is not a context file name")
+    record_id = str(fields.pop("id"))
+    # The id is the random part then the counter in hex. It is read from the id, not the
+    # file name: a repeated identical call shares the file of the first one.
+    if parsed is None or len(record_id) <= len(parsed.rand):
+        raise ValueError(f"{filename!r} / {record_id!r} is not a context file name and id")
+    rand, counter = record_id[: len(parsed.rand)], int(record_id[len(parsed.rand) :], 16)
     record = Record(
-        id=fields["id"],
-        counter=parsed.counter,
-        rand=parsed.rand,
+        id=record_id,
+        counter=counter,
+        rand=rand,
         safe_name=parsed.tool,
         storage=StorageKind.DISK,
         payload=None,
-        **{k: v for k, v in fields.items() if k != "id"},
+        **fields,
     )
     record._filename = filename
     return record

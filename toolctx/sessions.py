@@ -126,6 +126,7 @@ class ContextSession:
         self._records: dict[str, Record] = {}
         self._memory: OrderedDict[str, Record] = OrderedDict()
         self._memory_bytes = 0
+        self._written: dict[str, str] = {}  # identical-output key -> file already holding it
         self._ids = itertools.count()
         # Ids and file names end in this per-session random part; a forked child gets its own.
         self._rand = secrets.token_hex(3)
@@ -356,7 +357,18 @@ class ContextSession:
                 f"{rand}{counter:x}", counter, rand, tool_name, safe_name, description, args_json, args_hash,
                 timestamp_ns, task_id, query_id, size, _NONE, error is not None, None, order,
             )  # fmt: skip
-            self._write(record, (args_json, data, error, notes))
+            # A repeated call with the same arguments and the same result shares the file
+            # already written for it instead of writing an identical one again.
+            same = None if error is not None else f"{safe_name}:{args_hash}:{xxhash.xxh3_128_hexdigest(data)}"
+            existing = self._written.get(same) if same is not None else None
+            if existing is not None:
+                record._filename = existing
+                record.on_disk()
+                self._append_manifest(record)
+            else:
+                self._write(record, (args_json, data, error, notes))
+                if same is not None and record.storage is _DISK:
+                    self._written[same] = record.filename
             with self._lock:
                 self._records[record.id] = record
         if self._on_debug is not None or log_enabled(DEBUG):
@@ -498,11 +510,20 @@ class ContextSession:
         try:
             if record is not None:
                 payload = record.payload
-                context = (
-                    record.context(self.session_id, payload)
-                    if payload is not None
-                    else parse_document(self._store.get(record.filename))
-                )
+                if payload is not None:
+                    context = record.context(self.session_id, payload)
+                else:
+                    context = parse_document(self._store.get(record.filename))
+                    if context.id != record.id:  # a repeated identical call sharing an earlier file
+                        context = context.model_copy(
+                            update={
+                                "id": record.id,
+                                "timestamp": record.timestamp,
+                                "task_id": record.task_id,
+                                "query_id": record.query_id,
+                                "tool_description": record.describe(),
+                            }
+                        )
             else:
                 name = self._path_name(ref.filepath if isinstance(ref, ContextPointer) else ref)
                 if name is None:
@@ -566,6 +587,7 @@ class ContextSession:
         with self._lock:
             for key in [k for k, r in self._records.items() if r.storage is not _MEMORY]:
                 del self._records[key]
+            self._written.clear()
         removed = 0
         for name in self._store.list():
             if is_own_file(name):
@@ -644,7 +666,9 @@ class ContextSession:
         ordered = sorted(records.values(), key=lambda r: (r.timestamp_ns, r.id))
         self._records = {r.id: r for r in ordered}
         self._ids = itertools.count(max((r.counter for r in ordered), default=-1) + 1)
-        self._store.put(MANIFEST_NAME, [r.manifest_line() for r in ordered])
+        rebuilt = b"".join(r.manifest_line() for r in ordered)
+        if rebuilt != manifest:  # only when a crash or a missing file changed it
+            self._store.put(MANIFEST_NAME, [rebuilt])
         self._event(DEBUG, "resumed", contexts=len(ordered))
 
     # -- events and forks -------------------------------------------------------------------
