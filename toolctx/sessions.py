@@ -40,7 +40,7 @@ from toolctx.naming import (
     sanitize_tool_name,
     validate_session_id,
 )
-from toolctx.records import Record, error_info, parse_document, record_from_context, record_from_manifest
+from toolctx.records import Payload, Record, error_info, parse_document, record_from_context, record_from_manifest
 from toolctx.redaction import Redactor, resolve_redactor
 from toolctx.selection import select_keyword
 from toolctx.serialize import clean_text, encode
@@ -334,43 +334,15 @@ class ContextSession:
         timestamp_ns = time.time_ns()
         counter = next(self._ids)  # atomic under the GIL: no lock needed to number calls
         rand = self._rand
+        record = Record(
+            f"{rand}{counter:x}", counter, rand, tool_name, safe_name, description, args_json, args_hash,
+            timestamp_ns, task_id, query_id, size, _NONE, error is not None, None, order,
+        )  # fmt: skip
         if size < (self.threshold if threshold is None else threshold) and self.memory_budget:
             # orjson's buffers are over-allocated: keep an exact-size copy.
-            payload = (args_json, memoryview(data).tobytes(), error, notes)
-            record = Record(
-                f"{rand}{counter:x}", counter, rand, tool_name, safe_name, description, args_json, args_hash,
-                timestamp_ns, task_id, query_id, size, _MEMORY, error is not None, payload, order,
-            )  # fmt: skip
-            lock = self._lock
-            lock.acquire()  # (cheaper than ``with`` on this hot path)
-            try:
-                self._records[record.id] = record
-                self._memory[record.id] = record
-                self._memory_bytes += size + len(args_json)
-                evicted = self._evict_over_budget() if self._memory_bytes > self.memory_budget else None
-            finally:
-                lock.release()
-            if evicted:
-                self._spill(evicted)
+            self._keep_in_memory(record, (args_json, memoryview(data).tobytes(), error, notes))
         else:
-            record = Record(
-                f"{rand}{counter:x}", counter, rand, tool_name, safe_name, description, args_json, args_hash,
-                timestamp_ns, task_id, query_id, size, _NONE, error is not None, None, order,
-            )  # fmt: skip
-            # A repeated call with the same arguments and the same result shares the file
-            # already written for it instead of writing an identical one again.
-            same = None if error is not None else f"{safe_name}:{args_hash}:{xxhash.xxh3_128_hexdigest(data)}"
-            existing = self._written.get(same) if same is not None else None
-            if existing is not None:
-                record._filename = existing
-                record.on_disk()
-                self._append_manifest(record)
-            else:
-                self._write(record, (args_json, data, error, notes))
-                if same is not None and record.storage is _DISK:
-                    self._written[same] = record.filename
-            with self._lock:
-                self._records[record.id] = record
+            self._keep_on_disk(record, (args_json, data, error, notes))
         if self._on_debug is not None or log_enabled(DEBUG):
             self._event(DEBUG, "saved", id=record.id, tool=tool_name, size=size, storage=str(record.storage))
         if len(notes) > len(args_notes):  # arguments in fallback form are noted in the document only
@@ -381,6 +353,38 @@ class ContextSession:
             )
         return record
 
+    def _keep_in_memory(self, record: Record, payload: Payload) -> None:
+        record.storage = _MEMORY
+        record.payload = payload
+        lock = self._lock
+        lock.acquire()  # (cheaper than ``with`` on this hot path)
+        try:
+            self._records[record.id] = record
+            self._memory[record.id] = record
+            self._memory_bytes += record.size + len(record.args_json)
+            evicted = self._evict_over_budget() if self._memory_bytes > self.memory_budget else None
+        finally:
+            lock.release()
+        if evicted:
+            self._spill(evicted)
+
+    def _keep_on_disk(self, record: Record, payload: Payload) -> None:
+        # A repeated call with the same arguments and the same result shares the file
+        # already written for it instead of writing an identical one again.
+        error, data = payload[2], payload[1]
+        same = None if error is not None else f"{record.safe_name}:{record.args_hash}:{xxhash.xxh3_128_hexdigest(data)}"
+        existing = self._written.get(same) if same is not None else None
+        if existing is not None:
+            record._filename = existing
+            record.on_disk()
+            self._append_manifest(record)
+        else:
+            self._write(record, payload)
+            if same is not None and record.storage is _DISK:
+                self._written[same] = record.filename
+        with self._lock:
+            self._records[record.id] = record
+
     def _evict_over_budget(self) -> list[Record]:
         """Pop the oldest in-memory records until the budget holds (caller holds the lock)."""
         evicted: list[Record] = []
@@ -390,7 +394,7 @@ class ContextSession:
             evicted.append(oldest)
         return evicted
 
-    def _write(self, record: Record, payload: tuple[bytes, bytes, ErrorInfo | None, tuple[str, ...]]) -> None:
+    def _write(self, record: Record, payload: Payload) -> None:
         """Write a record's document to the store and the manifest; on failure mark it unstored."""
         try:
             self._store.put(record.filename, record.document(self.session_id, payload))
