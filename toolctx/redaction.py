@@ -16,10 +16,10 @@ On by default. What is redacted:
 Each redacted value becomes ``"[REDACTED]"``. Turn redaction off with
 ``session(redact=False)``; extend it with ``Redactor(keys=..., patterns=...)``.
 
-Redaction works on the JSON bytes about to be stored. One Aho-Corasick pass
-(``ahocorasick_rs``) looks for the literal fragments every rule needs; only when
-one is present is the value parsed, walked and re-encoded, so clean outputs (the
-usual case) cost one fast scan.
+Redaction works on the JSON bytes about to be stored. One pass (Hyperscan, see
+:mod:`toolctx._screen`) looks for the literal fragments every rule needs; only
+when one is present is the value parsed, walked and re-encoded, so clean outputs
+(the usual case) cost one scan at memory speed.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import ahocorasick_rs
 import orjson
 
+from toolctx._screen import Screen
 from toolctx.errors import ConfigError
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 REDACTED = "[REDACTED]"
+_JOINED_SCAN_LIMIT = 16 * 1024  # below this, joining a call's args and result costs less than a second scan
 
 
 @dataclass(frozen=True)
@@ -101,16 +102,10 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[\-. ]+")
 
 
-def _key_variants(word: str) -> set[str]:
-    """Spellings of a snake-case key word in keys: snake, kebab, dotted, camel, Pascal, upper."""
+def _key_fragments(word: str) -> set[str]:
+    """Spellings of a snake-case key word with any separator (letter case is ignored)."""
     parts = word.split("_")
-    cased = [
-        [p.lower() for p in parts],
-        [p.capitalize() for p in parts],
-        [p.upper() for p in parts],
-        [parts[0].lower()] + [p.capitalize() for p in parts[1:]],
-    ]
-    return {sep.join(ps) for ps in cased for sep in ("_", "-", ".", " ", "")}
+    return {sep.join(parts) for sep in ("_", "-", ".", " ", "")}
 
 
 class Redactor:
@@ -133,11 +128,12 @@ class Redactor:
         words = "|".join(re.escape(k) for k in sorted(self.keys, key=len, reverse=True))
         self._key_rule = re.compile(rf"(?:^|_)(?:{words})$") if self.keys else None
         self._string_rule = re.compile("|".join(f"(?:{p.regex})" for p in self.patterns)) if self.patterns else None
-        anchors = {v for k in self.keys for v in _key_variants(k)}
-        anchors |= {a for p in self.patterns for a in p.anchors}
+        self._screen = Screen(
+            caseless=(f for k in self.keys for f in _key_fragments(k)),
+            exact=(a for p in self.patterns for a in p.anchors),
+        )
         # A pattern without anchors cannot be pre-screened: then every output takes the slow path.
         self._always = any(not p.anchors for p in self.patterns)
-        self._finder = ahocorasick_rs.BytesAhoCorasick(sorted(a.encode() for a in anchors)) if anchors else None
         self._is_secret_key = functools.lru_cache(maxsize=4096)(self._match_key)
 
     def __repr__(self) -> str:
@@ -145,8 +141,23 @@ class Redactor:
 
     def __call__(self, data: bytes) -> tuple[bytes, bool]:
         """Redact JSON ``data``; returns the bytes to store and whether anything changed."""
-        if not self._always and (self._finder is None or not self._finder.find_matches_as_indexes(data)):
+        if not self._always and not self._screen(data):
             return data, False
+        return self._redact_json(data)
+
+    def redact_call(self, args_json: bytes, result_json: bytes) -> tuple[bytes, bytes]:
+        """Redact a call's argument and result JSON, with one scan when both are small."""
+        if self._always:
+            return self._redact_json(args_json)[0], self._redact_json(result_json)[0]
+        if len(result_json) <= _JOINED_SCAN_LIMIT:
+            # Compact JSON never holds a raw newline and no fragment does either, so
+            # nothing can match across the join: one scan answers for both.
+            if not self._screen(args_json + b"\n" + result_json):
+                return args_json, result_json
+            return self._redact_json(args_json)[0], self._redact_json(result_json)[0]
+        return self(args_json)[0], self(result_json)[0]
+
+    def _redact_json(self, data: bytes) -> tuple[bytes, bool]:
         value = orjson.loads(data)
         redacted = self.redact_value(value)
         if redacted == value:

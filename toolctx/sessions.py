@@ -318,16 +318,14 @@ class ContextSession:
                 task_id = tags.task_id
             if query_id is None:
                 query_id = tags.query_id
+        data, notes = encode(result)
         redactor = self._redactor
         if redactor is not None:
-            args_json = redactor(args_json)[0]
+            args_json, data = redactor.redact_call(args_json, data)
         args_json = memoryview(args_json).tobytes()  # kept for the record's life: exact size, not orjson's buffer
         args_hash = xxhash.xxh3_64_hexdigest(args_json)
         if error is not None:
             error = error_info(error, redactor)
-        data, notes = encode(result)
-        if redactor is not None:
-            data = redactor(data)[0]
         if args_notes:
             notes = tuple(f"arguments: {note}" for note in args_notes) + notes
         size = len(data)
