@@ -13,6 +13,8 @@ text) it times, in one run and interleaved round by round:
   a memory budget large enough that the in-memory path is what is measured);
 - ``toolctx redact=False``: the same with secret redaction turned off;
 - ``toolctx all-disk``: the same with ``threshold=0``, every result written to a file;
+- ``toolctx all-disk durable``: that with ``durable=True`` (an fsync of each file and of
+  the directory per call);
 - ``diskcache`` memoize and ``joblib.Memory(...).cache``, called with distinct
   arguments so every call persists.
 
@@ -89,10 +91,14 @@ def floor_disk(directory: Path, payload: dict[str, Any]) -> Iterator[Call]:
 
 @contextmanager
 def with_toolctx(
-    directory: Path, payload: dict[str, Any], threshold: int = DEFAULT_THRESHOLD, redact: bool = True
+    directory: Path,
+    payload: dict[str, Any],
+    threshold: int = DEFAULT_THRESHOLD,
+    redact: bool = True,
+    durable: bool = False,
 ) -> Iterator[Call]:
     tool = toolctx.persist_context(make_tool(payload))
-    with toolctx.session(directory, threshold=threshold, memory_budget=1 << 40, redact=redact):
+    with toolctx.session(directory, threshold=threshold, memory_budget=1 << 40, redact=redact, durable=durable):
         yield lambda i: tool("quarterly revenue", page=i)
 
 
@@ -105,6 +111,12 @@ def toolctx_no_redact(directory: Path, payload: dict[str, Any]) -> Iterator[Call
 @contextmanager
 def toolctx_all_disk(directory: Path, payload: dict[str, Any]) -> Iterator[Call]:
     with with_toolctx(directory, payload, threshold=0) as call:
+        yield call
+
+
+@contextmanager
+def toolctx_durable(directory: Path, payload: dict[str, Any]) -> Iterator[Call]:
+    with with_toolctx(directory, payload, threshold=0, durable=True) as call:
         yield call
 
 
@@ -131,6 +143,7 @@ CONTENDERS: dict[str, Setup] = {
     "toolctx": with_toolctx,
     "toolctx redact=False": toolctx_no_redact,
     "toolctx all-disk": toolctx_all_disk,
+    "toolctx all-disk durable": toolctx_durable,
     "diskcache": with_diskcache,
     "joblib": with_joblib,
 }
