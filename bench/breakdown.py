@@ -38,9 +38,9 @@ from payloads import SIZES, search_results
 
 import toolctx
 from toolctx.decorator import _Tool
+from toolctx.options import DEFAULT_THRESHOLD
 from toolctx.redaction import default_redactor
 from toolctx.serialize import encode
-from toolctx.sessions import DEFAULT_THRESHOLD
 
 REPEATS = 7
 

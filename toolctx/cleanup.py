@@ -25,7 +25,7 @@ from pathlib import Path
 from toolctx._internal import DEBUG, log
 from toolctx.errors import ConfigError, SessionError
 from toolctx.naming import is_own_file, validate_session_id
-from toolctx.sessions import resolve_context_dir
+from toolctx.options import resolve_context_dir
 from toolctx.storage.local import LocalStore, is_held, read_marker
 
 __all__ = ["gc"]

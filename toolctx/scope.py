@@ -13,8 +13,9 @@ import os
 import threading
 
 from toolctx._vars import active_session, sole_entered_session
+from toolctx.options import DEFAULT_MEMORY_BUDGET, DEFAULT_THRESHOLD
 from toolctx.redaction import Redactor
-from toolctx.sessions import DEFAULT_MEMORY_BUDGET, DEFAULT_THRESHOLD, ContextSession, OnDebug
+from toolctx.sessions import ContextSession, OnDebug
 from toolctx.storage import BlobStore
 
 __all__ = ["current_session", "session"]

@@ -24,7 +24,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-import orjson
 import xxhash
 
 from toolctx._internal import DEBUG, WARNING, internal_error, log, log_enabled
@@ -40,28 +39,20 @@ from toolctx.naming import (
     sanitize_tool_name,
     validate_session_id,
 )
-from toolctx.records import Payload, Record, error_info, parse_document, record_from_context, record_from_manifest
+from toolctx.options import (
+    DEFAULT_MEMORY_BUDGET,
+    DEFAULT_THRESHOLD,
+    byte_count,
+    resolve_context_dir,
+)
+from toolctx.records import Payload, Record, error_info, parse_document
+from toolctx.recovery import recover
 from toolctx.redaction import Redactor, resolve_redactor
 from toolctx.selection import select_keyword
 from toolctx.serialize import clean_text, encode
 from toolctx.storage import BlobStore, LocalStore
 
-__all__ = [
-    "DEFAULT_CONTEXT_DIR",
-    "DEFAULT_MEMORY_BUDGET",
-    "DEFAULT_THRESHOLD",
-    "ContextRef",
-    "ContextSession",
-    "OnDebug",
-    "resolve_context_dir",
-]
-
-DEFAULT_THRESHOLD = 32 * 1024
-"""Results whose JSON form is at least this many bytes go straight to the store."""
-DEFAULT_MEMORY_BUDGET = 4 * 1024 * 1024
-"""Bytes of results and arguments a session keeps in memory before spilling the oldest."""
-DEFAULT_CONTEXT_DIR = "~/.agent/context"
-"""Used when neither ``context_dir`` nor ``TOOLCTX_CONTEXT_DIR`` is given."""
+__all__ = ["ContextRef", "ContextSession", "OnDebug"]
 
 ContextRef = ContextPointer | str | os.PathLike[str]
 """What load and selection accept: a pointer, its id (``"ctx:"`` prefix allowed) or a file path."""
@@ -69,21 +60,6 @@ ContextRef = ContextPointer | str | os.PathLike[str]
 OnDebug = Callable[[str, dict[str, Any]], None]
 
 _MEMORY, _DISK, _NONE = StorageKind.MEMORY, StorageKind.DISK, StorageKind.NONE
-
-
-def resolve_context_dir(context_dir: str | os.PathLike[str] | None) -> Path:
-    """The absolute context directory: the argument, ``TOOLCTX_CONTEXT_DIR`` or the default."""
-    if context_dir is None:
-        context_dir = os.environ.get("TOOLCTX_CONTEXT_DIR") or DEFAULT_CONTEXT_DIR
-    if not isinstance(context_dir, (str, os.PathLike)) or "\x00" in os.fspath(context_dir):
-        raise ConfigError(f"context_dir must be a directory path without NUL bytes, got {context_dir!r:.100}")
-    return Path(context_dir).expanduser().absolute()
-
-
-def _non_negative(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"{name} must be a whole number of bytes >= 0, got {value!r}")
-    return value
 
 
 class ContextSession:
@@ -113,8 +89,8 @@ class ContextSession:
         self._context_dir = resolve_context_dir(context_dir)
         self._redactor = resolve_redactor(redact)
         self.session_id = validate_session_id(session_id) if session_id is not None else new_session_id()
-        self.threshold = _non_negative("threshold", threshold)
-        self.memory_budget = _non_negative("memory_budget", memory_budget)
+        self.threshold = byte_count("threshold", threshold)
+        self.memory_budget = byte_count("memory_budget", memory_budget)
         self.keep = bool(keep)
         if store is not None and not isinstance(store, BlobStore):
             raise ConfigError(f"store must be a toolctx.storage.BlobStore, got {type(store).__name__}")
@@ -280,7 +256,7 @@ class ContextSession:
             None if description is None else clean_text(description),
             result,
             error,
-            None if threshold is None else _non_negative("threshold", threshold),
+            None if threshold is None else byte_count("threshold", threshold),
             clean_text(task_id) if isinstance(task_id, str) else task_id,
             None if query_id is None else clean_text(query_id),
             tuple(k for k in args if isinstance(k, str)),
@@ -644,33 +620,9 @@ class ContextSession:
         return resumed
 
     def _recover(self) -> None:
-        present = {name for name in self._store.list() if parse_context_filename(name) is not None}
-        records: dict[str, Record] = {}
-        try:
-            manifest = self._store.get(MANIFEST_NAME)
-        except FileNotFoundError:
-            manifest = b""
-        for line in manifest.splitlines():
-            try:
-                record = record_from_manifest(orjson.loads(line))
-            except Exception:
-                continue  # a line cut short by a crash, or damaged: the file scan below recovers it
-            if record.filename in present:
-                records[record.id] = record
-        listed = {r.filename for r in records.values()}
-        for name in sorted(present - listed):
-            try:
-                records_from_file = record_from_context(parse_document(self._store.get(name)), name)
-            except Exception as exc:
-                self._skip(name, f"unreadable context file: {type(exc).__name__}: {exc}")
-                continue
-            records[records_from_file.id] = records_from_file
-        ordered = sorted(records.values(), key=lambda r: (r.timestamp_ns, r.id))
+        ordered = recover(self._store, self._skip)
         self._records = {r.id: r for r in ordered}
         self._ids = itertools.count(max((r.counter for r in ordered), default=-1) + 1)
-        rebuilt = b"".join(r.manifest_line() for r in ordered)
-        if rebuilt != manifest:  # only when a crash or a missing file changed it
-            self._store.put(MANIFEST_NAME, [rebuilt])
         self._event(DEBUG, "resumed", contexts=len(ordered))
 
     # -- events and forks -------------------------------------------------------------------

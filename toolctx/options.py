@@ -1,0 +1,39 @@
+"""Session defaults and the checks that turn option values into clear errors."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from toolctx.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_CONTEXT_DIR",
+    "DEFAULT_MEMORY_BUDGET",
+    "DEFAULT_THRESHOLD",
+    "byte_count",
+    "resolve_context_dir",
+]
+
+DEFAULT_THRESHOLD = 32 * 1024
+"""Results whose JSON form is at least this many bytes go straight to the store."""
+DEFAULT_MEMORY_BUDGET = 4 * 1024 * 1024
+"""Bytes of results and arguments a session keeps in memory before spilling the oldest."""
+DEFAULT_CONTEXT_DIR = "~/.agent/context"
+"""Used when neither ``context_dir`` nor ``TOOLCTX_CONTEXT_DIR`` is given."""
+
+
+def resolve_context_dir(context_dir: str | os.PathLike[str] | None) -> Path:
+    """The absolute context directory: the argument, ``TOOLCTX_CONTEXT_DIR`` or the default."""
+    if context_dir is None:
+        context_dir = os.environ.get("TOOLCTX_CONTEXT_DIR") or DEFAULT_CONTEXT_DIR
+    if not isinstance(context_dir, (str, os.PathLike)) or "\x00" in os.fspath(context_dir):
+        raise ConfigError(f"context_dir must be a directory path without NUL bytes, got {context_dir!r:.100}")
+    return Path(context_dir).expanduser().absolute()
+
+
+def byte_count(name: str, value: object) -> int:
+    """``value`` if it is a whole number of bytes >= 0, else a ConfigError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{name} must be a whole number of bytes >= 0, got {value!r}")
+    return value

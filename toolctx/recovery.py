@@ -1,0 +1,54 @@
+"""Rebuilding a kept session's records from its directory, after a clean exit or a crash.
+
+The manifest lists every stored context, one JSON line each, appended after the
+file it names was written. A crash can cut the last line short, or come between
+writing a file and listing it, so recovery trusts the files: a listed entry
+whose file is gone is dropped, a file nobody listed is read and added, and an
+unreadable line is skipped (its file, if whole, is found by the scan).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import orjson
+
+from toolctx.naming import MANIFEST_NAME, parse_context_filename
+from toolctx.records import Record, parse_document, record_from_context, record_from_manifest
+from toolctx.storage import BlobStore
+
+__all__ = ["recover"]
+
+
+def recover(store: BlobStore, skip: Callable[[str, str], None]) -> list[Record]:
+    """The records of every whole context file in ``store``, oldest first.
+
+    Rewrites the manifest when it no longer matches the files; ``skip(name,
+    reason)`` is told about files that could not be read.
+    """
+    present = {name for name in store.list() if parse_context_filename(name) is not None}
+    records: dict[str, Record] = {}
+    try:
+        manifest = store.get(MANIFEST_NAME)
+    except FileNotFoundError:
+        manifest = b""
+    for line in manifest.splitlines():
+        try:
+            record = record_from_manifest(orjson.loads(line))
+        except Exception:
+            continue  # a line cut short by a crash, or damaged: the file scan below recovers it
+        if record.filename in present:
+            records[record.id] = record
+    listed = {r.filename for r in records.values()}
+    for name in sorted(present - listed):
+        try:
+            found = record_from_context(parse_document(store.get(name)), name)
+        except Exception as exc:
+            skip(name, f"unreadable context file: {type(exc).__name__}: {exc}")
+            continue
+        records[found.id] = found
+    ordered = sorted(records.values(), key=lambda r: (r.timestamp_ns, r.id))
+    rebuilt = b"".join(r.manifest_line() for r in ordered)
+    if rebuilt != manifest:  # only when a crash or a missing file changed it
+        store.put(MANIFEST_NAME, [rebuilt])
+    return ordered
