@@ -71,3 +71,11 @@ def test_hash_query_accepts_lone_surrogates() -> None:
 def test_hash_query_rejects_non_text() -> None:
     with pytest.raises(TypeError, match="str"):
         hash_query(42)  # type: ignore[arg-type]
+
+
+def test_hash_args_with_a_redactor_hashes_the_redacted_form() -> None:
+    from toolctx.redaction import default_redactor
+
+    (data, _), digest = hash_args({"api_key": "sk-secret", "q": 1}, default_redactor())
+    assert data == b'{"api_key":"[REDACTED]","q":1}'
+    assert digest == hash_args({"api_key": "anything else", "q": 1}, default_redactor())[1]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import xxhash
 
 from toolctx.serialize import Encoded, encode
+
+if TYPE_CHECKING:
+    from toolctx.redaction import Redactor
 
 __all__ = ["hash_args", "hash_bytes", "hash_query"]
 
@@ -18,14 +21,19 @@ def hash_bytes(data: bytes) -> str:
     return xxhash.xxh3_64_hexdigest(data)
 
 
-def hash_args(args: Mapping[str, Any]) -> tuple[Encoded, str]:
+def hash_args(args: Mapping[str, Any], redactor: Redactor | None = None) -> tuple[Encoded, str]:
     """Canonical JSON of bound arguments (sorted keys, exact-size bytes) and its hash.
 
     Callers bind arguments against the tool's signature first, so ``f(1, b=2)`` and
-    ``f(a=1, b=2)`` produce the same mapping and therefore the same hash.
+    ``f(a=1, b=2)`` produce the same mapping and therefore the same hash. With a
+    ``redactor`` the JSON is redacted before hashing, as sessions do, so the hash is
+    the one a pointer of that call carries.
     """
     data, notes = encode(args, sort_keys=True)
-    return (memoryview(data).tobytes(), notes), xxhash.xxh3_64_hexdigest(data)
+    if redactor is not None:
+        data = redactor(data)[0]
+    data = memoryview(data).tobytes()
+    return (data, notes), hash_bytes(data)
 
 
 def hash_query(text: str) -> str:

@@ -29,7 +29,7 @@ import xxhash
 from toolctx._internal import DEBUG, WARNING, internal_error, log, log_enabled
 from toolctx._vars import active_session, active_tags, entered, left
 from toolctx.errors import ConfigError, SessionClosedError
-from toolctx.hashing import hash_query
+from toolctx.hashing import hash_bytes, hash_query
 from toolctx.models import ContextPointer, ErrorInfo, StorageKind, StoredContext
 from toolctx.naming import (
     MANIFEST_NAME,
@@ -299,7 +299,7 @@ class ContextSession:
         if redactor is not None:
             args_json, data = redactor.redact_call(args_json, data)
         args_json = memoryview(args_json).tobytes()  # kept for the record's life: exact size, not orjson's buffer
-        args_hash = xxhash.xxh3_64_hexdigest(args_json)
+        args_hash = hash_bytes(args_json)
         if error is not None:
             error = error_info(error, redactor)
         if args_notes:
