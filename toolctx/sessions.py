@@ -104,7 +104,7 @@ class ContextSession:
         self._memory_bytes = 0
         self._written: dict[str, str] = {}  # identical-output key -> file already holding it
         self._ids = itertools.count()
-        # Ids and file names end in this per-session random part; a forked child gets its own.
+        # Ids begin, and file names end, with this per-session random part; a forked child gets its own.
         self._rand = secrets.token_hex(3)
         self._tokens: list[Any] = []
         self._closed = False
