@@ -285,16 +285,16 @@ def test_get_pointer(context_dir: Path) -> None:
 # -- selection -------------------------------------------------------------------------
 
 
-def test_select_relevant_contexts_ranks_by_keyword_overlap(context_dir: Path) -> None:
+def test_keyword_strategy_keeps_the_seed_behaviour(context_dir: Path) -> None:
     with session(context_dir) as s:
         s.save_context("get_weather", {"city": "Paris"}, 1)
         apple = s.save_context("get_income_statements", {"ticker": "AAPL", "period": "annual"}, 2)
         both = s.save_context("get_revenue", {"ticker": "AAPL", "period": "annual"}, 3)
-        ranked = s.select_relevant_contexts("AAPL annual revenue")
+        ranked = s.select_relevant_contexts("AAPL annual revenue", strategy="keyword")
         assert [p.id for p in ranked] == [both.id, apple.id]
-        assert [p.id for p in s.select_relevant_contexts("AAPL annual revenue", k=1)] == [both.id]
-        assert len(s.select_relevant_contexts("no overlap at all")) == 3
-        assert s.select_relevant_contexts("AAPL", pointers=[apple]) == [apple]
+        assert [p.id for p in s.select_relevant_contexts("AAPL annual revenue", k=1, strategy="keyword")] == [both.id]
+        assert len(s.select_relevant_contexts("no overlap at all", strategy="keyword")) == 3
+        assert s.select_relevant_contexts("AAPL", pointers=[apple], strategy="keyword") == [apple]
 
 
 @pytest.mark.parametrize("k", [0, -1, 1.5, True])

@@ -65,6 +65,8 @@ class ContextPointer(BaseModel):
     filename: str | None = None
     filepath: str | None = None
     is_error: bool = False
+    tokens: int = Field(default=0, ge=0, description="Estimated tokens of the stored output (made at save time).")
+    preview: str = Field(default="", description="The start of the output as text, at most 200 characters.")
 
     @property
     def stored(self) -> bool:

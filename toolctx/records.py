@@ -29,13 +29,17 @@ from toolctx.models import FORMAT, ContextPointer, ErrorInfo, StorageKind, Store
 from toolctx.naming import context_filename, parse_context_filename
 from toolctx.redaction import Redactor
 from toolctx.serialize import clean_text
+from toolctx.tokens import estimate_tokens
 
 __all__ = [
     "ARGS_INLINE_LIMIT",
+    "INDEX_PREVIEW_CHARS",
+    "PREVIEW_CHARS",
     "Payload",
     "Record",
     "error_info",
     "parse_document",
+    "preview_of",
     "record_from_context",
     "record_from_manifest",
     "shorten_args",
@@ -43,6 +47,18 @@ __all__ = [
 
 ARGS_INLINE_LIMIT = 1024
 """Pointers keep arguments whole up to this many JSON bytes and shorten larger ones."""
+PREVIEW_CHARS = 200
+"""Characters of a result kept in its pointer's preview."""
+INDEX_PREVIEW_CHARS = 1000
+"""Characters of a result the search index reads (so ranking never reads stored files)."""
+
+
+def preview_of(text: str | None, data: bytes, limit: int = PREVIEW_CHARS) -> str:
+    """The start of a result as text: ``text`` when the result is a plain string, else its JSON."""
+    if text is not None:
+        return text[:limit]
+    return data[: limit * 4].decode("utf-8", "ignore")[:limit]
+
 
 Payload = tuple[bytes, bytes, ErrorInfo | None, tuple[str, ...]]
 """What an in-memory record holds: full args JSON, result JSON, error, fallback notes."""
@@ -61,6 +77,7 @@ class Record:
         "is_error",
         "order",
         "payload",
+        "preview",
         "query_id",
         "rand",
         "safe_name",
@@ -68,6 +85,7 @@ class Record:
         "storage",
         "task_id",
         "timestamp_ns",
+        "tokens",
         "tool_name",
     )
 
@@ -89,6 +107,8 @@ class Record:
         is_error: bool,
         payload: Payload | None,
         order: tuple[str, ...] = (),
+        tokens: int = 0,
+        preview: str = "",
     ) -> None:
         self.id = id
         self.counter = counter
@@ -106,6 +126,8 @@ class Record:
         self.is_error = is_error
         self.payload = payload
         self.order = order
+        self.tokens = tokens
+        self.preview = preview
         self._filename: str | None = None
 
     @property
@@ -193,7 +215,13 @@ class Record:
             filename=self.filename if on_disk else None,
             filepath=path if on_disk else None,
             is_error=self.is_error,
+            tokens=self.tokens,
+            preview=self.preview,
         )
+
+    def search_text(self) -> str:
+        """What the search index weighs most: tool name, description and arguments."""
+        return f"{self.tool_name} {self.describe()} {shorten_args(self.args_json).decode()}"
 
     def on_disk(self) -> None:
         """The document is now in the store: drop the in-memory copy and keep small args only."""
@@ -215,6 +243,8 @@ class Record:
             "query_id": self.query_id,
             "size": self.size,
             "error": self.is_error,
+            "tokens": self.tokens,
+            "preview": self.preview,
         }
         return orjson.dumps(entry) + b"\n"
 
@@ -254,11 +284,14 @@ def record_from_manifest(entry: Mapping[str, Any]) -> Record:
         query_id=entry.get("query_id"),
         size=int(entry["size"]),
         is_error=bool(entry.get("error", False)),
+        tokens=int(entry.get("tokens", 0)),
+        preview=str(entry.get("preview", "")),
     )
 
 
 def record_from_context(context: StoredContext, filename: str) -> Record:
     """Rebuild a record from a stored document (for files the manifest does not list)."""
+    result_json = orjson.dumps(context.result)
     return _from_file(
         filename,
         id=context.id,
@@ -269,8 +302,10 @@ def record_from_context(context: StoredContext, filename: str) -> Record:
         timestamp_ns=int(context.timestamp.timestamp() * 1e9),
         task_id=context.task_id,
         query_id=context.query_id,
-        size=len(orjson.dumps(context.result)),
+        size=len(result_json),
         is_error=context.error is not None,
+        tokens=estimate_tokens(result_json),
+        preview=preview_of(context.result if isinstance(context.result, str) else None, result_json),
     )
 
 

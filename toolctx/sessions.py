@@ -20,6 +20,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -45,12 +46,14 @@ from toolctx.options import (
     byte_count,
     resolve_context_dir,
 )
-from toolctx.records import Payload, Record, error_info, parse_document
+from toolctx.records import INDEX_PREVIEW_CHARS, PREVIEW_CHARS, Payload, Record, error_info, parse_document, preview_of
 from toolctx.recovery import recover
 from toolctx.redaction import Redactor, resolve_redactor
-from toolctx.selection import select_keyword
+from toolctx.selection import MIN_SCORE_RATIO, SearchIndex, SelectionState, as_strategy, select
+from toolctx.selection.base import Candidates, pointer_tokens, utc_now
 from toolctx.serialize import clean_text, encode
 from toolctx.storage import BlobStore, LocalStore
+from toolctx.tokens import estimate_tokens
 
 __all__ = ["ContextRef", "ContextSession", "OnDebug"]
 
@@ -103,6 +106,7 @@ class ContextSession:
         self._memory: OrderedDict[str, Record] = OrderedDict()
         self._memory_bytes = 0
         self._written: dict[str, str] = {}  # identical-output key -> file already holding it
+        self._index = SearchIndex()
         self._ids = itertools.count()
         # Ids begin, and file names end, with this per-session random part; a forked child gets its own.
         self._rand = secrets.token_hex(3)
@@ -295,6 +299,7 @@ class ContextSession:
             if query_id is None:
                 query_id = tags.query_id
         data, notes = encode(result)
+        encoded = data
         redactor = self._redactor
         if redactor is not None:
             args_json, data = redactor.redact_call(args_json, data)
@@ -308,15 +313,20 @@ class ContextSession:
         timestamp_ns = time.time_ns()
         counter = next(self._ids)  # atomic under the GIL: no lock needed to number calls
         rand = self._rand
+        # A plain string result previews as itself, unless redaction changed it.
+        plain = result if isinstance(result, str) and data is encoded and not notes else None
+        preview = preview_of(plain, data, INDEX_PREVIEW_CHARS)
         record = Record(
             f"{rand}{counter:x}", counter, rand, tool_name, safe_name, description, args_json, args_hash,
             timestamp_ns, task_id, query_id, size, _NONE, error is not None, None, order,
+            estimate_tokens(data), preview[:PREVIEW_CHARS],
         )  # fmt: skip
         if size < (self.threshold if threshold is None else threshold) and self.memory_budget:
             # orjson's buffers are over-allocated: keep an exact-size copy.
             self._keep_in_memory(record, (args_json, memoryview(data).tobytes(), error, notes))
         else:
             self._keep_on_disk(record, (args_json, data, error, notes))
+        self._index.add(record.id, record.search_text, preview)
         if self._on_debug is not None or log_enabled(DEBUG):
             self._event(DEBUG, "saved", id=record.id, tool=tool_name, size=size, storage=str(record.storage))
         if len(notes) > len(args_notes):  # arguments in fallback form are noted in the document only
@@ -448,21 +458,68 @@ class ContextSession:
         return None if record is None else self._pointer(record)
 
     def select_relevant_contexts(
-        self, query: str, k: int | None = None, *, pointers: Iterable[ContextPointer] | None = None
+        self,
+        query: str,
+        k: int | None = None,
+        budget_tokens: int | None = None,
+        strategy: object = None,
+        *,
+        pointers: Iterable[ContextPointer] | None = None,
+        min_score_ratio: float = MIN_SCORE_RATIO,
+        token_counter: Callable[[ContextPointer], int] | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> list[ContextPointer]:
-        """Pointers relevant to ``query``, best first (at most ``k`` when given).
+        """The stored calls relevant to ``query``, best first.
 
-        Keyword overlap between the query and each call's description, falling
-        back to all candidates when nothing overlaps. ``pointers`` narrows the
-        candidates (for example to :meth:`get_pointers_for_query`).
+        ``strategy`` is ``"bm25"`` (the default: BM25 over tool name, description,
+        arguments and the start of each result), ``"keyword"`` (the seed's keyword
+        overlap, falling back to all pointers), ``"recency"``, a strategy from
+        :mod:`toolctx.selection` (combinable: ``bm25() * 0.8 + recency() * 0.2``) or
+        any callable taking the selection state.
+
+        ``k`` caps the count; without it, pointers scoring under ``min_score_ratio``
+        of the best are left out. ``budget_tokens`` caps the sum of the chosen
+        pointers' token estimates. A query of stop words only (nothing to match)
+        returns the most recent pointers first. ``pointers`` narrows the candidates;
+        pointers of another session among them are skipped with a logged warning.
         """
         if not isinstance(query, str):
             raise ConfigError(f"query must be a str, got {type(query).__name__}")
-        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-            raise ConfigError(f"k must be a positive int or None, got {k!r}")
-        candidates = self.get_all_pointers() if pointers is None else list(pointers)
-        ranked = select_keyword(query, candidates)
-        return ranked if k is None else ranked[:k]
+        if not query.strip():
+            raise ConfigError("query is empty: pass the question the stored outputs should answer")
+        chosen_strategy = as_strategy("bm25" if strategy is None else strategy)
+        state = SelectionState(
+            query=query,
+            candidates=self._candidates(pointers),
+            k=k,
+            budget_tokens=budget_tokens,
+            token_counter=token_counter or pointer_tokens,
+            clock=clock or utc_now,
+            index=self._index,
+        )
+        return select(state, chosen_strategy, min_score_ratio)
+
+    def _candidates(self, pointers: Iterable[ContextPointer] | None) -> Candidates:
+        """All of this session's calls (pointers built only when needed), or the given ones."""
+
+        def make(pointer_id: str) -> ContextPointer:
+            return self._pointer(self._records[pointer_id])
+
+        if pointers is None:
+            return Candidates(list(self._snapshot_ids()), make, everything=True)
+        chosen: list[ContextPointer] = []
+        for pointer in pointers:
+            if not isinstance(pointer, ContextPointer):
+                raise ConfigError(f"pointers must be ContextPointer objects, got {type(pointer).__name__}")
+            if pointer.session_id != self.session_id or pointer.id not in self._records:
+                self._skip(pointer.id, f"pointer of session {pointer.session_id} is not a context of this session")
+                continue
+            chosen.append(pointer)
+        return Candidates.of(chosen)
+
+    def _snapshot_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._records)
 
     def load_contexts(self, refs: Iterable[ContextRef]) -> list[StoredContext]:
         """Load stored calls in full, in the order given.
@@ -554,6 +611,7 @@ class ContextSession:
             self._records.clear()
             self._memory.clear()
             self._memory_bytes = 0
+        self._index.clear()
         self._event(DEBUG, "cleared", what="pointers", count=count)
 
     def clear_context_dir(self) -> None:
@@ -563,9 +621,11 @@ class ContextSession:
         directory, and the ``context_dir`` itself, is left alone.
         """
         with self._lock:
-            for key in [k for k, r in self._records.items() if r.storage is not _MEMORY]:
+            gone = [k for k, r in self._records.items() if r.storage is not _MEMORY]
+            for key in gone:
                 del self._records[key]
             self._written.clear()
+        self._index.remove(gone)
         removed = 0
         for name in self._store.list():
             if is_own_file(name):
@@ -622,6 +682,8 @@ class ContextSession:
     def _recover(self) -> None:
         ordered = recover(self._store, self._skip)
         self._records = {r.id: r for r in ordered}
+        for record in ordered:
+            self._index.add(record.id, record.search_text, record.preview)
         self._ids = itertools.count(max((r.counter for r in ordered), default=-1) + 1)
         self._event(DEBUG, "resumed", contexts=len(ordered))
 

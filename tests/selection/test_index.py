@@ -1,0 +1,159 @@
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolctx.selection.index import K1, B, SearchIndex
+from toolctx.selection.text import tokenize
+
+
+def reference_scores(docs: dict[str, tuple[str, str]], query: str) -> dict[str, float]:
+    """Textbook BM25 with Lucene's idf and double weight for the boosted field."""
+    counts = {}
+    for doc_id, (boosted, text) in docs.items():
+        c = Counter(tokenize(boosted))
+        for term in c:
+            c[term] *= 2
+        c.update(tokenize(text))
+        counts[doc_id] = {t: min(n, 255) for t, n in c.items()}
+    lengths = {d: float(sum(Counter(tokenize(b)).values()) * 2 + len(tokenize(t))) for d, (b, t) in docs.items()}
+    average = sum(lengths.values()) / len(docs)
+    scores: dict[str, float] = {}
+    for term, query_tf in Counter(tokenize(query)).items():
+        df = sum(1 for c in counts.values() if term in c)
+        if not df:
+            continue
+        idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+        for doc_id, c in counts.items():
+            tf = c.get(term, 0)
+            if tf:
+                norm = K1 * (1 - B + B * lengths[doc_id] / average)
+                scores[doc_id] = scores.get(doc_id, 0.0) + idf * query_tf * tf * (K1 + 1) / (tf + norm)
+    return scores
+
+
+DOCS = {
+    "a": ("get_income_statements AAPL annual", "revenue 391035 net income 93736"),
+    "b": ("get_stock_price AAPL", "price 227.5 currency USD"),
+    "c": ("search_code revenue", "src/finance/revenue.py line 12 def quarterly_revenue"),
+    "d": ("get_weather Paris", "sunny 21 degrees"),
+    "e": ("read_file src/finance/revenue.py", "def quarterly_revenue(ticker): return fetch(ticker)"),
+}
+
+
+def build(docs: dict[str, tuple[str, str]]) -> SearchIndex:
+    index = SearchIndex()
+    for doc_id, (boosted, text) in docs.items():
+        index.add(doc_id, boosted, text)
+    return index
+
+
+def test_scores_match_textbook_bm25() -> None:
+    index = build(DOCS)
+    for query in ["AAPL revenue", "quarterly revenue python file", "weather in Paris", "income"]:
+        expected = reference_scores(DOCS, query)
+        got = dict(index.search(tokenize(query)))
+        assert got.keys() == expected.keys()
+        for doc_id, score in expected.items():
+            assert got[doc_id] == pytest.approx(score, rel=1e-5)
+
+
+def test_best_first_with_ties_in_insertion_order() -> None:
+    index = build({"x": ("alpha", ""), "y": ("alpha", ""), "z": ("alpha beta", "")})
+    assert [d for d, _ in index.search(["alpha"])] == ["x", "y", "z"]
+    assert [d for d, _ in index.search(["alpha"], k=2)] == ["x", "y"]
+    assert next(d for d, _ in index.search(["beta", "alpha"])) == "z"
+
+
+def test_candidates_restrict_and_k_limits() -> None:
+    index = build(DOCS)
+    assert [d for d, _ in index.search(tokenize("revenue"), candidates=["c", "d"])] == ["c"]
+    assert len(index.search(tokenize("revenue AAPL"), k=1)) == 1
+    assert index.search([]) == []
+    assert index.search(["nothing-like-this"]) == []
+
+
+def test_removal_keeps_scores_exact() -> None:
+    index = build(DOCS)
+    index.remove(["a", "b", "missing"])
+    rest = {k: v for k, v in DOCS.items() if k not in {"a", "b"}}
+    expected = reference_scores(rest, "revenue AAPL")
+    got = dict(index.search(tokenize("revenue AAPL")))
+    assert got.keys() == expected.keys()
+    for doc_id, score in expected.items():
+        assert got[doc_id] == pytest.approx(score, rel=1e-5)
+    index.add("a", *DOCS["a"])  # an id may come back
+    assert "a" in dict(index.search(tokenize("AAPL")))
+
+
+def test_removing_everything_or_clearing_empties_it() -> None:
+    index = build(DOCS)
+    index.remove(list(DOCS))
+    assert len(index) == 0
+    assert index.search(["revenue"]) == []
+    index = build(DOCS)
+    index.clear()
+    assert len(index) == 0
+
+
+def test_pending_documents_are_indexed_without_a_search_past_the_bound() -> None:
+    index = SearchIndex()
+    for i in range(3000):
+        index.add(f"d{i}", lambda i=i: f"tool{i % 7}", f"row {i}")
+    assert len(index._pending) < 2048  # queued text does not pile up in sessions that never search
+    assert len(index) == 3000
+    assert len(index.search(["tool3"])) == 3000 // 7 + (1 if 3000 % 7 > 3 else 0)
+
+
+def test_boosted_text_may_be_a_function_called_at_index_time() -> None:
+    calls: list[int] = []
+    index = SearchIndex()
+    index.add("x", lambda: calls.append(1) or "lazy name", "")
+    assert calls == []
+    assert index.search(["lazy"])[0][0] == "x"
+    assert calls == [1]
+
+
+def test_concurrent_adds_and_searches() -> None:
+    index = SearchIndex()
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        for i in range(500):
+            index.add(f"{n}-{i}", f"writer{n} item", "payload text")
+
+    def reader() -> None:
+        try:
+            for _ in range(200):
+                index.search(["item"], k=5)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(3)] + [threading.Thread(target=reader)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(index.search(["item"])) == 1500
+
+
+words = st.sampled_from(["revenue", "aapl", "income", "weather", "paris", "code", "file", "error", "test", "price"])
+texts = st.lists(words, max_size=8).map(" ".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(st.text("abcdef", min_size=1, max_size=3), st.tuples(texts, texts), min_size=1, max_size=12), texts
+)
+def test_any_corpus_matches_the_reference(docs: dict[str, tuple[str, str]], query: str) -> None:
+    got = dict(build(docs).search(tokenize(query)))
+    expected = reference_scores(docs, query)
+    assert got.keys() == {d for d, s in expected.items() if s > 0}
+    for doc_id, score in got.items():
+        assert score == pytest.approx(expected[doc_id], rel=1e-4)

@@ -1,0 +1,48 @@
+"""BM25 selection over tool name, description, arguments and result preview."""
+
+from __future__ import annotations
+
+import orjson
+
+from toolctx.models import ContextPointer
+from toolctx.selection.base import Scored, SelectionState, Strategy, register
+from toolctx.selection.index import SearchIndex
+
+__all__ = ["BM25", "bm25", "document_text"]
+
+
+def document_text(pointer: ContextPointer) -> tuple[str, str]:
+    """What BM25 indexes for a pointer: (name, description and arguments; result preview)."""
+    boosted = f"{pointer.tool_name} {pointer.tool_description} {orjson.dumps(pointer.args).decode()}"
+    return boosted, pointer.preview
+
+
+class BM25(Strategy):
+    """Okapi BM25 (see :mod:`toolctx.selection.index`).
+
+    Uses the session's incremental index when the state carries one; otherwise
+    it indexes the candidates for this one query.
+    """
+
+    name = "bm25"
+
+    def rank(self, state: SelectionState) -> list[Scored]:
+        candidates = state.candidates
+        index = state.index
+        if index is None:
+            index = SearchIndex()
+            for pointer in candidates:
+                index.add(pointer.id, *document_text(pointer))
+        # With a budget, pointers too big to fit are skipped, so more than k may be needed.
+        limit = state.k if state.budget_tokens is None else None
+        allowed = None if candidates.everything else candidates.ids
+        hits = index.search(state.terms, candidates=allowed, k=limit)
+        return [Scored(candidates.get(doc_id), score) for doc_id, score in hits]
+
+
+def bm25() -> BM25:
+    """The default strategy: BM25 over name, description, arguments and result preview."""
+    return BM25()
+
+
+register("bm25", bm25)

@@ -1,0 +1,65 @@
+"""From a strategy's ranking to the pointers an agent should load: cut, k, token budget."""
+
+from __future__ import annotations
+
+from toolctx._internal import DEBUG, log
+from toolctx.errors import ConfigError
+from toolctx.models import ContextPointer
+from toolctx.selection._recency import Recency
+from toolctx.selection.base import Scored, SelectionState, Strategy
+
+__all__ = ["MIN_SCORE_RATIO", "select", "validate_limits"]
+
+MIN_SCORE_RATIO = 0.25
+"""Without ``k``, pointers scoring under this fraction of the best one are left out."""
+
+
+def validate_limits(k: object, budget_tokens: object, min_score_ratio: object) -> None:
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ConfigError(f"k must be a positive int or None, got {k!r}")
+    if budget_tokens is not None and (
+        isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 0
+    ):
+        raise ConfigError(f"budget_tokens must be a whole number of tokens >= 0 or None, got {budget_tokens!r}")
+    if (
+        isinstance(min_score_ratio, bool)
+        or not isinstance(min_score_ratio, (int, float))
+        or not 0 <= min_score_ratio <= 1
+    ):
+        raise ConfigError(f"min_score_ratio must be a number from 0 to 1, got {min_score_ratio!r}")
+
+
+def select(state: SelectionState, strategy: Strategy, min_score_ratio: float = MIN_SCORE_RATIO) -> list[ContextPointer]:
+    """The pointers to load for ``state.query``, best first.
+
+    - When the strategy finds nothing and the query has no search terms at all
+      (only stop words, punctuation or emoji), the query says nothing about
+      relevance: the most recent pointers come first instead.
+    - Without ``k``, pointers scoring under ``min_score_ratio`` of the best are cut.
+    - With ``budget_tokens``, pointers are taken best first while they fit; one
+      that does not fit is skipped and smaller ones after it may still be taken.
+      The sum of the chosen pointers' token counts never exceeds the budget.
+    """
+    validate_limits(state.k, state.budget_tokens, min_score_ratio)
+    if not state.candidates:
+        return []
+    ranked: list[Scored] = strategy(state)
+    if not ranked and not state.terms:
+        log(DEBUG, "selection_fallback", reason="the query has no search terms", query=state.query[:200])
+        ranked = Recency()(state)
+    if state.k is None and ranked:
+        best = ranked[0].score
+        if best > 0:
+            ranked = [s for s in ranked if s.score >= best * min_score_ratio]
+    chosen: list[ContextPointer] = []
+    spent = 0
+    for pointer, _ in ranked:
+        if state.budget_tokens is not None:
+            cost = state.token_counter(pointer)
+            if spent + cost > state.budget_tokens:
+                continue
+            spent += cost
+        chosen.append(pointer)
+        if state.k is not None and len(chosen) >= state.k:
+            break
+    return chosen
