@@ -115,7 +115,7 @@ def test_boosted_text_may_be_a_function_called_at_index_time() -> None:
     index = SearchIndex()
     index.add("x", lambda: calls.append(1) or "lazy name", "")
     assert calls == []
-    assert index.search(["lazy"])[0][0] == "x"
+    assert index.search(tokenize("lazy"))[0][0] == "x"
     assert calls == [1]
 
 

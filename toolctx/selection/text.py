@@ -12,8 +12,9 @@ What the tokenizer does, in order:
 - Chinese, Japanese and Korean text, written without spaces, is indexed by
   character;
 - English stop words, single Latin letters and words longer than 40 characters
-  (hashes, blobs) are dropped, and English plurals are folded (``statements``,
-  ``classes`` and ``queries`` match ``statement``, ``class`` and ``query``).
+  (hashes, blobs) are dropped, and English words are stemmed with Snowball
+  (PyStemmer): ``discounted``, ``rounding`` and ``queries`` match ``discount``,
+  ``round`` and ``query``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+
+import Stemmer
 
 __all__ = ["STOP_WORDS", "tokenize"]
 
@@ -42,6 +45,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _CJK_RUNS = re.compile(_CJK.pattern + "|" + _CJK.pattern.replace("[", "[^", 1) + "+")
 _MAX_WORD = 40
+_stem = Stemmer.Stemmer("english").stemWord
 
 
 def _fold(text: str) -> str:
@@ -70,20 +74,7 @@ def _normalize(piece: str) -> str:
     term = _fold(piece)
     if term in STOP_WORDS or (len(term) == 1 and not term.isdigit()):
         return ""
-    return _singular(term) if len(term) > 3 else term
-
-
-def _singular(term: str) -> str:
-    """Fold an English plural: classes, queries, boxes, files -> class, query, box, file."""
-    if term.endswith("sses"):
-        return term[:-2]
-    if term.endswith("ies") and len(term) > 4:
-        return term[:-3] + "y"
-    if term.endswith(("xes", "ches", "shes", "zes")):
-        return term[:-2]
-    if term.endswith("s") and not term.endswith(("ss", "us", "is")):
-        return term[:-1]
-    return term
+    return _stem(term) if len(term) > 3 and term.isalpha() and term.isascii() else term
 
 
 def tokenize(text: str) -> list[str]:
