@@ -63,6 +63,7 @@ ContextRef = ContextPointer | str | os.PathLike[str]
 OnDebug = Callable[[str, dict[str, Any]], None]
 
 _MEMORY, _DISK, _NONE = StorageKind.MEMORY, StorageKind.DISK, StorageKind.NONE
+_LONG_PREVIEWS = 4096  # unsearched calls whose long index preview is queued (about 4 MB)
 
 
 class ContextSession:
@@ -326,7 +327,12 @@ class ContextSession:
             self._keep_in_memory(record, (args_json, memoryview(data).tobytes(), error, notes))
         else:
             self._keep_on_disk(record, (args_json, data, error, notes))
-        self._index.add(record.id, record.search_text, preview)
+        # The index reads the first 1,000 characters of each result; past a backlog of
+        # calls never searched, only the 200 kept in the record, so the queue stays small.
+        index = self._index
+        index.add(
+            record.id, record.search_text, preview if index.backlog < _LONG_PREVIEWS else record.preview, record.tokens
+        )
         if self._on_debug is not None or log_enabled(DEBUG):
             self._event(DEBUG, "saved", id=record.id, tool=tool_name, size=size, storage=str(record.storage))
         if len(notes) > len(args_notes):  # arguments in fallback form are noted in the document only
@@ -683,7 +689,7 @@ class ContextSession:
         ordered = recover(self._store, self._skip)
         self._records = {r.id: r for r in ordered}
         for record in ordered:
-            self._index.add(record.id, record.search_text, record.preview)
+            self._index.add(record.id, record.search_text, record.preview, record.tokens)
         self._ids = itertools.count(max((r.counter for r in ordered), default=-1) + 1)
         self._event(DEBUG, "resumed", contexts=len(ordered))
 

@@ -101,13 +101,14 @@ def test_removing_everything_or_clearing_empties_it() -> None:
     assert len(index) == 0
 
 
-def test_pending_documents_are_indexed_without_a_search_past_the_bound() -> None:
+def test_documents_are_indexed_at_the_next_search() -> None:
     index = SearchIndex()
     for i in range(3000):
         index.add(f"d{i}", lambda i=i: f"tool{i % 7}", f"row {i}")
-    assert len(index._pending) < 2048  # queued text does not pile up in sessions that never search
+    assert index.backlog == 3000  # adding costs nothing on the call path
     assert len(index) == 3000
     assert len(index.search(["tool3"])) == 3000 // 7 + (1 if 3000 % 7 > 3 else 0)
+    assert index.backlog == 0
 
 
 def test_boosted_text_may_be_a_function_called_at_index_time() -> None:
@@ -157,3 +158,15 @@ def test_any_corpus_matches_the_reference(docs: dict[str, tuple[str, str]], quer
     assert got.keys() == {d for d, s in expected.items() if s > 0}
     for doc_id, score in got.items():
         assert score == pytest.approx(expected[doc_id], rel=1e-4)
+
+
+def test_a_budgeted_search_takes_what_fits_best_first() -> None:
+    index = SearchIndex()
+    for doc_id, tokens in [("big", 900), ("mid", 400), ("small", 100), ("tiny", 10)]:
+        index.add(doc_id, "revenue " * (tokens // 100 + 1), "", tokens)  # bigger documents rank higher here
+    ranked = [d for d, _ in index.search(["revenu"])]
+    assert ranked == ["big", "mid", "small", "tiny"]
+    assert [d for d, _ in index.search(["revenu"], budget=500)] == ["mid", "small"]
+    assert [d for d, _ in index.search(["revenu"], budget=515)] == ["mid", "small", "tiny"]
+    assert [d for d, _ in index.search(["revenu"], budget=515, k=1)] == ["mid"]
+    assert index.search(["revenu"], budget=5) == []

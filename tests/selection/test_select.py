@@ -180,3 +180,35 @@ def test_the_budget_is_never_exceeded_and_results_are_candidates(
             assert len(picked) <= k
         again = s.select_relevant_contexts("revenue report", k=k, budget_tokens=budget, min_score_ratio=ratio)
         assert [p.id for p in again] == [p.id for p in picked]
+
+
+def test_a_small_pointer_deep_in_the_ranking_still_fills_the_budget(context_dir: Path) -> None:
+    with session(context_dir, threshold=1 << 30, memory_budget=1 << 30) as s:
+        for i in range(100):  # each far over the budget, and ranked first (the query term twice)
+            s.save_context("report", {"topic": "revenue revenue", "n": i}, "revenue " * 2000)
+        small = s.save_context("note", {"n": 0}, "revenue")
+        picked = s.select_relevant_contexts("revenue", budget_tokens=50, min_score_ratio=0)
+        assert [p.id for p in picked] == [small.id]
+
+
+def test_long_previews_are_queued_only_up_to_a_backlog(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("toolctx.sessions._LONG_PREVIEWS", 3)
+    with session(context_dir) as s:
+        tail = " needle"
+        for i in range(5):  # the word sits past the 200 characters a pointer keeps
+            s.save_context("fetch", {"n": i}, "x " * 150 + tail)
+        assert s._index.backlog == 5
+        found = s.select_relevant_contexts("needle", min_score_ratio=0)
+        assert sorted(p.args["n"] for p in found) == [0, 1, 2]  # the last two were queued with short previews
+        s.save_context("fetch", {"n": 5}, "x " * 150 + tail)  # the backlog is empty again: long preview
+        assert 5 in {p.args["n"] for p in s.select_relevant_contexts("needle", min_score_ratio=0)}
+
+
+def test_the_index_knows_each_calls_token_estimate(context_dir: Path) -> None:
+    import numpy as np
+
+    with session(context_dir) as s:
+        pointers = fill(s)
+        s.select_relevant_contexts("revenue")
+        tokens = np.frombuffer(s._index._tokens, dtype=np.uint32).tolist()
+        assert tokens == [p.tokens for p in pointers.values()]

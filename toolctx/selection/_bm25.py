@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 
 from toolctx.models import ContextPointer
-from toolctx.selection.base import Scored, SelectionState, Strategy, register
+from toolctx.selection.base import Scored, SelectionState, Strategy, pointer_tokens, register
 from toolctx.selection.index import SearchIndex
 
 __all__ = ["BM25", "bm25", "document_text"]
@@ -33,10 +33,13 @@ class BM25(Strategy):
             index = SearchIndex()
             for pointer in candidates:
                 index.add(pointer.id, *document_text(pointer))
-        # With a budget, pointers too big to fit are skipped, so more than k may be needed.
-        limit = state.k if state.budget_tokens is None else None
         allowed = None if candidates.everything else candidates.ids
-        hits = index.search(state.terms, candidates=allowed, k=limit)
+        # The session's index knows every call's token estimate, so it can fill a budget
+        # itself without building a pointer per hit; with another counter, rank everything.
+        sized = state.index is not None and state.token_counter is pointer_tokens
+        budget = state.budget_tokens if sized else None
+        limit = state.k if state.budget_tokens is None or sized else None
+        hits = index.search(state.terms, candidates=allowed, k=limit, min_ratio=state.min_score_ratio, budget=budget)
         return [Scored(candidates.get(doc_id), score) for doc_id, score in hits]
 
 

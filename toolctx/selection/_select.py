@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from toolctx._internal import DEBUG, log
 from toolctx.errors import ConfigError
 from toolctx.models import ContextPointer
@@ -39,18 +41,32 @@ def select(state: SelectionState, strategy: Strategy, min_score_ratio: float = M
     - With ``budget_tokens``, pointers are taken best first while they fit; one
       that does not fit is skipped and smaller ones after it may still be taken.
       The sum of the chosen pointers' token counts never exceeds the budget.
+
+    Strategies see ``k``, the budget and the cut in the state and may apply them
+    early (BM25 fills the budget inside its index); the walk below makes sure of
+    all three whatever the strategy did.
     """
     validate_limits(state.k, state.budget_tokens, min_score_ratio)
     if not state.candidates:
         return []
-    ranked: list[Scored] = strategy(state)
+    ratio = min_score_ratio if state.k is None else 0.0
+    ranked = _ranking(dataclasses.replace(state, min_score_ratio=ratio), strategy)
+    if state.k is None and ranked and ranked[0].score > 0:
+        ranked = [s for s in ranked if s.score >= ranked[0].score * ratio]
+    return _take(ranked, state)
+
+
+def _ranking(state: SelectionState, strategy: Strategy) -> list[Scored]:
+    ranked = strategy(state)
     if not ranked and not state.terms:
         log(DEBUG, "selection_fallback", reason="the query has no search terms", query=state.query[:200])
         ranked = Recency()(state)
-    if state.k is None and ranked:
-        best = ranked[0].score
-        if best > 0:
-            ranked = [s for s in ranked if s.score >= best * min_score_ratio]
+        if state.k is not None:
+            ranked = ranked[: state.k]
+    return ranked
+
+
+def _take(ranked: list[Scored], state: SelectionState) -> list[ContextPointer]:
     chosen: list[ContextPointer] = []
     spent = 0
     for pointer, _ in ranked:

@@ -109,6 +109,8 @@ class SelectionState:
     token_counter: Callable[[ContextPointer], int] = pointer_tokens
     clock: Callable[[], datetime] = utc_now
     index: SearchIndex | None = None
+    min_score_ratio: float = 0.0
+    """Strategies may leave out pointers scoring under this fraction of their best."""
 
     @cached_property
     def terms(self) -> list[str]:
@@ -181,7 +183,8 @@ class _Sum(Strategy):
         return " + ".join(f"{w:g} * {s!r}" for w, s in self.parts)
 
     def rank(self, state: SelectionState) -> list[Scored]:
-        everything = dataclasses.replace(state, k=None)  # parts must score every candidate they can
+        # parts must score every candidate they can: no k, no budget, no cut
+        everything = dataclasses.replace(state, k=None, budget_tokens=None, min_score_ratio=0.0)
         pointers: dict[str, ContextPointer] = {}
         totals: dict[str, float] = {}
         for weight, part in self.parts:
@@ -207,7 +210,7 @@ class _Both(Strategy):
         return f"({self.left!r} & {self.right!r})"
 
     def rank(self, state: SelectionState) -> list[Scored]:
-        everything = dataclasses.replace(state, k=None)
+        everything = dataclasses.replace(state, k=None, budget_tokens=None, min_score_ratio=0.0)
         right = {s.pointer.id: s.score for s in self.right(everything)}
         narrowed = everything.narrowed(right)
         return best_first((Scored(p, s * right[p.id]) for p, s in self.left(narrowed) if p.id in right), state)
