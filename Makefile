@@ -27,11 +27,13 @@ $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	touch $@ $(VENV)/.installed
 
-# Figures for docs/benchmarks.md: per-call cost, stage breakdown, memory.
+# Figures for docs/benchmarks.md: per-call cost, stage breakdown, memory, selection.
 bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/core.py
 	$(BIN)/python bench/breakdown.py
 	$(BIN)/python bench/memory.py
+	$(BIN)/python bench/selection_eval.py
+	$(BIN)/python bench/selection_speed.py
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/python -m ruff check .
