@@ -69,6 +69,7 @@ class Record:
 
     __slots__ = (
         "_filename",
+        "_preview",
         "args_hash",
         "args_json",
         "counter",
@@ -77,7 +78,7 @@ class Record:
         "is_error",
         "order",
         "payload",
-        "preview",
+        "plain",
         "query_id",
         "rand",
         "safe_name",
@@ -108,7 +109,8 @@ class Record:
         payload: Payload | None,
         order: tuple[str, ...] = (),
         tokens: int = 0,
-        preview: str = "",
+        preview: str | None = "",
+        plain: bool = False,
     ) -> None:
         self.id = id
         self.counter = counter
@@ -127,16 +129,17 @@ class Record:
         self.payload = payload
         self.order = order
         self.tokens = tokens
-        self.preview = preview
+        self._preview = preview  # None: derived from the in-memory payload when asked for
+        self.plain = plain  # the result is a plain string, previewed as text rather than JSON
         self._filename: str | None = None
 
     @property
     def filename(self) -> str:
-        if self._filename is None:
-            self._filename = context_filename(
-                self.safe_name, self.args_hash, self.timestamp_ns // 1_000_000, self.counter, self.rand
-            )
-        return self._filename
+        # Built from the record's parts each time (not cached: ~100 bytes per call saved);
+        # set explicitly for calls sharing an earlier file or recovered from disk.
+        if self._filename is not None:
+            return self._filename
+        return context_filename(self.safe_name, self.args_hash, self.timestamp_ns // 1_000_000, self.counter, self.rand)
 
     def args(self) -> dict[str, Any]:
         """The arguments (shortened if large) in the tool's parameter order."""
@@ -219,12 +222,35 @@ class Record:
             preview=self.preview,
         )
 
+    @property
+    def preview(self) -> str:
+        """The first 200 characters of the result (kept once the output leaves memory)."""
+        if self._preview is not None:
+            return self._preview
+        return self._derive_preview(PREVIEW_CHARS)
+
+    def _derive_preview(self, limit: int) -> str:
+        payload = self.payload
+        if payload is None:  # spilled meanwhile: on_disk() kept the preview
+            return self._preview or ""
+        data = payload[1]
+        text = orjson.loads(data) if self.plain else None
+        return preview_of(text if isinstance(text, str) else None, data, limit)
+
+    def index_text(self) -> str:
+        """What the search index reads of the result: 1,000 characters while they are at hand."""
+        if self.payload is None:
+            return self.preview
+        return self._derive_preview(INDEX_PREVIEW_CHARS)
+
     def search_text(self) -> str:
         """What the search index weighs most: tool name, description and arguments."""
         return f"{self.tool_name} {self.describe()} {shorten_args(self.args_json).decode()}"
 
     def on_disk(self) -> None:
         """The document is now in the store: drop the in-memory copy and keep small args only."""
+        if self._preview is None:
+            self._preview = self._derive_preview(PREVIEW_CHARS)
         self.storage = StorageKind.DISK
         self.payload = None
         self.args_json = shorten_args(self.args_json)

@@ -315,24 +315,30 @@ class ContextSession:
         counter = next(self._ids)  # atomic under the GIL: no lock needed to number calls
         rand = self._rand
         # A plain string result previews as itself, unless redaction changed it.
-        plain = result if isinstance(result, str) and data is encoded and not notes else None
-        preview = preview_of(plain, data, INDEX_PREVIEW_CHARS)
+        plain = isinstance(result, str) and data is encoded and not notes
         record = Record(
             f"{rand}{counter:x}", counter, rand, tool_name, safe_name, description, args_json, args_hash,
             timestamp_ns, task_id, query_id, size, _NONE, error is not None, None, order,
-            estimate_tokens(data), preview[:PREVIEW_CHARS],
+            estimate_tokens(data), None, plain,
         )  # fmt: skip
-        if size < (self.threshold if threshold is None else threshold) and self.memory_budget:
-            # orjson's buffers are over-allocated: keep an exact-size copy.
-            self._keep_in_memory(record, (args_json, memoryview(data).tobytes(), error, notes))
-        else:
-            self._keep_on_disk(record, (args_json, data, error, notes))
-        # The index reads the first 1,000 characters of each result; past a backlog of
-        # calls never searched, only the 200 kept in the record, so the queue stays small.
         index = self._index
-        index.add(
-            record.id, record.search_text, preview if index.backlog < _LONG_PREVIEWS else record.preview, record.tokens
-        )
+        if size < (self.threshold if threshold is None else threshold) and self.memory_budget:
+            # orjson's buffers are over-allocated: keep an exact-size copy. The preview and
+            # the index's text come from it when needed: nothing is copied twice.
+            self._keep_in_memory(record, (args_json, memoryview(data).tobytes(), error, notes))
+            index.add(record.id, record.search_text, record.index_text, record.tokens)
+        else:
+            # The output leaves memory: capture what the index and the pointer need now. Past a
+            # backlog of calls never searched, the index gets only the pointer's 200 characters.
+            preview = preview_of(result if plain else None, data, INDEX_PREVIEW_CHARS)
+            record._preview = preview[:PREVIEW_CHARS]
+            self._keep_on_disk(record, (args_json, data, error, notes))
+            index.add(
+                record.id,
+                record.search_text,
+                preview if index.backlog < _LONG_PREVIEWS else record._preview,
+                record.tokens,
+            )
         if self._on_debug is not None or log_enabled(DEBUG):
             self._event(DEBUG, "saved", id=record.id, tool=tool_name, size=size, storage=str(record.storage))
         if len(notes) > len(args_notes):  # arguments in fallback form are noted in the document only

@@ -193,7 +193,7 @@ def test_a_small_pointer_deep_in_the_ranking_still_fills_the_budget(context_dir:
 
 def test_long_previews_are_queued_only_up_to_a_backlog(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("toolctx.sessions._LONG_PREVIEWS", 3)
-    with session(context_dir) as s:
+    with session(context_dir, threshold=0) as s:  # outputs on disk: their text is queued at save time
         tail = " needle"
         for i in range(5):  # the word sits past the 200 characters a pointer keeps
             s.save_context("fetch", {"n": i}, "x " * 150 + tail)
@@ -212,3 +212,13 @@ def test_the_index_knows_each_calls_token_estimate(context_dir: Path) -> None:
         s.select_relevant_contexts("revenue")
         tokens = np.frombuffer(s._index._tokens, dtype=np.uint32).tolist()
         assert tokens == [p.tokens for p in pointers.values()]
+
+
+def test_in_memory_outputs_are_indexed_from_their_payload(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("toolctx.sessions._LONG_PREVIEWS", 0)
+    with session(context_dir) as s:
+        for i in range(3):
+            s.save_context("fetch", {"n": i}, "x " * 150 + " needle")
+        pointer = s.get_all_pointers()[0]
+        assert pointer.preview == ("x " * 150)[:200]
+        assert len(s.select_relevant_contexts("needle", min_score_ratio=0)) == 3

@@ -43,7 +43,7 @@ class SearchIndex:
         self._lengths = array("f")
         self._tokens = array("I")  # document number -> its token estimate, for budgets
         self._postings: dict[str, array[int]] = {}
-        self._pending: list[tuple[str, str | Callable[[], str], str, int]] = []
+        self._pending: list[tuple[str, str | Callable[[], str], str | Callable[[], str], int]] = []
         self._live = 0
         self._total_length = 0.0
 
@@ -51,11 +51,13 @@ class SearchIndex:
         with self._lock:
             return self._live + len(self._pending)
 
-    def add(self, doc_id: str, boosted: str | Callable[[], str], text: str, tokens: int = 0) -> None:
+    def add(
+        self, doc_id: str, boosted: str | Callable[[], str], text: str | Callable[[], str], tokens: int = 0
+    ) -> None:
         """Queue a document: ``boosted`` text (name, description, arguments) counts double.
 
-        ``boosted`` may be a function giving that text, called when the document is
-        indexed (building a description costs time the call path need not spend).
+        Either text may be a function giving it, called when the document is indexed
+        (building a description costs time the call path need not spend).
         ``tokens`` is the document's size for budgeted searches.
         """
         entry = (doc_id, boosted, text, min(tokens, 0xFFFFFFFF))
@@ -79,7 +81,7 @@ class SearchIndex:
             counts = Counter(tokenize(boosted() if callable(boosted) else boosted))
             for term in counts:
                 counts[term] *= 2
-            counts.update(tokenize(text))
+            counts.update(tokenize(text() if callable(text) else text))
             number = len(self._ids)
             if number >= 1 << 24:
                 raise OverflowError("a search index holds at most 16,777,216 documents")
