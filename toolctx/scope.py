@@ -9,14 +9,10 @@ session is created on first use and cleaned up when the interpreter exits.
 from __future__ import annotations
 
 import atexit
-import os
 import threading
 
 from toolctx._vars import active_session, sole_entered_session
-from toolctx.options import DEFAULT_MEMORY_BUDGET, DEFAULT_THRESHOLD
-from toolctx.redaction import Redactor
-from toolctx.sessions import ContextSession, OnDebug
-from toolctx.storage import BlobStore
+from toolctx.sessions import ContextSession
 
 __all__ = ["current_session", "session"]
 
@@ -56,41 +52,5 @@ def current_session() -> ContextSession:
         return _default
 
 
-def session(
-    context_dir: str | os.PathLike[str] | None = None,
-    *,
-    session_id: str | None = None,
-    threshold: int = DEFAULT_THRESHOLD,
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
-    keep: bool = False,
-    durable: bool = False,
-    store: BlobStore | None = None,
-    redact: bool | Redactor = True,
-    on_debug: OnDebug | None = None,
-) -> ContextSession:
-    """A new session, to use as ``with session(...) as s:`` or ``async with``.
-
-    Tool calls made inside the block, including in asyncio tasks and in
-    context-copying worker threads started there, are stored in it. Sessions
-    nest: the inner one wins and the outer one is back after the block. On exit
-    the session deletes everything it stored, unless ``keep=True``.
-
-    ``threshold``: results of this many JSON bytes or more go to disk (0 = always).
-    ``memory_budget``: bytes kept in memory before the oldest are spilled to disk.
-    ``durable``: fsync every write (survives power loss; costs a flush per write).
-    ``store``: a :class:`~toolctx.storage.BlobStore` to use instead of the directory.
-    ``redact``: remove secrets from arguments and results before storing them (on
-    by default; see :mod:`toolctx.redaction`); ``False`` turns it off.
-    ``on_debug``: called as ``on_debug(event, data)`` for every event toolctx logs.
-    """
-    return ContextSession(
-        context_dir,
-        session_id=session_id,
-        threshold=threshold,
-        memory_budget=memory_budget,
-        keep=keep,
-        durable=durable,
-        store=store,
-        redact=redact,
-        on_debug=on_debug,
-    )
+session = ContextSession
+"""``session(...)`` makes a :class:`ContextSession`; use it as ``with session(...) as s:``."""

@@ -69,10 +69,23 @@ _LONG_PREVIEWS = 4096  # unsearched calls whose long index preview is queued (ab
 class ContextSession:
     """One agent session's stored tool calls.
 
-    Use it through ``with toolctx.session(...) as s:`` so decorated tools find it,
-    or on its own (``s.save_context(...)``, ``s.clear()``) like the seed's
-    ``ContextManager``. Leaving the ``with`` block deletes everything the session
-    stored unless ``keep=True``; a kept session is reopened with :meth:`resume`.
+    Use it as ``with toolctx.session(...) as s:`` (or ``async with``) so decorated
+    tools find it: calls made inside the block, including in asyncio tasks and in
+    context-copying worker threads started there, are stored in it. Sessions nest:
+    the inner one wins and the outer one is back after the block. Leaving the block
+    deletes everything the session stored, unless ``keep=True``; a kept session is
+    reopened with :meth:`resume`. It also works on its own (``s.save_context(...)``,
+    ``s.clear()``) like the seed's ``ContextManager``.
+
+    ``context_dir``: where session directories go (default ``TOOLCTX_CONTEXT_DIR``,
+    else ``~/.agent/context``).
+    ``threshold``: results of this many JSON bytes or more go to disk (0 = always).
+    ``memory_budget``: bytes kept in memory before the oldest are spilled to disk.
+    ``durable``: fsync every write (survives power loss; costs a flush per write).
+    ``store``: a :class:`~toolctx.storage.BlobStore` to use instead of the directory.
+    ``redact``: remove secrets from arguments and results before storing them (on
+    by default; see :mod:`toolctx.redaction`); ``False`` turns it off.
+    ``on_debug``: called as ``on_debug(event, data)`` for every event toolctx logs.
 
     Thread-safe: tools may save from several threads or tasks at once.
     """
