@@ -192,7 +192,7 @@ def test_a_small_pointer_deep_in_the_ranking_still_fills_the_budget(context_dir:
 
 
 def test_long_previews_are_queued_only_up_to_a_backlog(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("toolctx.sessions._LONG_PREVIEWS", 3)
+    monkeypatch.setattr("toolctx.keeping._LONG_PREVIEWS", 3)
     with session(context_dir, threshold=0) as s:  # outputs on disk: their text is queued at save time
         tail = " needle"
         for i in range(5):  # the word sits past the 200 characters a pointer keeps
@@ -215,7 +215,7 @@ def test_the_index_knows_each_calls_token_estimate(context_dir: Path) -> None:
 
 
 def test_in_memory_outputs_are_indexed_from_their_payload(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("toolctx.sessions._LONG_PREVIEWS", 0)
+    monkeypatch.setattr("toolctx.keeping._LONG_PREVIEWS", 0)
     with session(context_dir) as s:
         for i in range(3):
             s.save_context("fetch", {"n": i}, "x " * 150 + " needle")
