@@ -49,6 +49,7 @@ class Keeping:
     _memory: OrderedDict[str, Record]
     _memory_bytes: int
     _written: dict[str, str]
+    _calls: dict[str, str]
     _ids: Iterator[int]
     _rand: str
     _store: BlobStore
@@ -76,6 +77,7 @@ class Keeping:
         query_id: str | None = None,
         order: tuple[str, ...] = (),
         args_notes: tuple[str, ...] = (),
+        call_id: str | None = None,
     ) -> Record:
         """The one save path: the decorator and :meth:`save_context` both end here.
 
@@ -113,7 +115,7 @@ class Keeping:
         record = Record(
             f"{rand}{counter:x}", counter, rand, tool_name, safe_name, description, args_json, args_hash,
             timestamp_ns, task_id, query_id, size, _NONE, error is not None, None, order,
-            estimate_tokens(data), None, plain,
+            estimate_tokens(data), None, plain, call_id,
         )  # fmt: skip
         index = self._index
         if size < (self.threshold if threshold is None else threshold) and self.memory_budget:
@@ -133,6 +135,8 @@ class Keeping:
                 preview if index.backlog < _LONG_PREVIEWS else record._preview,
                 record.tokens,
             )
+        if call_id is not None:
+            self._calls[call_id] = record.id
         if self._on_debug is not None or log_enabled(DEBUG):
             self._event(DEBUG, "saved", id=record.id, tool=tool_name, size=size, storage=str(record.storage))
         if len(notes) > len(args_notes):  # arguments in fallback form are noted in the document only

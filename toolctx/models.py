@@ -67,6 +67,7 @@ class ContextPointer(BaseModel):
     is_error: bool = False
     tokens: int = Field(default=0, ge=0, description="Estimated tokens of the stored output (made at save time).")
     preview: str = Field(default="", description="The start of the output as text, at most 200 characters.")
+    call_id: str | None = Field(default=None, description="The framework's id for this tool call, if known.")
 
     @property
     def stored(self) -> bool:
@@ -101,3 +102,4 @@ class StoredContext(BaseModel):
     result: Any = None
     error: ErrorInfo | None = None
     notes: list[str] = Field(default_factory=list)
+    call_id: str | None = None

@@ -72,6 +72,7 @@ class Record:
         "_preview",
         "args_hash",
         "args_json",
+        "call_id",
         "counter",
         "description",
         "id",
@@ -111,6 +112,7 @@ class Record:
         tokens: int = 0,
         preview: str | None = "",
         plain: bool = False,
+        call_id: str | None = None,
     ) -> None:
         self.id = id
         self.counter = counter
@@ -131,6 +133,7 @@ class Record:
         self.tokens = tokens
         self._preview = preview  # None: derived from the in-memory payload when asked for
         self.plain = plain  # the result is a plain string, previewed as text rather than JSON
+        self.call_id = call_id  # the framework's id for this tool call, when an adapter stored it
         self._filename: str | None = None
 
     @property
@@ -177,6 +180,7 @@ class Record:
                 "query_id": self.query_id,
                 "error": None if error is None else error.model_dump(),
                 "notes": list(notes),
+                "call_id": self.call_id,
             }
         )
         return header[:-1], b',"result":', result, b"}"
@@ -197,6 +201,7 @@ class Record:
             result=orjson.loads(result),
             error=error,
             notes=list(notes),
+            call_id=self.call_id,
         )
 
     def pointer(self, session_id: str, path: str | None) -> ContextPointer:
@@ -220,6 +225,7 @@ class Record:
             is_error=self.is_error,
             tokens=self.tokens,
             preview=self.preview,
+            call_id=self.call_id,
         )
 
     @property
@@ -271,6 +277,7 @@ class Record:
             "error": self.is_error,
             "tokens": self.tokens,
             "preview": self.preview,
+            "call_id": self.call_id,
         }
         return orjson.dumps(entry) + b"\n"
 
@@ -312,6 +319,7 @@ def record_from_manifest(entry: Mapping[str, Any]) -> Record:
         is_error=bool(entry.get("error", False)),
         tokens=int(entry.get("tokens", 0)),
         preview=str(entry.get("preview", "")),
+        call_id=entry.get("call_id"),
     )
 
 
@@ -331,6 +339,7 @@ def record_from_context(context: StoredContext, filename: str) -> Record:
         size=len(result_json),
         is_error=context.error is not None,
         tokens=estimate_tokens(result_json),
+        call_id=context.call_id,
         preview=preview_of(context.result if isinstance(context.result, str) else None, result_json),
     )
 

@@ -115,6 +115,7 @@ class ContextSession(Keeping):
         self._memory: OrderedDict[str, Record] = OrderedDict()
         self._memory_bytes = 0
         self._written: dict[str, str] = {}  # identical-output key -> file already holding it
+        self._calls: dict[str, str] = {}  # framework call id -> record id
         self._index = SearchIndex()
         self._ids = itertools.count()
         # Ids begin, and file names end, with this per-session random part; a forked child gets its own.
@@ -245,13 +246,15 @@ class ContextSession(Keeping):
         description: str | None = None,
         error: BaseException | ErrorInfo | None = None,
         threshold: int | None = None,
+        call_id: str | None = None,
     ) -> ContextPointer:
         """Store one tool call and return its pointer.
 
         ``task_id`` and ``query_id`` default to the tags of the enclosing
         :meth:`task` and :meth:`query` blocks. If the output cannot be written, a
         :class:`~toolctx.ToolctxWarning` says why and the pointer's ``storage`` is
-        ``"none"``.
+        ``"none"``. ``call_id`` is the framework's id for the call (adapters set it),
+        found again with :meth:`find_call`.
         """
         if not isinstance(tool_name, str) or not tool_name:
             raise ConfigError(f"tool_name must be a non-empty str, got {tool_name!r:.80}")
@@ -274,6 +277,7 @@ class ContextSession(Keeping):
             None if query_id is None else clean_text(query_id),
             tuple(k for k in args if isinstance(k, str)),
             args_notes,
+            None if call_id is None else clean_text(str(call_id)),
         )
         return self._pointer(record)
 
@@ -298,6 +302,11 @@ class ContextSession(Keeping):
     def get_pointers_for_task(self, task_id: int | str) -> list[ContextPointer]:
         """Calls tagged with ``task_id`` (see :meth:`task`)."""
         return [self._pointer(r) for r in self._snapshot() if r.task_id == task_id]
+
+    def find_call(self, call_id: str) -> ContextPointer | None:
+        """The pointer stored with this framework call id (the latest, if several), or None."""
+        record = self._records.get(self._calls.get(call_id, ""))
+        return None if record is None else self._pointer(record)
 
     def get_pointer(self, ref: ContextRef) -> ContextPointer | None:
         """The current pointer for a pointer, id or path of this session, or None."""
@@ -456,6 +465,7 @@ class ContextSession(Keeping):
         with self._lock:
             count = len(self._records)
             self._records.clear()
+            self._calls.clear()
             self._memory.clear()
             self._memory_bytes = 0
         self._index.clear()
@@ -530,6 +540,8 @@ class ContextSession(Keeping):
         ordered = recover(self._store, self._skip)
         self._records = {r.id: r for r in ordered}
         for record in ordered:
+            if record.call_id is not None:
+                self._calls[record.call_id] = record.id
             self._index.add(record.id, record.search_text, record.preview, record.tokens)
         self._ids = itertools.count(max((r.counter for r in ordered), default=-1) + 1)
         self._event(DEBUG, "resumed", contexts=len(ordered))
