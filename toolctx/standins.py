@@ -27,11 +27,13 @@ from toolctx.sessions import ContextSession
 from toolctx.tokens import estimate_tokens
 
 __all__ = [
+    "COMPACTED_MARK",
     "DEFAULT_READ_LIMIT",
     "STAND_IN_MARK",
     "ResultEntry",
     "compactable",
     "handle_of",
+    "is_compacted",
     "is_stand_in",
     "output_text",
     "read_context",
@@ -40,6 +42,7 @@ __all__ = [
 ]
 
 STAND_IN_MARK = "[toolctx stand-in]"
+COMPACTED_MARK = "[toolctx stand-in, compacted]"
 DEFAULT_READ_LIMIT = 4000
 _HANDLE = re.compile(r"ctx:([0-9a-f]{7,})")
 
@@ -81,7 +84,13 @@ def stand_in(pointer: ContextPointer, text: str, head: int = 1500, tail: int = 5
 
 
 def is_stand_in(text: object) -> bool:
-    return isinstance(text, str) and text.startswith(STAND_IN_MARK)
+    """Whether ``text`` is a stand-in, from a tool call or from compaction."""
+    return isinstance(text, str) and (text.startswith((STAND_IN_MARK, COMPACTED_MARK)))
+
+
+def is_compacted(text: object) -> bool:
+    """Whether ``text`` is the short stand-in compaction leaves."""
+    return isinstance(text, str) and text.startswith(COMPACTED_MARK)
 
 
 def handle_of(text: str) -> str | None:

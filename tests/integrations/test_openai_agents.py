@@ -1,0 +1,249 @@
+"""toolctx in the OpenAI Agents SDK's real run loop (Runner.run with ScriptedModel), offline."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import pytest
+from agents import Agent, RunConfig, Runner, function_tool
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from toolctx_openai_agents import ToolContextHooks, compact_tool_outputs, persist_tools, read_context
+from toolctx_openai_agents.compaction import estimate_input_tokens
+
+import toolctx
+from toolctx import ConfigError, session
+from toolctx.standins import is_stand_in
+
+BIG = "".join(f"line {i}: quarterly revenue figures for region {i % 7}\n" for i in range(800))
+
+
+@function_tool
+def fetch_report(region: str) -> str:
+    """Fetch the revenue report of a region."""
+    return BIG
+
+
+@function_tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key} " * 200
+
+
+@function_tool
+def broken(key: str) -> str:
+    """Always fails."""
+    raise ValueError(f"no such key: {key}")
+
+
+@function_tool(failure_error_function=None)
+def broken_loudly(key: str) -> str:
+    """Always fails, and the SDK lets the error through."""
+    raise ValueError(f"no such key: {key}")
+
+
+class Quote(pydantic.BaseModel):
+    ticker: str
+    rows: list[dict[str, Any]]
+
+
+@function_tool
+def quotes(ticker: str, n: int) -> Quote:
+    """Quotes as a model."""
+    return Quote(ticker=ticker, rows=[{"i": i, "price": 100 + i} for i in range(n)])
+
+
+def outputs(call: Any) -> list[dict[str, Any]]:
+    return [dict(i) for i in call.input if isinstance(i, dict) and i.get("type") == "function_call_output"]
+
+
+def handle_in(call: Any) -> str:
+    match = re.search(r"ctx:[0-9a-f]+", str(outputs(call)[-1]["output"]))
+    assert match
+    return match.group(0)
+
+
+def run(agent: Agent[Any], question: str = "go", **config: Any) -> Any:
+    return asyncio.run(Runner.run(agent, question, run_config=RunConfig(tracing_disabled=True, **config)))
+
+
+def test_a_big_output_is_a_stand_in_the_model_reads_back(context_dir: Path) -> None:
+    model = ScriptedModel(
+        [
+            [function_call("fetch_report", {"region": "emea"}, call_id="c1")],
+            ModelStep.respond(
+                lambda call: [
+                    function_call("read_context", {"id": handle_in(call), "offset": 100, "limit": 200}, call_id="c2")
+                ]
+            ),
+            ModelStep.respond(
+                lambda call: [
+                    function_call("read_context", {"id": handle_in_first(call), "limit": 100_000}, call_id="c3")
+                ]
+            ),
+            [assistant_message("Revenue is up.")],
+        ]
+    )
+    agent = Agent(
+        name="analyst", model=model, tools=[*persist_tools([fetch_report], max_output_tokens=500), read_context]
+    )
+    with session(context_dir) as s:
+        result = run(agent, "How did EMEA revenue do?")
+        [pointer] = s.get_all_pointers()
+        session_dir = s.session_dir
+        assert session_dir.exists()
+    assert result.final_output == "Revenue is up."
+    assert pointer.call_id == "c1"
+    assert pointer.args == {"region": "emea"}
+    seen = outputs(model.calls[1])[0]["output"]
+    assert is_stand_in(seen)
+    assert pointer.handle in seen
+    assert len(seen) < len(BIG) / 10
+    partial = outputs(model.calls[2])[-1]["output"]
+    assert partial.endswith(BIG[100:300])
+    whole = outputs(model.calls[3])[-1]["output"]
+    assert whole.split("\n", 1)[1] == BIG
+    assert not session_dir.exists()
+
+
+def read(handle: str, call_id: str, **options: int) -> Any:
+    return function_call("read_context", {"id": handle, **options}, call_id=call_id)
+
+
+def handle_in_first(call: Any) -> str:
+    match = re.search(r"ctx:[0-9a-f]+", str(outputs(call)[0]["output"]))
+    assert match
+    return match.group(0)
+
+
+def test_older_outputs_are_compacted_restorably(context_dir: Path) -> None:
+    steps: list[Any] = [[function_call("lookup", {"key": f"k{i}"}, call_id=f"c{i}")] for i in range(6)]
+    steps.insert(2, [function_call("broken", {"key": "x"}, call_id="err")])
+    steps.append([assistant_message("done")])
+    model = ScriptedModel(steps)
+    agent = Agent(name="collector", model=model, tools=persist_tools([lookup, broken], max_output_tokens=100_000))
+    with session(context_dir) as s:
+        run(agent, call_model_input_filter=compact_tool_outputs(trigger_tokens=1_000, keep=2))
+        last = model.calls[-1]
+        shown = outputs(last)
+        assert [(o["call_id"], is_stand_in(o["output"])) for o in shown] == [
+            ("c0", True),
+            ("c1", True),
+            ("err", False),  # an error result stays as it is
+            ("c2", True),
+            ("c3", True),
+            ("c4", False),  # the two most recent
+            ("c5", False),
+        ]
+        call_ids = [dict(i)["call_id"] for i in last.input if isinstance(i, dict) and i.get("type") == "function_call"]
+        assert call_ids == [o["call_id"] for o in shown]  # every call keeps its output
+        handle = re.search(r"ctx:[0-9a-f]+", shown[0]["output"]).group(0)  # type: ignore[union-attr]
+        assert s.load_contexts([handle])[0].result == "value of k0 " * 200
+        full = [
+            {**o, "output": s.load_contexts([s.find_call(o["call_id"]).id])[0].result}  # type: ignore[union-attr]
+            for o in shown
+        ]
+        assert estimate_input_tokens(shown) < estimate_input_tokens(full) / 2
+        assert s.find_call("err").is_error  # type: ignore[union-attr]
+
+
+def test_outputs_stored_without_persist_tools_are_stored_when_compacted(context_dir: Path) -> None:
+    steps: list[Any] = [[function_call("lookup", {"key": f"k{i}"}, call_id=f"c{i}")] for i in range(4)]
+    model = ScriptedModel([*steps, [assistant_message("done")]])
+    agent = Agent(name="plain", model=model, tools=[lookup])
+    with session(context_dir) as s:
+        run(agent, call_model_input_filter=compact_tool_outputs(trigger_tokens=500, keep=1))
+        assert [p.call_id for p in s.get_all_pointers()] == ["c0", "c1", "c2"]
+        assert s.load_contexts([s.find_call("c0")])[0].args == {"key": "k0"}  # type: ignore[list-item]
+
+
+def test_errors_are_recorded_and_the_sdks_handling_still_answers_the_model(context_dir: Path) -> None:
+    model = ScriptedModel([[function_call("broken", {"key": "zz"}, call_id="e1")], [assistant_message("sorry")]])
+    agent = Agent(name="a", model=model, tools=persist_tools([broken]))
+    with session(context_dir) as s:
+        run(agent)
+        [pointer] = s.get_all_pointers()
+        [stored] = s.load_contexts([pointer])
+    assert "error occurred" in outputs(model.calls[1])[0]["output"]
+    assert pointer.is_error
+    assert stored.error is not None
+    assert stored.error.type == "ValueError"
+    assert "no such key: zz" in stored.error.message
+
+
+def test_an_error_the_sdk_lets_through_is_recorded_and_raised(context_dir: Path) -> None:
+    model = ScriptedModel([[function_call("broken_loudly", {"key": "zz"}, call_id="e1")], [assistant_message("x")]])
+    agent = Agent(name="a", model=model, tools=persist_tools([broken_loudly]))
+    with session(context_dir) as s:
+        with pytest.raises(Exception, match="no such key: zz"):
+            run(agent)
+        assert s.get_all_pointers()[0].is_error
+
+
+def test_several_calls_in_one_step_and_non_string_outputs(context_dir: Path) -> None:
+    model = ScriptedModel(
+        [
+            [
+                function_call("quotes", {"ticker": "AAPL", "n": 3}, call_id="q1"),
+                function_call("quotes", {"ticker": "MSFT", "n": 3000}, call_id="q2"),
+                function_call("lookup", {"key": "x"}, call_id="q3"),
+            ],
+            [assistant_message("done")],
+        ]
+    )
+    agent = Agent(name="a", model=model, tools=persist_tools([quotes, lookup], max_output_tokens=2000))
+    with session(context_dir) as s:
+        run(agent)
+        contexts = {c.call_id: c for c in s.load_contexts(s.get_all_pointers())}
+    assert set(contexts) == {"q1", "q2", "q3"}
+    assert contexts["q1"].result == {"ticker": "AAPL", "rows": [{"i": i, "price": 100 + i} for i in range(3)]}
+    shown = {o["call_id"]: o["output"] for o in outputs(model.calls[1])}
+    assert not is_stand_in(shown["q1"])
+    assert is_stand_in(shown["q2"])
+
+
+def test_read_context_answers_bad_requests_with_a_message(context_dir: Path) -> None:
+    model = ScriptedModel(
+        [
+            [function_call("read_context", {"id": "ctx:0000000000"}, call_id="r1")],
+            [function_call("read_context", json.dumps({"id": "nope", "offset": -5}), call_id="r2")],
+            [assistant_message("done")],
+        ]
+    )
+    agent = Agent(name="a", model=model, tools=[read_context])
+    with session(context_dir):
+        run(agent)
+    assert "No stored output" in outputs(model.calls[1])[0]["output"]
+    assert "offset must be" in outputs(model.calls[2])[-1]["output"]
+
+
+def test_hooks_only_observe(context_dir: Path) -> None:
+    model = ScriptedModel(
+        [[function_call("fetch_report", {"region": "emea"}, call_id="h1")], [assistant_message("ok")]]
+    )
+    agent = Agent(name="a", model=model, tools=[fetch_report])
+    with session(context_dir) as s:
+        asyncio.run(Runner.run(agent, "go", hooks=ToolContextHooks(), run_config=RunConfig(tracing_disabled=True)))
+        [pointer] = s.get_all_pointers()
+        assert s.load_contexts([pointer])[0].result == BIG
+    assert pointer.call_id == "h1"
+    assert pointer.args == {"region": "emea"}
+    assert outputs(model.calls[1])[0]["output"] == BIG  # the model saw the output unchanged
+
+
+def test_a_tool_used_outside_any_session_lands_in_the_default_one() -> None:
+    model = ScriptedModel([[function_call("lookup", {"key": "x"}, call_id="d1")], [assistant_message("ok")]])
+    agent = Agent(name="a", model=model, tools=persist_tools([lookup]))
+    run(agent)
+    assert [p.call_id for p in toolctx.current_session().get_all_pointers()] == ["d1"]
+
+
+def test_bad_options() -> None:
+    with pytest.raises(ConfigError, match="trigger_tokens"):
+        compact_tool_outputs(trigger_tokens=-1)
+    with pytest.raises(TypeError, match="session"):
+        persist_tools([lookup], session="mine")  # type: ignore[arg-type]
