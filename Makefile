@@ -24,7 +24,7 @@ test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest --cov=toolctx --cov-report=term --cov-fail-under=90
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[bench]"
+	$(BIN)/python -m pip install --quiet -e ".[bench,langchain,openai-agents]"
 	touch $@ $(VENV)/.installed
 
 # Figures for docs/benchmarks.md: per-call cost, stage breakdown, memory, selection.
@@ -34,6 +34,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/selection_eval.py
 	$(BIN)/python bench/selection_speed.py
+	$(BIN)/python bench/adapters.py
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/python -m ruff check .

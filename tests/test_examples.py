@@ -42,3 +42,42 @@ def test_readme_example_runs_as_written(tmp_path: Path) -> None:
     assert out.stderr == ""
     ctx = tmp_path / "ctx"
     assert not ctx.exists() or list(ctx.rglob("*")) == []
+
+
+def test_the_framework_examples_store_stand_in_read_back_and_clean_up(tmp_path: Path) -> None:
+    for script in ("langchain_agent.py", "openai_agents_agent.py"):
+        out = run([str(ROOT / "examples" / script)], tmp_path).stdout
+        assert "sales_report returned 51,960 characters; toolctx stored them as ctx:" in out
+        assert re.search(r"on disk: sales_report_[0-9a-f]{16}_\d+_\d+_[0-9a-f]{6}\.json", out)
+        assert "What the model saw instead (2," in out
+        assert "[toolctx stand-in]" in out
+        assert "The model called read_context and got:" in out
+        assert "characters 0-400 of 51,960" in out
+        assert "Answer: Region 0 made 1001 k€ in January 2026." in out
+        assert "exists afterwards? False" in out
+        assert list(tmp_path.iterdir()) == []
+
+
+BLOCK = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in {blocked!r}:
+            raise ImportError(f"No module named {{name!r}}")
+sys.meta_path.insert(0, Block())
+import toolctx
+try:
+    import {adapter}
+except ImportError as exc:
+    print("ImportError:", exc)
+"""
+
+
+def test_adapters_without_their_framework_name_the_extra_to_install(tmp_path: Path) -> None:
+    for adapter, blocked, extra in [
+        ("toolctx_langchain", {"langchain", "langchain_core"}, "toolctx[langchain]"),
+        ("toolctx_openai_agents", {"agents"}, "toolctx[openai-agents]"),
+    ]:
+        out = run(["-c", BLOCK.format(adapter=adapter, blocked=blocked)], tmp_path).stdout
+        assert out.startswith("ImportError:")
+        assert f"pip install '{extra}'" in out
