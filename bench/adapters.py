@@ -163,17 +163,15 @@ def overhead(size: int) -> dict[str, float]:
     ]
     number = 300 if size > 30_000 else 2000
     row: dict[str, float] = {}
-    with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as tmp:
-        with toolctx.session(tmp, memory_budget=1 << 30) as s:
-            row["core save_context"] = per_call(
-                lambda i: s.save_context("fetch", {"i": i}, text, call_id=f"c{i}"), number
-            )
-            row["langchain middleware"] = per_call(
-                lambda i: middleware.wrap_tool_call(Request(i), lambda r: message), number
-            )
-            row["agents persist_tools"] = per_call(
-                lambda i: loop.run_until_complete(persisted.on_invoke_tool(contexts[i % 2000], f'{{"i": {i}}}')), number
-            )
+    shm = "/dev/shm" if Path("/dev/shm").is_dir() else None
+    with tempfile.TemporaryDirectory(dir=shm) as tmp, toolctx.session(tmp, memory_budget=1 << 30) as s:
+        row["core save_context"] = per_call(lambda i: s.save_context("fetch", {"i": i}, text, call_id=f"c{i}"), number)
+        row["langchain middleware"] = per_call(
+            lambda i: middleware.wrap_tool_call(Request(i), lambda r: message), number
+        )
+        row["agents persist_tools"] = per_call(
+            lambda i: loop.run_until_complete(persisted.on_invoke_tool(contexts[i % 2000], f'{{"i": {i}}}')), number
+        )
     loop.close()
     return row
 

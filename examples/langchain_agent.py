@@ -70,7 +70,7 @@ def main() -> None:
             [pointer] = s.get_all_pointers()
             print(f"sales_report returned {len(REPORT):,} characters; toolctx stored them as {pointer.handle}")
             print(f"  on disk: {pointer.filename}" if pointer.filepath else "  in memory")
-            stand_in = [m for m in model.seen[1] if isinstance(m, ToolMessage)][0].content
+            stand_in = next(m for m in model.seen[1] if isinstance(m, ToolMessage)).content
             print(f"\nWhat the model saw instead ({len(str(stand_in)):,} characters):\n")
             print("  " + str(stand_in)[:400].replace("\n", "\n  ") + "\n  ...")
             read_back = [m for m in model.seen[2] if isinstance(m, ToolMessage)][-1].content
