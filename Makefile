@@ -21,7 +21,7 @@ demo: $(VENV)/.installed
 	$(BIN)/python examples/quickstart.py
 
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest --cov=toolctx --cov-report=term --cov-fail-under=90
+	$(BIN)/python -m pytest --cov=toolctx --cov=toolctx_langchain --cov=toolctx_openai_agents --cov-report=term --cov-fail-under=90
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[bench,langchain,openai-agents]"

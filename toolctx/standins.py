@@ -72,7 +72,7 @@ def stand_in(pointer: ContextPointer, text: str, head: int = 1500, tail: int = 5
         shown = f"{text[:head]} [...]"
     if brief:
         return (
-            f"{STAND_IN_MARK} {pointer.tool_name} output, {len(text):,} characters, stored as {pointer.handle}; "
+            f"{COMPACTED_MARK} {pointer.tool_name} output, {len(text):,} characters, stored as {pointer.handle}; "
             f'read_context(id="{pointer.handle}") reads it.\n{shown}'
         )
     return (

@@ -6,14 +6,15 @@ import asyncio
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from langchain_core.tools import StructuredTool, ToolException, tool
+from langchain_core.tools import InjectedToolCallId, StructuredTool, ToolException, tool
+from langgraph.types import Command
 from toolctx_langchain import ToolContextMiddleware, persist_tool
 
 import toolctx
@@ -335,3 +336,66 @@ def test_bad_options() -> None:
         ToolContextMiddleware(keep=-1)
     with pytest.raises(TypeError, match="session"):
         ToolContextMiddleware(session="mine")  # type: ignore[arg-type]
+
+
+def test_tool_time_stand_ins_are_shortened_when_they_grow_old(context_dir: Path) -> None:
+    steps: list[Any] = [call("fetch_report", f"r{i}", region=f"r{i}") for i in range(4)]
+    model = chat(*steps, AIMessage(content="done"))
+    middleware = ToolContextMiddleware(max_output_tokens=500, trigger_tokens=1_000, keep=1)
+    agent = create_agent(model, [fetch_report], middleware=[middleware])
+    with session(context_dir) as s:
+        run(agent, "q", False)
+        last = [m for m in model.received[-1] if isinstance(m, ToolMessage)]
+        assert [m.content.startswith("[toolctx stand-in, compacted]") for m in last] == [True, True, True, False]
+        for message in last:
+            handle = re.search(r"ctx:[0-9a-f]+", message.content).group(0)  # type: ignore[union-attr]
+            assert s.load_contexts([handle])[0].result == BIG  # the same handle, still the whole output
+        assert len(s) == 4  # compaction stored nothing twice
+
+
+def test_results_from_before_the_middleware_are_stored_when_compacted(context_dir: Path) -> None:
+    history = [
+        HumanMessage("earlier question"),
+        AIMessage(content="", tool_calls=[{"name": "lookup", "args": {"key": "old"}, "id": "old1"}]),
+        ToolMessage(content="old output " * 500, tool_call_id="old1", name="lookup"),
+    ]
+    model = chat(call("lookup", "n1", key="new"), AIMessage(content="done"))
+    agent = create_agent(model, [lookup], middleware=[ToolContextMiddleware(trigger_tokens=500, keep=1)])
+    with session(context_dir) as s:
+        agent.invoke({"messages": [*history, HumanMessage("new question")]})
+        pointer = s.find_call("old1")
+        assert pointer is not None
+        assert pointer.args == {"key": "old"}
+        assert s.load_contexts([pointer])[0].result == "old output " * 500
+    seen = next(m for m in model.received[-1] if isinstance(m, ToolMessage) and m.tool_call_id == "old1")
+    assert is_stand_in(seen.content)
+
+
+def test_a_fraction_trigger_without_a_known_window_leaves_the_conversation_alone(context_dir: Path) -> None:
+    from structlog.testing import capture_logs
+
+    model = chat(*[call("lookup", f"c{i}", key=f"k{i}") for i in range(4)], AIMessage(content="done"))
+    agent = create_agent(
+        model, [lookup], middleware=[ToolContextMiddleware(trigger_tokens=None, trigger_fraction=0.1, keep=0)]
+    )
+    with session(context_dir), capture_logs() as logs:
+        run(agent, "q", False)
+    assert not any(is_stand_in(m.content) for m in model.received[-1] if isinstance(m, ToolMessage))
+    assert any(e["event"] == "compaction_off" for e in logs)
+
+
+def test_tools_returning_a_command_get_their_message_stood_in(context_dir: Path) -> None:
+    @tool
+    def export(region: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Export a region and note it in the state."""
+        return Command(update={"messages": [ToolMessage(BIG, tool_call_id=tool_call_id)]})
+
+    model = chat(call("export", "x1", region="emea"), AIMessage(content="done"))
+    agent = create_agent(model, [export], middleware=[ToolContextMiddleware(max_output_tokens=500)])
+    with session(context_dir) as s:
+        run(agent, "q", False)
+        [pointer] = s.get_all_pointers()
+        assert s.load_contexts([pointer])[0].result == BIG
+    seen = next(m for m in model.received[1] if isinstance(m, ToolMessage))
+    assert is_stand_in(seen.content)
+    assert pointer.handle in seen.content
