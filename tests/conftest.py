@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,3 +35,25 @@ def context_dir(tmp_path: Path) -> Path:
 def files_under(path: Path) -> list[Path]:
     """Every file and directory below ``path`` (for 'nothing left behind' checks)."""
     return sorted(path.rglob("*")) if path.exists() else []
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server on loopback for the whole run (``make test`` installs it).
+
+    ``TOOLCTX_TEST_POSTGRES_URL`` points the tests at a server of your own instead.
+    Without PostgreSQL the tests that need it skip, except under CI, where they fail.
+    """
+    configured = os.environ.get("TOOLCTX_TEST_POSTGRES_URL")
+    if configured:
+        yield configured
+        return
+    from tests.postgres_server import PostgresServer, find_bindir
+
+    if find_bindir() is None:
+        message = "PostgreSQL is not installed; `make test` installs it (scripts/ensure-postgres)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    with PostgresServer() as server:
+        yield server.url

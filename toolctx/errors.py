@@ -9,7 +9,11 @@ matching builtin so existing ``except ValueError`` blocks keep working::
     │   ├── SessionClosedError            the session has already ended
     │   ├── SessionNotFoundError          resume() found no such session directory
     │   └── SessionBusyError              another live process holds the session
-    └── StorageError (OSError)            a store could not read or write a blob
+    ├── StorageError (OSError)            a store could not read or write a blob
+    └── NotFoundError (KeyError)          an id names nothing the caller may see
+        ├── UnknownAgentError             no such agent in the memory store
+        ├── UnknownItemError              no such context item for this agent
+        └── UnknownCheckpointError        no such checkpoint for this agent
 
     ToolctxWarning (UserWarning)          toolctx could not do something but the tool
                                           call itself went through unchanged
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "NotFoundError",
     "SessionBusyError",
     "SessionClosedError",
     "SessionError",
@@ -26,6 +31,9 @@ __all__ = [
     "StorageError",
     "ToolctxError",
     "ToolctxWarning",
+    "UnknownAgentError",
+    "UnknownCheckpointError",
+    "UnknownItemError",
 ]
 
 
@@ -55,6 +63,26 @@ class SessionBusyError(SessionError):
 
 class StorageError(ToolctxError, OSError):
     """A store could not read or write a blob."""
+
+
+class NotFoundError(ToolctxError, KeyError):
+    """An id names nothing that exists, or nothing the caller is allowed to see."""
+
+    def __str__(self) -> str:
+        # KeyError quotes its argument; these carry whole sentences.
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownAgentError(NotFoundError):
+    """The memory store holds no agent with this id."""
+
+
+class UnknownItemError(NotFoundError):
+    """The agent has no context item with this id (another agent's items count as absent)."""
+
+
+class UnknownCheckpointError(NotFoundError):
+    """The agent has no checkpoint with this id."""
 
 
 class ToolctxWarning(UserWarning):

@@ -1,0 +1,64 @@
+"""Tiered memory: items scored by importance, HOT/WARM/COLD tiers, flash save, diffing.
+
+::
+
+    from toolctx.memory import MemoryStore
+
+    store = MemoryStore("sqlite:///memory.db")        # or "postgresql://user@host/db"
+    agent = store.agent("worker-1")
+    agent.save("TASK", "Add retry to the uploader")
+    hot = agent.load()                                # HOT items, counted as accessed
+    agent.update_tiers()                              # after each task
+    if agent.should_flash_save(current_tokens, token_limit):
+        agent.flash_save()                            # checkpoint, archive COLD, keep HOT
+
+Install with ``pip install 'toolctx[memory]'`` (``toolctx[postgres]`` for PostgreSQL).
+"""
+
+from __future__ import annotations
+
+try:
+    import sqlalchemy  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess without SQLAlchemy
+    raise ImportError("toolctx.memory needs SQLAlchemy: pip install 'toolctx[memory]'") from exc
+
+from toolctx.errors import UnknownAgentError, UnknownCheckpointError, UnknownItemError
+from toolctx.memory.config import MAX_CONTENT_BYTES, MemoryConfig
+from toolctx.memory.items import DEFAULT_TYPE_WEIGHTS, ContextItem, Tier, content_hash
+from toolctx.memory.results import (
+    CheckpointInfo,
+    ContextDiff,
+    ContextSnapshot,
+    FlashSaveResult,
+    MemoryStats,
+    RestoreResult,
+    TierUpdateResult,
+)
+from toolctx.memory.scoring import ImportanceScorer, ScoreBatch, Scorer, ScoreState, TierThresholds
+from toolctx.memory.store import AgentMemory, MemoryStore
+
+__all__ = [
+    "DEFAULT_TYPE_WEIGHTS",
+    "MAX_CONTENT_BYTES",
+    "AgentMemory",
+    "CheckpointInfo",
+    "ContextDiff",
+    "ContextItem",
+    "ContextSnapshot",
+    "FlashSaveResult",
+    "ImportanceScorer",
+    "MemoryConfig",
+    "MemoryStats",
+    "MemoryStore",
+    "RestoreResult",
+    "ScoreBatch",
+    "ScoreState",
+    "Scorer",
+    "Tier",
+    "TierThresholds",
+    "TierUpdateResult",
+    "UnknownAgentError",
+    "UnknownCheckpointError",
+    "UnknownItemError",
+    "content_hash",
+]

@@ -1,0 +1,65 @@
+"""How a memory store scores, tiers and limits items."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from toolctx.errors import ConfigError
+from toolctx.memory.items import DEFAULT_TYPE_WEIGHTS
+from toolctx.memory.scoring import ImportanceScorer, Scorer, ScoreState, TierThresholds
+
+__all__ = ["MAX_CONTENT_BYTES", "MemoryConfig"]
+
+#: Largest item accepted by default. Memory items are meant to be read back into a
+#: prompt; a whole tool output belongs in a toolctx session, not here.
+MAX_CONTENT_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """Scoring, tiering and limits shared by every agent of a :class:`MemoryStore`.
+
+    ``type_weights`` lists the item types the store accepts and their base
+    importance; pass your own mapping to add types (``{"NOTE": 0.5, **DEFAULT_TYPE_WEIGHTS}``).
+    ``flash_fraction`` is the share of the token limit at which
+    :meth:`AgentMemory.should_flash_save` says yes. ``clock`` returns UNIX seconds.
+    """
+
+    type_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS))
+    scorer: Scorer | Callable[[ScoreState], float] = field(default_factory=ImportanceScorer)
+    thresholds: TierThresholds = field(default_factory=TierThresholds)
+    flash_fraction: float = 0.8
+    max_content_bytes: int = MAX_CONTENT_BYTES
+    clock: Callable[[], float] = time.time
+
+    def __post_init__(self) -> None:
+        weights = dict(self.type_weights)
+        if not weights:
+            raise ConfigError("type_weights is empty; give at least one item type and its weight")
+        for name, weight in weights.items():
+            if not isinstance(name, str) or not name or len(name) > 64:
+                raise ConfigError(f"item type names are non-empty strings of up to 64 characters, not {name!r}")
+            if not (isinstance(weight, int | float) and math.isfinite(weight) and 0.0 <= weight <= 1.0):
+                raise ConfigError(f"the weight of item type {name!r} must be in [0, 1], not {weight!r}")
+        object.__setattr__(self, "type_weights", MappingProxyType(weights))
+        if not callable(self.scorer):
+            raise ConfigError(f"scorer must be callable (state -> float), not {self.scorer!r}")
+        if not (math.isfinite(self.flash_fraction) and 0.0 < self.flash_fraction <= 1.0):
+            raise ConfigError(f"flash_fraction must be in (0, 1], not {self.flash_fraction!r}")
+        if self.max_content_bytes <= 0:
+            raise ConfigError(f"max_content_bytes must be positive, not {self.max_content_bytes!r}")
+
+    def weight_of(self, item_type: str) -> float:
+        """The base weight of ``item_type``, or a clear error naming the known types."""
+        try:
+            return self.type_weights[item_type]
+        except (KeyError, TypeError):
+            known = ", ".join(sorted(self.type_weights))
+            raise ConfigError(
+                f"unknown item_type {item_type!r}; known types are {known}. "
+                "Add it with MemoryConfig(type_weights={...})."
+            ) from None

@@ -1,0 +1,195 @@
+"""The tables of a memory store and the engine that reaches them (SQLite or PostgreSQL).
+
+The layout follows the seed's ``context_items`` table, with three changes: times are
+UNIX seconds (a float sorts and subtracts the same way in every database, and reads
+100,000 rows without parsing a string each); ``item_type`` is checked by the store
+rather than by a CHECK list, so types can be added; and each item also records its
+content hash, token estimate, explicit base weight, and whether it is loaded
+(in the agent's working set) or archived.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    event,
+    make_url,
+    text,
+)
+from sqlalchemy.engine import URL, Connection, Engine
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.pool import StaticPool
+
+from toolctx.errors import ConfigError
+
+__all__ = ["DEFAULT_DB_ENV", "agents", "checkpoints", "create_schema", "items", "metadata", "open_engine"]
+
+DEFAULT_DB_ENV = "TOOLCTX_MEMORY_URL"
+_ID = BigInteger().with_variant(Integer, "sqlite")  # SQLite only autoincrements an INTEGER PRIMARY KEY
+
+metadata = MetaData()
+
+agents = Table(
+    "context_agents",
+    metadata,
+    Column("agent_id", String(200), primary_key=True),
+    Column("created_at", Double, nullable=False),
+    # Bumped by every write: the row every writer of an agent locks first, so writes
+    # of one agent are serialised across processes on PostgreSQL as on SQLite.
+    Column("revision", BigInteger, nullable=False, default=0),
+)
+
+items = Table(
+    "context_items",
+    metadata,
+    Column("id", _ID, primary_key=True, autoincrement=True),
+    Column("agent_id", String(200), ForeignKey("context_agents.agent_id", ondelete="CASCADE"), nullable=False),
+    Column("item_type", String(64), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("content_hash", String(32), nullable=False),
+    Column("tokens", Integer, nullable=False),
+    Column("weight", Double, nullable=True),
+    Column("importance_score", Double, nullable=False),
+    Column("tier", String(4), nullable=False, default="WARM"),
+    Column("access_count", Integer, nullable=False, default=0),
+    Column("created_at", Double, nullable=False),
+    Column("last_accessed", Double, nullable=False),
+    Column("loaded", Boolean, nullable=False, default=False),
+    Column("archived", Boolean, nullable=False, default=False),
+    CheckConstraint("importance_score >= 0.0 AND importance_score <= 1.0", name="ck_context_items_score"),
+    CheckConstraint("weight IS NULL OR (weight >= 0.0 AND weight <= 1.0)", name="ck_context_items_weight"),
+    CheckConstraint("tier IN ('HOT', 'WARM', 'COLD')", name="ck_context_items_tier"),
+    CheckConstraint("access_count >= 0 AND tokens >= 0", name="ck_context_items_counts"),
+)
+# Tier lookups, stats and snapshots read only this index: the columns they need ride along.
+Index(
+    "ix_context_items_tier",
+    items.c.agent_id,
+    items.c.archived,
+    items.c.tier,
+    items.c.loaded,
+    items.c.tokens,
+    items.c.id,
+    items.c.content_hash,
+)
+Index("ix_context_items_loaded", items.c.agent_id, items.c.loaded)
+
+checkpoints = Table(
+    "context_checkpoints",
+    metadata,
+    Column("id", _ID, primary_key=True, autoincrement=True),
+    Column("agent_id", String(200), ForeignKey("context_agents.agent_id", ondelete="CASCADE"), nullable=False),
+    Column("created_at", Double, nullable=False),
+    Column("snapshot_hash", String(32), nullable=False),
+    Column("item_count", Integer, nullable=False),
+    Column("items_archived", Integer, nullable=False),
+    Column("hot_items_retained", Integer, nullable=False),
+    Column("tokens_before", BigInteger, nullable=False),
+    Column("tokens_after", BigInteger, nullable=False),
+    Column("payload", LargeBinary, nullable=False),  # orjson of the checkpointed items
+)
+Index("ix_context_checkpoints_agent", checkpoints.c.agent_id, checkpoints.c.id)
+
+
+def default_url() -> str:
+    """``$TOOLCTX_MEMORY_URL``, or a SQLite file beside the default context directory."""
+    configured = os.environ.get(DEFAULT_DB_ENV)
+    if configured:
+        return configured
+    home = Path("~/.agent").expanduser()
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return f"sqlite:///{home / 'memory.db'}"
+
+
+def _normalise(url: str | os.PathLike[str] | URL) -> URL:
+    if isinstance(url, os.PathLike) or (isinstance(url, str) and "://" not in url):
+        path = Path(url).expanduser()
+        if not path.parent.is_dir():
+            raise ConfigError(f"cannot create the memory database {str(path)!r}: its folder does not exist")
+        return URL.create("sqlite+pysqlite", database=str(path))
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise ConfigError(f"{url!r} is not a database URL; use sqlite:///path.db or postgresql://user@host/db") from exc
+    backend = parsed.get_backend_name()
+    if backend in ("postgresql", "postgres"):
+        return parsed.set(drivername="postgresql+psycopg")
+    if backend == "sqlite":
+        return parsed.set(drivername="sqlite+pysqlite")
+    raise ConfigError(f"memory stores run on SQLite or PostgreSQL, not {backend!r} (from {parsed!r})")
+
+
+def open_engine(url: str | os.PathLike[str] | URL | Engine | None) -> Engine:
+    """An engine for ``url``: a path or ``sqlite:///`` URL, a ``postgresql://`` URL, or an Engine."""
+    if isinstance(url, Engine):
+        if url.dialect.name not in ("sqlite", "postgresql"):
+            raise ConfigError(f"memory stores run on SQLite or PostgreSQL, not {url.dialect.name!r}")
+        if url.dialect.name == "sqlite":
+            _configure_sqlite(url)
+        return url
+    if url is None:
+        url = default_url()
+    if not isinstance(url, str | os.PathLike | URL):
+        raise TypeError(f"a memory store takes a database URL, a path or an Engine, not {type(url).__name__}")
+    parsed = _normalise(url)
+    if parsed.get_backend_name() == "postgresql":
+        try:
+            import psycopg  # noqa: F401
+        except ImportError as exc:
+            raise ImportError("PostgreSQL memory stores need psycopg: pip install 'toolctx[postgres]'") from exc
+        return create_engine(parsed, pool_pre_ping=True)
+    kwargs: dict[str, Any] = {"connect_args": {"timeout": 60.0, "check_same_thread": False}}
+    if parsed.database in (None, "", ":memory:"):
+        kwargs["poolclass"] = StaticPool  # one connection, or every checkout would see a new empty database
+    engine = create_engine(parsed, **kwargs)
+    _configure_sqlite(engine)
+    return engine
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    """WAL, a busy timeout, foreign keys, and BEGIN IMMEDIATE for writes.
+
+    pysqlite opens transactions lazily and as DEFERRED, so two processes that both
+    read and then write can deadlock on the upgrade; SQLAlchemy's documented remedy is
+    to let it emit BEGIN itself. Writers say IMMEDIATE and so queue for the lock up front.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=60000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("toolctx_write") else "BEGIN")
+
+
+def create_schema(engine: Engine) -> None:
+    """Create the tables and indexes that are missing, safely when several processes start at once."""
+    with engine.connect().execution_options(toolctx_write=True) as conn, conn.begin():
+        if engine.dialect.name == "postgresql":
+            # DDL is transactional on PostgreSQL; the lock makes concurrent creators take turns.
+            conn.execute(text("SELECT pg_advisory_xact_lock(7251883301)"))
+        metadata.create_all(conn, checkfirst=True)

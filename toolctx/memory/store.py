@@ -1,0 +1,710 @@
+"""The memory store: one SQLAlchemy Core implementation for SQLite and PostgreSQL.
+
+Every write of an agent runs in one transaction that first bumps the agent's row,
+so writes of one agent are serialised across threads and processes on PostgreSQL
+(a row lock) as on SQLite (``BEGIN IMMEDIATE``), and a flash save, a restore or a
+tier update is all or nothing. Every statement filters by ``agent_id``: an agent
+cannot read or change another agent's items or checkpoints, even by guessing ids.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import orjson
+from pydantic import TypeAdapter
+from sqlalchemy import Row, and_, bindparam, case, func, insert, literal, select, update
+from sqlalchemy.engine import URL, Connection, Engine
+
+from toolctx._internal import DEBUG, log
+from toolctx.errors import ConfigError, UnknownAgentError, UnknownCheckpointError, UnknownItemError
+from toolctx.memory.config import MemoryConfig
+from toolctx.memory.items import ContextItem, Tier, content_hash, timestamp
+from toolctx.memory.results import (
+    CheckpointInfo,
+    ContextDiff,
+    ContextSnapshot,
+    FlashSaveResult,
+    MemoryStats,
+    RestoreResult,
+    TierUpdateResult,
+    snapshot_hash,
+)
+from toolctx.memory.schema import agents, checkpoints, create_schema, items, open_engine
+from toolctx.memory.scoring import SECONDS_PER_DAY, ImportanceScorer, ScoreBatch, score_batch
+from toolctx.tokens import estimate_tokens
+
+__all__ = ["AgentMemory", "MemoryStore"]
+
+_ITEM_COLUMNS = (
+    items.c.id,
+    items.c.agent_id,
+    items.c.item_type,
+    items.c.content,
+    items.c.importance_score,
+    items.c.tier,
+    items.c.access_count,
+    items.c.created_at,
+    items.c.last_accessed,
+    items.c.content_hash,
+    items.c.tokens,
+    items.c.loaded,
+    items.c.archived,
+)
+_TIER_RANK = {"COLD": 0, "WARM": 1, "HOT": 2}
+_CHUNK = 5000  # ids per IN (...) list: under every driver's parameter limit
+MAX_AGENT_ID = 200
+
+
+_ITEM_FIELDS = tuple(column.name for column in _ITEM_COLUMNS)
+_ITEM_LIST = TypeAdapter(list[ContextItem])
+
+
+def _items(rows: Iterable[Sequence[Any]]) -> list[ContextItem]:
+    """Rows of the item columns (or checkpoint entries) as items.
+
+    Validating a whole list in pydantic's core is faster than constructing items one
+    by one without validation, and turns the stored UNIX seconds into datetimes.
+    """
+    return _ITEM_LIST.validate_python([dict(zip(_ITEM_FIELDS, row, strict=True)) for row in rows])
+
+
+def _item(row: Sequence[Any]) -> ContextItem:
+    return _items((row,))[0]
+
+
+def _tier(value: Tier | str) -> Tier:
+    try:
+        return Tier(value.upper() if isinstance(value, str) else value)
+    except (ValueError, AttributeError):
+        raise ConfigError(f"unknown tier {value!r}; use 'HOT', 'WARM' or 'COLD'") from None
+
+
+def _check_agent_id(agent_id: object) -> str:
+    if not isinstance(agent_id, str) or not agent_id.strip() or len(agent_id) > MAX_AGENT_ID:
+        raise ConfigError(f"agent_id must be a non-empty string of up to {MAX_AGENT_ID} characters, not {agent_id!r}")
+    return agent_id
+
+
+def _check_score(value: object, name: str = "importance_score") -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{name} must be a number in [0, 1], not {value!r}")
+    if not 0.0 <= value <= 1.0:
+        raise ConfigError(f"{name} must be in [0, 1], not {value!r}")
+    return float(value)
+
+
+def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
+    for start in range(0, len(ids), _CHUNK):
+        yield ids[start : start + _CHUNK]
+
+
+class MemoryStore:
+    """Tiered memory for any number of agents, in one SQLite file or PostgreSQL database.
+
+    ``url`` is a path or ``sqlite:///path.db``, a ``postgresql://user:pw@host/db``
+    URL, an SQLAlchemy Engine, or None for ``$TOOLCTX_MEMORY_URL`` or else
+    ``~/.agent/memory.db``. Missing tables are created. Open one store per process
+    (engines do not survive ``fork``) and get each agent with :meth:`agent`.
+    """
+
+    def __init__(self, url: str | os.PathLike[str] | URL | Engine | None = None, *, config: MemoryConfig | None = None):
+        if config is not None and not isinstance(config, MemoryConfig):
+            raise TypeError(f"config must be a MemoryConfig, not {type(config).__name__}")
+        self.config = config or MemoryConfig()
+        self._owns_engine = not isinstance(url, Engine)
+        self.engine = open_engine(url)
+        create_schema(self.engine)
+
+    @property
+    def dialect(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return self.engine.dialect.name
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({self.engine.url.render_as_string(hide_password=True)!r})"
+
+    def agent(self, agent_id: str, *, create: bool = True) -> AgentMemory:
+        """The memory of ``agent_id``, registering the agent unless ``create=False``.
+
+        With ``create=False`` an agent that has never been registered raises
+        :class:`~toolctx.errors.UnknownAgentError` (the HTTP API reads this way).
+        """
+        _check_agent_id(agent_id)
+        with self.write() as conn:
+            if conn.execute(select(agents.c.agent_id).where(agents.c.agent_id == agent_id)).first() is None:
+                if not create:
+                    raise UnknownAgentError(f"no agent {agent_id!r} in this memory store; save an item for it first")
+                conn.execute(insert(agents).values(agent_id=agent_id, created_at=self.config.clock(), revision=0))
+        return AgentMemory(self, agent_id)
+
+    def agents(self) -> list[str]:
+        """Every registered agent id, sorted."""
+        with self.read() as conn:
+            return list(conn.execute(select(agents.c.agent_id).order_by(agents.c.agent_id)).scalars())
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        with self.engine.connect().execution_options(toolctx_write=True) as conn, conn.begin():
+            yield conn
+
+    def close(self) -> None:
+        """Release the store's connections (an engine passed in stays usable by its owner)."""
+        if self._owns_engine:
+            self.engine.dispose()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+class AgentMemory:
+    """One agent's items, tiers, working set and checkpoints. Get it from :meth:`MemoryStore.agent`.
+
+    The working set is what the agent currently holds in its context: items it saved
+    and items it loaded, until a flash save cuts it back to HOT. It is recorded in the
+    database, so another process (or the HTTP API) sees the same working set.
+    """
+
+    def __init__(self, store: MemoryStore, agent_id: str):
+        self.store = store
+        self.agent_id = agent_id
+        self.config = store.config
+
+    def __repr__(self) -> str:
+        return f"AgentMemory({self.agent_id!r}, {self.store!r})"
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """A write transaction holding this agent's lock (see the module docstring)."""
+        with self.store.write() as conn:
+            bumped = conn.execute(
+                update(agents).where(agents.c.agent_id == self.agent_id).values(revision=agents.c.revision + 1)
+            )
+            if bumped.rowcount == 0:
+                raise UnknownAgentError(f"no agent {self.agent_id!r} in this memory store")
+            yield conn
+
+    def _mine(self) -> Any:
+        return items.c.agent_id == self.agent_id
+
+    # -- saving ------------------------------------------------------------
+
+    def _row(self, item_type: str, content: str, importance_score: float | None, now: float, loaded: bool) -> dict[str, Any]:
+        type_weight = self.config.weight_of(item_type)
+        if not isinstance(content, str):
+            raise ConfigError(f"content must be a string, not {type(content).__name__}; serialise it first")
+        if not content.strip():
+            raise ConfigError("content is empty; there is nothing to remember")
+        try:
+            size = len(content.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise ConfigError(f"content is not valid Unicode text ({exc.reason} at position {exc.start})") from None
+        if "\x00" in content:
+            raise ConfigError("content contains a NUL character, which PostgreSQL text cannot hold; strip it first")
+        if size > self.config.max_content_bytes:
+            raise ConfigError(
+                f"content is {size:,} bytes, over the limit of {self.config.max_content_bytes:,}; "
+                "store large outputs in a toolctx session and remember a summary, "
+                "or raise MemoryConfig(max_content_bytes=...)"
+            )
+        weight = None if importance_score is None else _check_score(importance_score)
+        score = type_weight if weight is None else weight
+        return {
+            "agent_id": self.agent_id,
+            "item_type": item_type,
+            "content": content,
+            "content_hash": content_hash(content),
+            "tokens": estimate_tokens(content),
+            "weight": weight,
+            "importance_score": score,
+            "tier": self.config.thresholds.tier_of(score).value,
+            "access_count": 0,
+            "created_at": now,
+            "last_accessed": now,
+            "loaded": loaded,
+            "archived": False,
+        }
+
+    def save(
+        self, item_type: str, content: str, *, importance_score: float | None = None, loaded: bool = True
+    ) -> ContextItem:
+        """Store one item and return it with its id and tier.
+
+        Without ``importance_score`` the item's base importance is its type's weight;
+        with one, that score is the item's own base importance, which then decays with
+        age like any other. ``loaded=True`` puts the item in the working set (the agent
+        has it in context, since it just produced it).
+        """
+        row = self._row(item_type, content, importance_score, self.config.clock(), loaded)
+        with self._write() as conn:
+            item_id = conn.execute(insert(items).values(**row).returning(items.c.id)).scalar_one()
+        log(DEBUG, "memory_saved", agent=self.agent_id, id=item_id, item_type=item_type, tier=row["tier"])
+        return _item((item_id, *(row[c.name] for c in _ITEM_COLUMNS[1:])))
+
+    def save_many(
+        self, entries: Iterable[tuple[str, str] | tuple[str, str, float | None]], *, loaded: bool = True
+    ) -> list[int]:
+        """Store many ``(item_type, content[, importance_score])`` entries in one transaction; their ids in order.
+
+        Every entry is checked before anything is written: one bad entry stores none.
+        """
+        now = self.config.clock()
+        rows = []
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, tuple) or len(entry) not in (2, 3):
+                raise ConfigError(f"entry {index} must be (item_type, content[, importance_score]), not {entry!r:.80}")
+            rows.append(self._row(entry[0], entry[1], entry[2] if len(entry) == 3 else None, now, loaded))
+        if not rows:
+            return []
+        with self._write() as conn:
+            ids = list(conn.execute(insert(items).returning(items.c.id, sort_by_parameter_order=True), rows).scalars())
+        log(DEBUG, "memory_saved_many", agent=self.agent_id, count=len(ids))
+        return ids
+
+    def update(self, item_id: int, content: str) -> ContextItem:
+        """Replace an item's content (its hash and token estimate follow); a diff reports it as modified."""
+        current = self.get(item_id)
+        row = self._row(current.item_type, content, None, 0.0, current.loaded)
+        with self._write() as conn:
+            result = conn.execute(
+                update(items)
+                .where(self._mine(), items.c.id == item_id)
+                .values(content=content, content_hash=row["content_hash"], tokens=row["tokens"])
+                .returning(*_ITEM_COLUMNS)
+            ).first()
+        if result is None:
+            raise UnknownItemError(f"agent {self.agent_id!r} has no item {item_id!r}")
+        return _item(result)
+
+    # -- reading -----------------------------------------------------------
+
+    def get(self, item_id: int) -> ContextItem:
+        """One item by id, without counting an access."""
+        if isinstance(item_id, bool) or not isinstance(item_id, int):
+            raise ConfigError(f"item ids are integers, not {item_id!r}")
+        with self.store.read() as conn:
+            row = conn.execute(select(*_ITEM_COLUMNS).where(self._mine(), items.c.id == item_id)).first()
+        if row is None:
+            raise UnknownItemError(f"agent {self.agent_id!r} has no item {item_id!r}")
+        return _item(row)
+
+    def items(self, tier: Tier | str | None = None, *, archived: bool = False, limit: int | None = None) -> list[ContextItem]:
+        """Items of a tier (or all), best first, without counting an access: for looking, not loading."""
+        query = select(*_ITEM_COLUMNS).where(self._mine())
+        if tier is not None:
+            query = query.where(items.c.tier == _tier(tier).value)
+        if not archived:
+            query = query.where(items.c.archived.is_(False))
+        query = query.order_by(items.c.importance_score.desc(), items.c.id.desc())
+        if limit is not None:
+            query = query.limit(self._check_limit(limit))
+        with self.store.read() as conn:
+            return _items(conn.execute(query))
+
+    @staticmethod
+    def _check_limit(limit: object) -> int:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+            raise ConfigError(f"limit must be a positive integer, not {limit!r}")
+        return limit
+
+    def load(self, tier: Tier | str = Tier.HOT, *, limit: int | None = None) -> list[ContextItem]:
+        """Load a tier into the working set, best first; each loaded item counts one access.
+
+        Archived items are not loaded by tier; :meth:`restore` brings them back.
+        """
+        wanted = _tier(tier).value
+        selected = and_(self._mine(), items.c.tier == wanted, items.c.archived.is_(False))
+        if limit is not None:
+            top = (
+                select(items.c.id)
+                .where(selected)
+                .order_by(items.c.importance_score.desc(), items.c.id.desc())
+                .limit(self._check_limit(limit))
+            )
+            selected = and_(self._mine(), items.c.id.in_(top.scalar_subquery()))
+        with self._write() as conn:
+            rows = conn.execute(
+                update(items)
+                .where(selected)
+                .values(access_count=items.c.access_count + 1, last_accessed=self.config.clock(), loaded=True)
+                .returning(*_ITEM_COLUMNS)
+            ).all()
+        loaded = sorted(_items(rows), key=lambda item: (-item.importance_score, -item.id))
+        log(DEBUG, "memory_loaded", agent=self.agent_id, tier=wanted, count=len(loaded))
+        return loaded
+
+    def working_set(self) -> list[ContextItem]:
+        """The items the agent currently holds in context, best first."""
+        query = (
+            select(*_ITEM_COLUMNS)
+            .where(self._mine(), items.c.loaded.is_(True))
+            .order_by(items.c.importance_score.desc(), items.c.id.desc())
+        )
+        with self.store.read() as conn:
+            return _items(conn.execute(query))
+
+    # -- scoring -----------------------------------------------------------
+
+    def update_tiers(self) -> TierUpdateResult:
+        """Rescore every unarchived item and move it to its tier; run it after each task.
+
+        The default scorer runs inside the database as one UPDATE; a custom scorer
+        reads the items, scores them in Python (vectorised when it can) and writes
+        the scores back. Either way tiers then follow the stored scores.
+        """
+        with self._write() as conn:
+            unknown = list(
+                conn.execute(
+                    select(items.c.item_type)
+                    .distinct()
+                    .where(
+                        self._mine(),
+                        items.c.archived.is_(False),
+                        items.c.weight.is_(None),
+                        items.c.item_type.not_in(list(self.config.type_weights)),
+                    )
+                ).scalars()
+            )
+            if unknown:
+                raise ConfigError(
+                    f"items of type {', '.join(map(repr, sorted(unknown)))} are stored but not in type_weights; "
+                    "add the type back to MemoryConfig(type_weights=...)"
+                )
+            now = self.config.clock()
+            scorer = self.config.scorer
+            if type(scorer) is ImportanceScorer:
+                self._score_in_database(conn, scorer, now)
+            else:
+                self._score_in_python(conn, now)
+            result = self._retier(conn)
+        log(DEBUG, "memory_tiers_updated", agent=self.agent_id, **result.model_dump())
+        return result
+
+    def _score_in_database(self, conn: Connection, scorer: ImportanceScorer, now: float) -> None:
+        greatest, least = (func.max, func.min) if conn.dialect.name == "sqlite" else (func.greatest, func.least)
+        type_weight = case(
+            {name: literal(float(w)) for name, w in self.config.type_weights.items()},
+            value=items.c.item_type,
+            else_=literal(0.0),
+        )
+        age_days = greatest((literal(now) - items.c.created_at) / SECONDS_PER_DAY, 0.0)
+        raw = (
+            func.coalesce(items.c.weight, type_weight)
+            * func.exp(-age_days / scorer.decay_days)
+            * (1.0 + scorer.access_factor * func.ln(1.0 + items.c.access_count))
+        )
+        conn.execute(
+            update(items)
+            .where(self._mine(), items.c.archived.is_(False))
+            .values(importance_score=greatest(least(raw, 1.0), 0.0))
+        )
+
+    def _score_in_python(self, conn: Connection, now: float) -> None:
+        rows = conn.execute(
+            select(items.c.id, items.c.item_type, items.c.weight, items.c.created_at, items.c.access_count).where(
+                self._mine(), items.c.archived.is_(False)
+            )
+        ).all()
+        if not rows:
+            return
+        ids, types, weights, created, accesses = zip(*rows, strict=True)
+        known = self.config.type_weights
+        batch = ScoreBatch(
+            item_types=types,
+            weight=np.fromiter((known[t] if w is None else w for t, w in zip(types, weights, strict=True)), float),
+            age_days=(now - np.asarray(created, dtype=np.float64)) / SECONDS_PER_DAY,
+            access_count=np.asarray(accesses, dtype=np.float64),
+        )
+        scores = score_batch(self.config.scorer, batch).tolist()
+        conn.execute(
+            update(items).where(items.c.id == bindparam("b_id")).values(importance_score=bindparam("b_score")),
+            [{"b_id": item_id, "b_score": score} for item_id, score in zip(ids, scores, strict=True)],
+        )
+
+    def _retier(self, conn: Connection) -> TierUpdateResult:
+        """Move every unarchived item to the tier its stored score says, counting the moves."""
+        thresholds = self.config.thresholds
+        new_tier = case(
+            (items.c.importance_score >= thresholds.hot, literal("HOT")),
+            (items.c.importance_score >= thresholds.warm, literal("WARM")),
+            else_=literal("COLD"),
+        )
+        unarchived = and_(self._mine(), items.c.archived.is_(False))
+        moves = conn.execute(
+            select(items.c.tier, new_tier, func.count()).where(unarchived).group_by(items.c.tier, new_tier)
+        ).all()
+        conn.execute(update(items).where(unarchived, items.c.tier != new_tier).values(tier=new_tier))
+        counts = dict.fromkeys(("HOT", "WARM", "COLD"), 0)
+        promoted = demoted = 0
+        for old, new, count in moves:
+            counts[new] += count
+            promoted += count if _TIER_RANK[new] > _TIER_RANK[old] else 0
+            demoted += count if _TIER_RANK[new] < _TIER_RANK[old] else 0
+        return TierUpdateResult(
+            items_scored=sum(counts.values()),
+            promoted=promoted,
+            demoted=demoted,
+            hot_count=counts["HOT"],
+            warm_count=counts["WARM"],
+            cold_count=counts["COLD"],
+        )
+
+    # -- flash save --------------------------------------------------------
+
+    def should_flash_save(self, current_tokens: int, token_limit: int) -> bool:
+        """Whether ``current_tokens`` has reached ``flash_fraction`` (80%) of ``token_limit``."""
+        for name, value in (("current_tokens", current_tokens), ("token_limit", token_limit)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{name} must be a non-negative integer, not {value!r}")
+        if token_limit == 0:
+            raise ConfigError("token_limit is 0; give the model's context window in tokens")
+        return current_tokens >= self.config.flash_fraction * token_limit
+
+    def flash_save(self) -> FlashSaveResult:
+        """Checkpoint the working set's HOT and WARM items, archive COLD items, and resume with HOT only.
+
+        All of it happens in one transaction: a failure leaves no checkpoint and no
+        change, and two processes flash-saving one agent take turns. Tiers are those of
+        the last :meth:`update_tiers`. Reloading the HOT tier counts as an access.
+        """
+        now = self.config.clock()
+        with self._write() as conn:
+            tokens_before = conn.execute(
+                select(func.coalesce(func.sum(items.c.tokens), 0)).where(self._mine(), items.c.loaded.is_(True))
+            ).scalar_one()
+            kept = conn.execute(
+                select(*_ITEM_COLUMNS).where(
+                    self._mine(),
+                    items.c.loaded.is_(True),
+                    items.c.archived.is_(False),
+                    items.c.tier.in_(("HOT", "WARM")),
+                )
+            ).all()
+            payload = _checkpoint_payload(self.agent_id, now, kept)
+            archived = conn.execute(
+                update(items)
+                .where(self._mine(), items.c.tier == "COLD", items.c.archived.is_(False))
+                .values(archived=True, loaded=False)
+            ).rowcount
+            conn.execute(
+                update(items)
+                .where(self._mine(), items.c.loaded.is_(True), items.c.tier != "HOT")
+                .values(loaded=False)
+            )
+            hot = conn.execute(
+                update(items)
+                .where(self._mine(), items.c.tier == "HOT", items.c.archived.is_(False))
+                .values(access_count=items.c.access_count + 1, last_accessed=now, loaded=True)
+                .returning(items.c.tokens)
+            ).scalars().all()
+            result_fields = {
+                "items_checkpointed": len(kept),
+                "items_archived": archived,
+                "hot_items_retained": len(hot),
+                "tokens_before": int(tokens_before),
+                "tokens_after": int(sum(hot)),
+            }
+            checkpoint_id = conn.execute(
+                insert(checkpoints)
+                .values(
+                    agent_id=self.agent_id,
+                    created_at=now,
+                    snapshot_hash=snapshot_hash({row[0]: row[9] for row in kept}),
+                    item_count=len(kept),
+                    items_archived=archived,
+                    hot_items_retained=len(hot),
+                    tokens_before=int(tokens_before),
+                    tokens_after=int(sum(hot)),
+                    payload=payload,
+                )
+                .returning(checkpoints.c.id)
+            ).scalar_one()
+        result = FlashSaveResult(checkpoint_id=checkpoint_id, **result_fields)
+        log(DEBUG, "memory_flash_saved", agent=self.agent_id, **result.model_dump())
+        return result
+
+    def checkpoints(self) -> list[CheckpointInfo]:
+        """This agent's checkpoints, newest first."""
+        query = (
+            select(
+                checkpoints.c.id,
+                checkpoints.c.created_at,
+                checkpoints.c.item_count,
+                checkpoints.c.items_archived,
+                checkpoints.c.hot_items_retained,
+                checkpoints.c.tokens_before,
+                checkpoints.c.tokens_after,
+                checkpoints.c.snapshot_hash,
+            )
+            .where(checkpoints.c.agent_id == self.agent_id)
+            .order_by(checkpoints.c.id.desc())
+        )
+        with self.store.read() as conn:
+            return [
+                CheckpointInfo(
+                    id=row[0],
+                    agent_id=self.agent_id,
+                    created_at=timestamp(row[1]),
+                    item_count=row[2],
+                    items_archived=row[3],
+                    hot_items_retained=row[4],
+                    tokens_before=row[5],
+                    tokens_after=row[6],
+                    snapshot_hash=row[7],
+                )
+                for row in conn.execute(query)
+            ]
+
+    def _checkpoint_items(self, conn: Connection, checkpoint_id: int) -> list[ContextItem]:
+        if isinstance(checkpoint_id, bool) or not isinstance(checkpoint_id, int):
+            raise ConfigError(f"checkpoint ids are integers, not {checkpoint_id!r}")
+        payload = conn.execute(
+            select(checkpoints.c.payload).where(
+                checkpoints.c.agent_id == self.agent_id, checkpoints.c.id == checkpoint_id
+            )
+        ).scalar_one_or_none()
+        if payload is None:
+            raise UnknownCheckpointError(f"agent {self.agent_id!r} has no checkpoint {checkpoint_id!r}")
+        return _items(orjson.loads(payload)["items"])
+
+    def restore(self, checkpoint_id: int) -> RestoreResult:
+        """Make the working set the items a checkpoint recorded (unarchiving any archived since).
+
+        The returned items are as the checkpoint recorded them; the store keeps their
+        current content, so :meth:`diff` against the checkpoint shows what changed since.
+        """
+        with self._write() as conn:
+            recorded = self._checkpoint_items(conn, checkpoint_id)
+            conn.execute(update(items).where(self._mine(), items.c.loaded.is_(True)).values(loaded=False))
+            for chunk in _chunks([item.id for item in recorded]):
+                conn.execute(
+                    update(items).where(self._mine(), items.c.id.in_(chunk)).values(loaded=True, archived=False)
+                )
+        log(DEBUG, "memory_restored", agent=self.agent_id, checkpoint=checkpoint_id, count=len(recorded))
+        return RestoreResult(
+            checkpoint_id=checkpoint_id, items=recorded, tokens=sum(item.tokens for item in recorded)
+        )
+
+    # -- diffing -----------------------------------------------------------
+
+    def _entries(self, conn: Connection, tier: Tier | None) -> dict[int, str]:
+        query = select(items.c.id, items.c.content_hash).where(self._mine())
+        if tier is None:
+            query = query.where(items.c.loaded.is_(True))
+        else:
+            query = query.where(items.c.archived.is_(False), items.c.tier == tier.value)
+        return dict(conn.execute(query).all())
+
+    def snapshot(self, tier: Tier | str | None = Tier.HOT) -> ContextSnapshot:
+        """The ids and content hashes of a tier (HOT by default) or, with ``tier=None``, of the working set."""
+        wanted = None if tier is None else _tier(tier)
+        with self.store.read() as conn:
+            entries = self._entries(conn, wanted)
+        return self._snapshot(wanted, entries)
+
+    def _snapshot(self, tier: Tier | None, entries: dict[int, str]) -> ContextSnapshot:
+        return ContextSnapshot.model_construct(
+            agent_id=self.agent_id,
+            tier=tier,
+            items=entries,
+            snapshot_hash=snapshot_hash(entries),
+            taken_at=timestamp(self.config.clock()),
+        )
+
+    def diff(self, previous: ContextSnapshot | int) -> ContextDiff:
+        """What changed in a context since ``previous``: a snapshot, or a checkpoint id.
+
+        A snapshot is compared with the same tier (or the working set) now; a checkpoint
+        with the working set now. Only added and modified items are read in full.
+        """
+        with self.store.read() as conn:
+            if isinstance(previous, ContextSnapshot):
+                if previous.agent_id != self.agent_id:
+                    raise ConfigError(
+                        f"that snapshot is of agent {previous.agent_id!r}, not {self.agent_id!r}; "
+                        "diff against a snapshot of the same agent"
+                    )
+                tier, before = previous.tier, previous.items
+            else:
+                tier, before = None, {item.id: item.content_hash for item in self._checkpoint_items(conn, previous)}
+            now = self._entries(conn, tier)
+            current = self._snapshot(tier, now)
+            if isinstance(previous, ContextSnapshot) and current.snapshot_hash == previous.snapshot_hash:
+                return ContextDiff(added=[], modified=[], removed=[], unchanged=len(now), current=current)
+            added_ids = [i for i in now if i not in before]
+            modified_ids = [i for i, h in now.items() if i in before and before[i] != h]
+            removed = sorted(i for i in before if i not in now)
+            fetched: dict[int, ContextItem] = {}
+            for chunk in _chunks(added_ids + modified_ids):
+                rows = conn.execute(select(*_ITEM_COLUMNS).where(self._mine(), items.c.id.in_(chunk)))
+                fetched.update((item.id, item) for item in _items(rows))
+        return ContextDiff(
+            added=[fetched[i] for i in sorted(added_ids) if i in fetched],
+            modified=[fetched[i] for i in sorted(modified_ids) if i in fetched],
+            removed=removed,
+            unchanged=len(now) - len(added_ids) - len(modified_ids),
+            current=current,
+        )
+
+    # -- stats -------------------------------------------------------------
+
+    def stats(self) -> MemoryStats:
+        """Totals, per-tier counts and tokens, the working set and the number of checkpoints."""
+        with self.store.read() as conn:
+            rows = conn.execute(
+                select(
+                    items.c.tier,
+                    items.c.archived,
+                    items.c.loaded,
+                    func.count(),
+                    func.coalesce(func.sum(items.c.tokens), 0),
+                )
+                .where(self._mine())
+                .group_by(items.c.tier, items.c.archived, items.c.loaded)
+            ).all()
+            checkpoint_count = conn.execute(
+                select(func.count()).select_from(checkpoints).where(checkpoints.c.agent_id == self.agent_id)
+            ).scalar_one()
+        counts = dict.fromkeys(("HOT", "WARM", "COLD"), 0)
+        tokens = dict.fromkeys(("HOT", "WARM", "COLD"), 0)
+        archived = working_items = working_tokens = 0
+        for tier, is_archived, is_loaded, count, token_sum in rows:
+            counts[tier] += count
+            tokens[tier] += int(token_sum)
+            archived += count if is_archived else 0
+            if is_loaded:
+                working_items += count
+                working_tokens += int(token_sum)
+        return MemoryStats(
+            agent_id=self.agent_id,
+            total_items=sum(counts.values()),
+            hot_count=counts["HOT"],
+            warm_count=counts["WARM"],
+            cold_count=counts["COLD"],
+            archived_count=archived,
+            hot_tokens=tokens["HOT"],
+            warm_tokens=tokens["WARM"],
+            cold_tokens=tokens["COLD"],
+            total_tokens=sum(tokens.values()),
+            working_items=working_items,
+            working_tokens=working_tokens,
+            checkpoints=checkpoint_count,
+        )
+
+
+def _checkpoint_payload(agent_id: str, now: float, rows: Sequence[Row[Any]]) -> bytes:
+    """The checkpoint's JSON: every kept item with its content, as rows of the item columns."""
+    return orjson.dumps({"agent_id": agent_id, "created_at": now, "items": [tuple(row) for row in rows]})
