@@ -1,0 +1,120 @@
+"""Importance scores and tier boundaries, as properties."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from toolctx.errors import ConfigError
+from toolctx.memory import ImportanceScorer, MemoryConfig, ScoreBatch, ScoreState, Tier, TierThresholds
+from toolctx.memory.scoring import score_batch
+
+weights = st.floats(0.0, 1.0)
+ages = st.floats(-1e6, 1e9, allow_nan=False)
+accesses = st.integers(0, 10**12)
+
+
+def test_a_never_accessed_item_scores_its_weight() -> None:
+    # The seed's log(access_count + 1) / 10 would make this 0.
+    assert ImportanceScorer()(ScoreState("TASK", 1.0, 0.0, 0)) == 1.0
+    assert ImportanceScorer()(ScoreState("ERROR", 0.6, 0.0, 0)) == 0.6
+
+
+def test_the_documented_formula() -> None:
+    scorer = ImportanceScorer(decay_days=2.0, access_factor=0.1)
+    expected = 0.5 * math.exp(-1.5 / 2.0) * (1 + 0.1 * math.log(1 + 9))
+    assert scorer(ScoreState("CODE", 0.5, 1.5, 9)) == pytest.approx(expected)
+
+
+@given(weights, ages, accesses)
+def test_scores_stay_in_0_1(weight: float, age: float, count: int) -> None:
+    score = ImportanceScorer()(ScoreState("TASK", weight, age, count))
+    assert 0.0 <= score <= 1.0
+
+
+@given(weights, st.floats(0.0, 1e4), st.floats(0.0, 1e4), accesses)
+def test_older_never_scores_higher(weight: float, age: float, extra: float, count: int) -> None:
+    scorer = ImportanceScorer()
+    assert scorer(ScoreState("T", weight, age + extra, count)) <= scorer(ScoreState("T", weight, age, count))
+
+
+@given(weights, st.floats(0.0, 1e3), accesses, st.integers(0, 1000))
+def test_more_access_never_scores_lower(weight: float, age: float, count: int, extra: int) -> None:
+    scorer = ImportanceScorer()
+    assert scorer(ScoreState("T", weight, age, count + extra)) >= scorer(ScoreState("T", weight, age, count))
+
+
+@given(st.lists(st.tuples(weights, ages, accesses), min_size=1, max_size=50))
+def test_the_vectorised_scores_equal_the_single_ones(rows: list[tuple[float, float, int]]) -> None:
+    scorer = ImportanceScorer()
+    batch = ScoreBatch(
+        item_types=["T"] * len(rows),
+        weight=np.array([r[0] for r in rows]),
+        age_days=np.array([r[1] for r in rows]),
+        access_count=np.array([float(r[2]) for r in rows]),
+    )
+    single = [scorer(ScoreState("T", *row)) for row in rows]
+    assert score_batch(scorer, batch).tolist() == pytest.approx(single, rel=1e-12, abs=1e-15)
+
+
+@given(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_tiers_are_monotone_in_score(a: float, b: float, warm: float, hot: float) -> None:
+    warm, hot = sorted((warm, hot))
+    thresholds = TierThresholds(hot=hot, warm=warm)
+    rank = {Tier.COLD: 0, Tier.WARM: 1, Tier.HOT: 2}
+    low, high = sorted((a, b))
+    assert rank[thresholds.tier_of(low)] <= rank[thresholds.tier_of(high)]
+    assert thresholds.tiers_of(np.array([low, high])).tolist() == [thresholds.tier_of(low), thresholds.tier_of(high)]
+
+
+def test_tier_boundaries_are_inclusive() -> None:
+    thresholds = TierThresholds()
+    assert thresholds.tier_of(0.8) is Tier.HOT
+    assert thresholds.tier_of(0.7999999) is Tier.WARM
+    assert thresholds.tier_of(0.4) is Tier.WARM
+    assert thresholds.tier_of(0.3999999) is Tier.COLD
+
+
+def test_custom_scorers_are_clamped_and_checked() -> None:
+    batch = ScoreBatch(["T", "T", "T"], np.ones(3), np.zeros(3), np.zeros(3))
+    assert score_batch(lambda s: [math.nan, 7.0, -2.0][0], batch).tolist() == [0.0, 0.0, 0.0]
+
+    class Wrong:
+        def __call__(self, state: ScoreState) -> float:
+            return 0.5
+
+        def score_many(self, batch: ScoreBatch) -> list[float]:
+            return [0.5]
+
+    with pytest.raises(ConfigError, match="returned"):
+        score_batch(Wrong(), batch)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"flash_fraction": 0.0}, "flash_fraction"),
+        ({"flash_fraction": 1.5}, "flash_fraction"),
+        ({"type_weights": {}}, "type_weights is empty"),
+        ({"type_weights": {"TASK": 1.5}}, "weight of item type 'TASK'"),
+        ({"type_weights": {"": 0.5}}, "item type names"),
+        ({"max_content_bytes": 0}, "max_content_bytes"),
+        ({"scorer": "bm25"}, "scorer must be callable"),
+    ],
+)
+def test_bad_config_values_are_named(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        MemoryConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_bad_thresholds_and_scorer_settings_are_named() -> None:
+    with pytest.raises(ConfigError, match="warm <= hot"):
+        TierThresholds(hot=0.3, warm=0.6)
+    with pytest.raises(ConfigError, match="decay_days"):
+        ImportanceScorer(decay_days=0)
+    with pytest.raises(ConfigError, match="access_factor"):
+        ImportanceScorer(access_factor=-1)
