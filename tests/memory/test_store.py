@@ -13,6 +13,7 @@ from tests.memory.conftest import FakeClock
 from toolctx.errors import ConfigError, UnknownAgentError, UnknownCheckpointError, UnknownItemError
 from toolctx.memory import (
     DEFAULT_TYPE_WEIGHTS,
+    AgentMemory,
     ContextSnapshot,
     ImportanceScorer,
     MemoryConfig,
@@ -33,7 +34,8 @@ def test_a_new_item_takes_its_type_weight_as_score_and_the_tier_that_follows(sto
     assert task.id != error.id
     assert task.content_hash == content_hash("Add retries to the uploader")
     assert task.tokens > 0
-    assert task.loaded and not task.archived
+    assert task.loaded
+    assert not task.archived
     assert agent.get(task.id) == task
 
 
@@ -98,7 +100,8 @@ def test_extra_item_types_come_from_the_config(db_url: str) -> None:
 def test_save_many_stores_everything_in_order(store: MemoryStore) -> None:
     agent = store.agent("worker")
     ids = agent.save_many([("TASK", f"task {n}") for n in range(50)] + [("CODE", "def f(): ...", 0.1)])
-    assert len(ids) == 51 and ids == sorted(ids)
+    assert len(ids) == 51
+    assert ids == sorted(ids)
     assert agent.get(ids[7]).content == "task 7"
     assert agent.get(ids[-1]).tier is Tier.COLD
     assert agent.save_many([]) == []
@@ -204,9 +207,9 @@ def test_a_custom_scorer_is_used_and_clamped(db_url: str) -> None:
 def test_update_tiers_names_types_no_longer_configured(db_url: str) -> None:
     with MemoryStore(db_url) as store:
         store.agent("worker").save("TASK", "x")
-    with MemoryStore(db_url, config=MemoryConfig(type_weights={"CODE": 1.0})) as narrower:
-        with pytest.raises(ConfigError, match=r"'TASK' are stored but not in type_weights"):
-            narrower.agent("worker").update_tiers()
+    narrower = MemoryStore(db_url, config=MemoryConfig(type_weights={"CODE": 1.0}))
+    with narrower, pytest.raises(ConfigError, match=r"'TASK' are stored but not in type_weights"):
+        narrower.agent("worker").update_tiers()
 
 
 def test_agents_cannot_see_or_touch_each_others_items(store: MemoryStore) -> None:
@@ -265,7 +268,7 @@ def test_should_flash_save_at_80_percent(store: MemoryStore) -> None:
             agent.should_flash_save(current, limit)  # type: ignore[arg-type]
 
 
-def _working_agent(store: MemoryStore, clock: FakeClock) -> tuple[dict[str, int], object]:
+def _working_agent(store: MemoryStore, clock: FakeClock) -> tuple[dict[str, int], AgentMemory]:
     """An agent whose working set holds one item of each tier, plus a HOT item not loaded."""
     agent = store.agent("worker")
     ids = {
@@ -281,7 +284,6 @@ def _working_agent(store: MemoryStore, clock: FakeClock) -> tuple[dict[str, int]
 
 def test_flash_save_checkpoints_archives_and_resumes_with_hot_only(store: MemoryStore, clock: FakeClock) -> None:
     ids, agent = _working_agent(store, clock)
-    assert isinstance(agent, store_module.AgentMemory)
     before = agent.working_set()
     result = agent.flash_save()
     assert result.items_checkpointed == 2  # the HOT and WARM items of the working set
@@ -291,8 +293,10 @@ def test_flash_save_checkpoints_archives_and_resumes_with_hot_only(store: Memory
     working = agent.working_set()
     assert sorted(item.id for item in working) == sorted([ids["hot"], ids["hot_unloaded"]])
     assert result.tokens_after == sum(item.tokens for item in working)
-    assert agent.get(ids["cold"]).archived and agent.get(ids["cold_unloaded"]).archived
-    assert not agent.get(ids["warm"]).archived and not agent.get(ids["warm"]).loaded
+    assert agent.get(ids["cold"]).archived
+    assert agent.get(ids["cold_unloaded"]).archived
+    assert not agent.get(ids["warm"]).archived
+    assert not agent.get(ids["warm"]).loaded
     assert agent.load("COLD") == []  # archived items are not loaded by tier
     assert agent.stats().archived_count == 2
     [info] = agent.checkpoints()
@@ -302,7 +306,6 @@ def test_flash_save_checkpoints_archives_and_resumes_with_hot_only(store: Memory
 
 def test_restore_puts_the_checkpointed_working_set_back(store: MemoryStore, clock: FakeClock) -> None:
     ids, agent = _working_agent(store, clock)
-    assert isinstance(agent, store_module.AgentMemory)
     checkpoint = agent.flash_save().checkpoint_id
     agent.update(ids["warm"], "the error, with its fix")
     agent.save("TASK", "the next task")
@@ -313,7 +316,8 @@ def test_restore_puts_the_checkpointed_working_set_back(store: MemoryStore, cloc
     assert restored.tokens == sum(item.tokens for item in restored.items)
     diff = agent.diff(checkpoint)
     assert [item.id for item in diff.modified] == [ids["warm"]]
-    assert diff.added == [] and diff.removed == []
+    assert diff.added == []
+    assert diff.removed == []
     with pytest.raises(UnknownCheckpointError, match="no checkpoint 999"):
         agent.restore(999)
     with pytest.raises(ConfigError, match="integers"):
@@ -329,14 +333,14 @@ def test_restore_unarchives_items_archived_by_a_later_flash_save(store: MemorySt
     agent.flash_save()
     assert agent.get(error.id).archived
     agent.restore(first)
-    assert not agent.get(error.id).archived and agent.get(error.id).loaded
+    assert not agent.get(error.id).archived
+    assert agent.get(error.id).loaded
 
 
 def test_a_failing_flash_save_leaves_everything_as_it_was(
     store: MemoryStore, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ids, agent = _working_agent(store, clock)
-    assert isinstance(agent, store_module.AgentMemory)
+    _ids, agent = _working_agent(store, clock)
     before = sorted(agent.items(archived=True), key=lambda item: item.id)
 
     def broken(_entries: dict[int, str]) -> str:
@@ -360,7 +364,8 @@ def test_diff_reports_added_modified_and_removed(store: MemoryStore, clock: Fake
     previous = agent.snapshot()
     assert set(previous.items) == {keep.id, edit.id, drop.id}
     unchanged = agent.diff(previous)
-    assert not unchanged.changed and unchanged.unchanged == 3
+    assert not unchanged.changed
+    assert unchanged.unchanged == 3
     assert unchanged.current.snapshot_hash == previous.snapshot_hash
 
     agent.update(edit.id, "changed")
@@ -371,7 +376,8 @@ def test_diff_reports_added_modified_and_removed(store: MemoryStore, clock: Fake
     assert [item.id for item in diff.added] == [new.id]
     assert [(item.id, item.content) for item in diff.modified] == [(edit.id, "changed")]
     assert diff.removed == [drop.id]
-    assert diff.unchanged == 1 and diff.changed
+    assert diff.unchanged == 1
+    assert diff.changed
     assert agent.diff(diff.current).changed is False
 
 
@@ -382,7 +388,8 @@ def test_snapshots_of_the_working_set_and_other_tiers(store: MemoryStore) -> Non
     assert set(agent.snapshot(None).items) == {hot.id}
     assert set(agent.snapshot("WARM").items) == {warm.id}
     snap = agent.snapshot()
-    assert isinstance(snap, ContextSnapshot) and snap.items == {hot.id: hot.content_hash}
+    assert isinstance(snap, ContextSnapshot)
+    assert snap.items == {hot.id: hot.content_hash}
     round_tripped = ContextSnapshot.model_validate_json(snap.model_dump_json())
     assert agent.diff(round_tripped).changed is False
 
@@ -401,7 +408,7 @@ def test_stats_count_items_and_tokens_per_tier(store: MemoryStore) -> None:
 
 
 def test_the_store_refuses_what_it_cannot_use(tmp_path: object) -> None:
-    with pytest.raises(ConfigError, match="not a database URL|SQLite or PostgreSQL"):
+    with pytest.raises(ConfigError, match=r"SQLite or PostgreSQL, not 'mysql'"):
         MemoryStore("mysql://root@localhost/db")
     with pytest.raises(ConfigError, match="folder does not exist"):
         MemoryStore("/no/such/folder/memory.db")

@@ -126,9 +126,7 @@ class TierThresholds:
 
     def __post_init__(self) -> None:
         if not (0.0 <= self.warm <= self.hot <= 1.0):
-            raise ConfigError(
-                f"tier thresholds need 0 <= warm <= hot <= 1, got warm={self.warm!r}, hot={self.hot!r}"
-            )
+            raise ConfigError(f"tier thresholds need 0 <= warm <= hot <= 1, got warm={self.warm!r}, hot={self.hot!r}")
 
     def tier_of(self, score: float) -> Tier:
         if score >= self.hot:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import orjson
 from pydantic import TypeAdapter
-from sqlalchemy import Row, and_, bindparam, case, func, insert, literal, select, update
+from sqlalchemy import and_, bindparam, case, func, insert, literal, select, update
 from sqlalchemy.engine import URL, Connection, Engine
 
 from toolctx._internal import DEBUG, log
@@ -202,7 +202,9 @@ class AgentMemory:
 
     # -- saving ------------------------------------------------------------
 
-    def _row(self, item_type: str, content: str, importance_score: float | None, now: float, loaded: bool) -> dict[str, Any]:
+    def _row(
+        self, item_type: str, content: str, importance_score: float | None, now: float, loaded: bool
+    ) -> dict[str, Any]:
         type_weight = self.config.weight_of(item_type)
         if not isinstance(content, str):
             raise ConfigError(f"content must be a string, not {type(content).__name__}; serialise it first")
@@ -301,7 +303,9 @@ class AgentMemory:
             raise UnknownItemError(f"agent {self.agent_id!r} has no item {item_id!r}")
         return _item(row)
 
-    def items(self, tier: Tier | str | None = None, *, archived: bool = False, limit: int | None = None) -> list[ContextItem]:
+    def items(
+        self, tier: Tier | str | None = None, *, archived: bool = False, limit: int | None = None
+    ) -> list[ContextItem]:
         """Items of a tier (or all), best first, without counting an access: for looking, not loading."""
         query = select(*_ITEM_COLUMNS).where(self._mine())
         if tier is not None:
@@ -500,16 +504,18 @@ class AgentMemory:
                 .values(archived=True, loaded=False)
             ).rowcount
             conn.execute(
-                update(items)
-                .where(self._mine(), items.c.loaded.is_(True), items.c.tier != "HOT")
-                .values(loaded=False)
+                update(items).where(self._mine(), items.c.loaded.is_(True), items.c.tier != "HOT").values(loaded=False)
             )
-            hot = conn.execute(
-                update(items)
-                .where(self._mine(), items.c.tier == "HOT", items.c.archived.is_(False))
-                .values(access_count=items.c.access_count + 1, last_accessed=now, loaded=True)
-                .returning(items.c.tokens)
-            ).scalars().all()
+            hot = (
+                conn.execute(
+                    update(items)
+                    .where(self._mine(), items.c.tier == "HOT", items.c.archived.is_(False))
+                    .values(access_count=items.c.access_count + 1, last_accessed=now, loaded=True)
+                    .returning(items.c.tokens)
+                )
+                .scalars()
+                .all()
+            )
             result_fields = {
                 "items_checkpointed": len(kept),
                 "items_archived": archived,
@@ -594,9 +600,7 @@ class AgentMemory:
                     update(items).where(self._mine(), items.c.id.in_(chunk)).values(loaded=True, archived=False)
                 )
         log(DEBUG, "memory_restored", agent=self.agent_id, checkpoint=checkpoint_id, count=len(recorded))
-        return RestoreResult(
-            checkpoint_id=checkpoint_id, items=recorded, tokens=sum(item.tokens for item in recorded)
-        )
+        return RestoreResult(checkpoint_id=checkpoint_id, items=recorded, tokens=sum(item.tokens for item in recorded))
 
     # -- diffing -----------------------------------------------------------
 
@@ -705,6 +709,6 @@ class AgentMemory:
         )
 
 
-def _checkpoint_payload(agent_id: str, now: float, rows: Sequence[Row[Any]]) -> bytes:
+def _checkpoint_payload(agent_id: str, now: float, rows: Sequence[Sequence[Any]]) -> bytes:
     """The checkpoint's JSON: every kept item with its content, as rows of the item columns."""
     return orjson.dumps({"agent_id": agent_id, "created_at": now, "items": [tuple(row) for row in rows]})

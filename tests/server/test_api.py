@@ -1,0 +1,169 @@
+"""The HTTP API through an HTTP client, on SQLite and PostgreSQL, and the real command."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.memory.conftest import FakeClock
+from toolctx.memory import MemoryStore
+from toolctx.server import create_app
+
+BASE = "/api/agents/worker/context"
+
+
+@pytest.fixture
+def client(store: MemoryStore) -> Iterator[TestClient]:
+    with TestClient(create_app(store)) as test_client:
+        yield test_client
+
+
+def save(client: TestClient, item_type: str, content: str, **extra: object) -> dict[str, object]:
+    response = client.post(f"{BASE}/save", json={"item_type": item_type, "content": content, **extra})
+    assert response.status_code == 201, response.text
+    body: dict[str, object] = response.json()
+    return body
+
+
+def test_the_seed_endpoints(client: TestClient) -> None:
+    task = save(client, "TASK", "Add retries to the uploader")
+    assert task["tier"] == "HOT"
+    assert isinstance(task["item_id"], int)
+    save(client, "ERROR", "TimeoutError after 31 s")
+    save(client, "TEST_RESULT", "an old run", importance_score=0.1)
+
+    hot = client.get(BASE, params={"tier": "HOT"}).json()["items"]
+    assert [(i["id"], i["type"], i["content"], i["score"], i["tier"]) for i in hot] == [
+        (task["item_id"], "TASK", "Add retries to the uploader", 1.0, "HOT")
+    ]
+    assert hot[0]["access_count"] == 0  # looking is not an access
+    assert len(client.get(BASE).json()["items"]) == 3
+
+    stats = client.get(f"{BASE}/stats").json()
+    assert (stats["total_items"], stats["hot_count"], stats["warm_count"], stats["cold_count"]) == (3, 1, 1, 1)
+    assert stats["total_tokens"] == stats["hot_tokens"] + stats["warm_tokens"] + stats["cold_tokens"] > 0
+
+    flash = client.post(f"{BASE}/flash-save", json={}).json()
+    assert (flash["items_archived"], flash["hot_items_retained"], flash["items_checkpointed"]) == (1, 1, 2)
+    assert flash["tokens_before"] > flash["tokens_after"] > 0
+    assert [c["id"] for c in client.get(f"{BASE}/checkpoints").json()] == [flash["checkpoint_id"]]
+    working = client.get(f"{BASE}/working-set").json()["items"]
+    assert [item["id"] for item in working] == [task["item_id"]]
+
+
+def test_load_update_tiers_diff_and_restore(client: TestClient, clock: FakeClock) -> None:
+    task = save(client, "TASK", "ship it")
+    code = save(client, "CODE", "def ship(): ...")
+    loaded = client.post(f"{BASE}/load", json={"tier": "HOT", "limit": 5}).json()["items"]
+    assert {item["access_count"] for item in loaded} == {1}
+    snapshot = client.get(f"{BASE}/snapshot").json()
+    assert set(snapshot["items"]) == {str(task["item_id"]), str(code["item_id"])}
+    checkpoint = client.post(f"{BASE}/flash-save").json()["checkpoint_id"]
+
+    clock.advance(hours=6)  # two accesses each: CODE (0.85) drops below 0.8, TASK (1.0) stays
+    moved = client.post(f"{BASE}/update-tiers").json()
+    assert moved["demoted"] == 1
+    assert moved["hot_count"] == 1
+    new = save(client, "PRD_SECTION", "the spec")
+    diff = client.post(f"{BASE}/diff", json={"snapshot": {"tier": "HOT", "items": snapshot["items"]}}).json()
+    assert [item["id"] for item in diff["added"]] == [new["item_id"]]
+    assert diff["removed"] == [code["item_id"]]
+    assert diff["unchanged"] == 1
+    by_checkpoint = client.post(f"{BASE}/diff", json={"checkpoint_id": checkpoint}).json()
+    assert [item["id"] for item in by_checkpoint["added"]] == [new["item_id"]]
+
+    restored = client.post(f"{BASE}/restore", json={"checkpoint_id": checkpoint}).json()
+    assert sorted(item["id"] for item in restored["items"]) == sorted([task["item_id"], code["item_id"]])
+
+
+def test_bad_input_gets_422_or_404_with_a_clear_message(client: TestClient) -> None:
+    save(client, "TASK", "exists")
+    cases = [
+        (client.post(f"{BASE}/save", json={"item_type": "NOTE", "content": "x"}), 422, "unknown item_type 'NOTE'"),
+        (client.post(f"{BASE}/save", json={"item_type": "TASK", "content": "x", "importance_score": 1.5}), 422,
+         "less than or equal to 1"),
+        (client.post(f"{BASE}/save", json={"item_type": "TASK", "content": ""}), 422, "at least 1 character"),
+        (client.post(f"{BASE}/save", json={"item_type": "TASK", "content": "   "}), 422, "content is empty"),
+        (client.post(f"{BASE}/save", content=b"{not json", headers={"content-type": "application/json"}), 422,
+         "JSON decode error"),
+        (client.post(f"{BASE}/save", json={"item_type": "TASK"}), 422, "Field required"),
+        (client.get(BASE, params={"tier": "LUKEWARM"}), 422, "'HOT', 'WARM' or 'COLD'"),
+        (client.post(f"{BASE}/diff", json={}), 422, "exactly one of"),
+        (client.post(f"{BASE}/restore", json={"checkpoint_id": 41}), 404, "no checkpoint 41"),
+        (client.get("/api/agents/ghost/context/stats"), 404, "no agent 'ghost'"),
+        (client.post("/api/agents/ghost/context/flash-save"), 404, "no agent 'ghost'"),
+    ]  # fmt: skip
+    for response, code, message in cases:
+        assert response.status_code == code, (response.request.url, response.text)
+        assert message in response.text, response.text
+
+
+def test_a_bearer_token_guards_every_endpoint(store: MemoryStore) -> None:
+    with TestClient(create_app(store, token="s3cret")) as guarded:
+        assert guarded.get(f"{BASE}/stats").status_code == 401
+        wrong = guarded.get(f"{BASE}/stats", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        assert wrong.headers["www-authenticate"] == "Bearer"
+        ok = guarded.post(
+            f"{BASE}/save", json={"item_type": "TASK", "content": "x"}, headers={"Authorization": "Bearer s3cret"}
+        )
+        assert ok.status_code == 201
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_the_server_command_serves_a_database_on_loopback(tmp_path: Path) -> None:
+    port = _free_port()
+    env = {**os.environ, "TOOLCTX_API_TOKEN": "t0ken"}
+    command = [sys.executable, "-m", "toolctx.server", "--db", f"sqlite:///{tmp_path / 'm.db'}", "--port", str(port)]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        headers = {"Authorization": "Bearer t0ken"}
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{url}/openapi.json", headers=headers, timeout=1).raise_for_status()
+                break
+            except httpx.HTTPError:
+                assert server.poll() is None, server.stdout.read() if server.stdout else ""
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.2)
+        spec = httpx.get(f"{url}/openapi.json", headers=headers).json()
+        assert "/api/agents/{agent_id}/context/flash-save" in spec["paths"]
+        saved = httpx.post(f"{url}{BASE}/save", json={"item_type": "TASK", "content": "hi"}, headers=headers)
+        assert saved.status_code == 201
+        assert httpx.get(f"{url}{BASE}/stats", headers=headers).json()["total_items"] == 1
+        assert httpx.get(f"{url}{BASE}/stats").status_code == 401
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
+
+
+def test_the_server_command_refuses_an_open_address_without_a_token(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TOOLCTX_API_TOKEN"}
+    done = subprocess.run(
+        [sys.executable, "-m", "toolctx.server", "--db", f"sqlite:///{tmp_path / 'm.db'}", "--host", "0.0.0.0"],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "refusing to serve '0.0.0.0' without a token" in done.stderr
+    bad_db = subprocess.run(
+        [sys.executable, "-m", "toolctx.server", "--db", "mysql://x@y/z"],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert bad_db.returncode == 2
+    assert "SQLite or PostgreSQL" in bad_db.stderr
