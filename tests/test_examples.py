@@ -77,7 +77,21 @@ def test_adapters_without_their_framework_name_the_extra_to_install(tmp_path: Pa
     for adapter, blocked, extra in [
         ("toolctx_langchain", {"langchain", "langchain_core"}, "toolctx[langchain]"),
         ("toolctx_openai_agents", {"agents"}, "toolctx[openai-agents]"),
+        ("toolctx.memory", {"sqlalchemy"}, "toolctx[memory]"),
+        ("toolctx.server", {"fastapi"}, "toolctx[server]"),
     ]:
         out = run(["-c", BLOCK.format(adapter=adapter, blocked=blocked)], tmp_path).stdout
         assert out.startswith("ImportError:")
         assert f"pip install '{extra}'" in out
+
+
+def test_a_postgresql_store_without_psycopg_names_the_extra(tmp_path: Path) -> None:
+    script = BLOCK.format(adapter="toolctx.memory", blocked={"psycopg"}) + (
+        "try:\n"
+        "    toolctx.memory.MemoryStore('postgresql://nobody@127.0.0.1:1/none')\n"
+        "except ImportError as exc:\n"
+        "    print('ImportError:', exc)\n"
+    )
+    out = run(["-c", script], tmp_path).stdout
+    assert out.startswith("ImportError:")
+    assert "pip install 'toolctx[postgres]'" in out

@@ -36,3 +36,14 @@ def test_import_loads_no_framework_or_driver_and_touches_no_disk(tmp_path) -> No
     assert out.stdout.strip() == "[]"
     assert out.stderr == ""
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_memory_and_server_packages_export_sorted_names_that_exist() -> None:
+    import toolctx.memory
+    import toolctx.server
+
+    for package in (toolctx.memory, toolctx.server):
+        # Constants first, then the rest in order (ruff's isort-style order).
+        assert package.__all__ == sorted(package.__all__, key=lambda name: (not name.isupper(), name))
+        for name in package.__all__:
+            assert hasattr(package, name), (package.__name__, name)
