@@ -26,17 +26,20 @@ test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest --cov=toolctx --cov=toolctx_langchain --cov=toolctx_openai_agents --cov-report=term --cov-fail-under=90
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[bench,langchain,openai-agents]"
+	$(BIN)/python -m pip install --quiet -e ".[bench,langchain,openai-agents,postgres]"
 	touch $@ $(VENV)/.installed
 
-# Figures for docs/benchmarks.md: per-call cost, stage breakdown, memory, selection.
+# Figures for docs/benchmarks.md: per-call cost, stage breakdown, memory, selection,
+# adapters, and the tiered memory on SQLite and a PostgreSQL server it starts.
 bench: $(VENV)/.installed-bench
+	./scripts/ensure-postgres
 	$(BIN)/python bench/core.py
 	$(BIN)/python bench/breakdown.py
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/selection_eval.py
 	$(BIN)/python bench/selection_speed.py
 	$(BIN)/python bench/adapters.py
+	$(BIN)/python bench/tiered.py
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/python -m ruff check .

@@ -38,7 +38,7 @@ def _free_port() -> int:
 class PostgresServer:
     """``with PostgresServer() as server: server.url`` gives a fresh database on loopback."""
 
-    def __init__(self, bindir: Path | None = None):
+    def __init__(self, bindir: Path | None = None, *, fsync: bool = False):
         found = bindir or find_bindir()
         if found is None:
             raise RuntimeError("no PostgreSQL server binaries found; `make test` installs Debian's postgresql package")
@@ -53,6 +53,7 @@ class PostgresServer:
             self._as = ["runuser", "-u", "postgres", "--"]
             shutil.chown(self.root, "postgres", "postgres")
         self.root.chmod(0o700)
+        self.fsync = fsync  # off for the tests (a throwaway server); on for benchmarks
 
     @property
     def url(self) -> str:
@@ -71,7 +72,9 @@ class PostgresServer:
             "--locale=C",
             "--no-sync",
         )  # fmt: skip
-        options = f"-h 127.0.0.1 -p {self.port} -k {self.root} -c fsync=off -c full_page_writes=off"
+        options = f"-h 127.0.0.1 -p {self.port} -k {self.root}"
+        if not self.fsync:
+            options += " -c fsync=off -c full_page_writes=off"
         self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log"), "-o", options,
                   "-w", "-t", "60", "start")  # fmt: skip
         import psycopg

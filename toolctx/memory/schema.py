@@ -77,6 +77,9 @@ items = Table(
     CheckConstraint("weight IS NULL OR (weight >= 0.0 AND weight <= 1.0)", name="ck_context_items_weight"),
     CheckConstraint("tier IN ('HOT', 'WARM', 'COLD')", name="ck_context_items_tier"),
     CheckConstraint("access_count >= 0 AND tokens >= 0", name="ck_context_items_counts"),
+    # Rescoring rewrites every active row; free room in each page lets PostgreSQL
+    # update a row in place (a HOT update) instead of adding index entries for it.
+    postgresql_with={"fillfactor": 70},
 )
 # Tier lookups, stats and snapshots read only this index: the columns they need ride along.
 Index(
@@ -89,7 +92,8 @@ Index(
     items.c.id,
     items.c.content_hash,
 )
-Index("ix_context_items_loaded", items.c.agent_id, items.c.loaded)
+# The working set, with what a snapshot of it reads.
+Index("ix_context_items_loaded", items.c.agent_id, items.c.loaded, items.c.id, items.c.content_hash)
 
 checkpoints = Table(
     "context_checkpoints",

@@ -1,0 +1,228 @@
+"""Tiered memory speed with 100,000 items for one agent among 10 agents, on SQLite and PostgreSQL.
+
+    python bench/tiered.py [--items 100000] [--others 10000] [--runs 7] [--sqlite-only]
+
+The database holds the measured agent's items plus ``--others`` items for each of
+nine other agents. The measured agent's items are saved in 200 batches spread over
+five simulated days, with ``update_tiers()`` after every tenth batch (as after each
+task), so ages, tiers and access counts look like a long-running agent's. Item
+contents are 100-2,000 characters. PostgreSQL is a server started for the run on
+loopback (fsync on), from the same helper the tests use.
+
+Reported, as the median of ``--runs`` runs:
+
+- tier lookup: ``items("HOT")`` (read only) and ``load("HOT")`` (counts an access
+  and writes), against the reference of the same SELECT through the bare driver;
+- ``update_tiers()`` over all active items, an hour of simulated time apart;
+- flash save of a 10,000-item working set (the newest items): the first one, which
+  also archives the backlog of COLD items, and the median of the ones after it;
+- ``diff()`` of a 10,000-item working-set snapshot after 100 items changed, against
+  the reference of reading the same ids and hashes through the bare driver.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
+
+from sqlalchemy import select, update
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.postgres_server import PostgresServer  # noqa: E402
+from toolctx.memory import AgentMemory, MemoryConfig, MemoryStore  # noqa: E402
+from toolctx.memory.schema import items  # noqa: E402
+
+DAY = 86_400.0
+TYPES = ["TASK", "CODE", "ERROR", "TEST_RESULT", "PRD_SECTION"]
+WORDS = "retry upload timeout parser config schema cache index query token budget agent tool error fix".split()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def text(rng: random.Random) -> str:
+    return " ".join(rng.choices(WORDS, k=rng.randint(15, 300)))[: rng.randint(100, 2000)]
+
+
+def populate(store: MemoryStore, clock: Clock, count: int, others: int) -> AgentMemory:
+    rng = random.Random(7)
+    start = clock.now
+    for n in range(9):
+        other = store.agent(f"other-{n}")
+        for _ in range(others // 5000):
+            other.save_many([(rng.choice(TYPES), text(rng)) for _ in range(5000)], loaded=False)
+    agent = store.agent("measured")
+    batches = 200
+    for batch in range(batches):
+        clock.now = start + batch * 5 * DAY / batches
+        agent.save_many([(rng.choice(TYPES), text(rng)) for _ in range(count // batches)], loaded=False)
+        if batch % 10 == 9:
+            agent.load("HOT", limit=200)
+            agent.update_tiers()
+    clock.now = start + 5 * DAY
+    agent.update_tiers()
+    return agent
+
+
+def set_working_set(agent: AgentMemory, size: int) -> None:
+    """Untimed setup: make the newest ``size`` active items the working set."""
+    with agent.store.write() as conn:
+        conn.execute(update(items).where(items.c.agent_id == agent.agent_id).values(loaded=False))
+        newest = (
+            select(items.c.id)
+            .where(items.c.agent_id == agent.agent_id, items.c.archived.is_(False))
+            .order_by(items.c.id.desc())
+            .limit(size)
+        )
+        conn.execute(update(items).where(items.c.id.in_(newest.scalar_subquery())).values(loaded=True))
+
+
+def median_ms(fn: Callable[[], Any], runs: int, before: Callable[[], Any] | None = None) -> float:
+    times = []
+    for _ in range(runs):
+        if before is not None:
+            before()
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def raw_reader(store: MemoryStore, sql: str) -> Callable[[], list[Any]]:
+    """The reference: the same SELECT through the bare DBAPI driver, rows as tuples."""
+    raw = store.engine.raw_connection()
+    placeholder = "?" if store.dialect == "sqlite" else "%s"
+    statement = sql.replace("?", placeholder)
+
+    def read() -> list[Any]:
+        cursor = raw.cursor()
+        cursor.execute(statement, ("measured",))
+        rows = cursor.fetchall()
+        cursor.close()
+        raw.commit()
+        return list(rows)
+
+    return read
+
+
+def measure(url: str, label: str, args: argparse.Namespace) -> dict[str, Any]:
+    clock = Clock()
+    store = MemoryStore(url, config=MemoryConfig(clock=clock))
+    started = time.perf_counter()
+    agent = populate(store, clock, args.items, args.others)
+    setup_s = time.perf_counter() - started
+    stats = agent.stats()
+    runs = args.runs
+    out: dict[str, Any] = {"label": label, "setup_s": setup_s, "stats": stats}
+
+    false = "0" if store.dialect == "sqlite" else "false"
+    hot_sql = (
+        "SELECT id, agent_id, item_type, content, importance_score, tier, access_count, created_at, "
+        f"last_accessed, content_hash, tokens, loaded, archived FROM context_items "
+        f"WHERE agent_id = ? AND archived = {false} AND tier = 'HOT' ORDER BY importance_score DESC"
+    )
+    out["hot_ref"] = median_ms(raw_reader(store, hot_sql), runs * 3)
+    out["hot_items"] = median_ms(lambda: agent.items("HOT"), runs * 3)
+    out["hot_load"] = median_ms(lambda: agent.load("HOT"), runs * 3)
+    out["hot_count"] = len(agent.items("HOT"))
+
+    def an_hour_later() -> None:
+        clock.now += 3600
+
+    out["update_tiers"] = median_ms(agent.update_tiers, runs, before=an_hour_later)
+    out["active"] = agent.stats().total_items - agent.stats().archived_count
+
+    set_working_set(agent, 10_000)
+    snapshot = agent.snapshot(None)
+    working_ref = raw_reader(store, "SELECT id, content_hash FROM context_items WHERE agent_id = ? AND loaded")
+    rng = random.Random(3)
+    ids = list(snapshot.items)
+
+    def change_100() -> None:
+        for item_id in rng.sample(ids, 100):
+            agent.update(item_id, text(rng))
+
+    out["diff_ref"] = median_ms(working_ref, runs * 3)
+    diffs: list[int] = []
+    out["diff"] = median_ms(lambda: diffs.append(len(agent.diff(snapshot).modified)), runs, before=change_100)
+    out["diff_modified"] = diffs[-1]
+
+    start = time.perf_counter()
+    first = agent.flash_save()
+    out["flash_first"] = (time.perf_counter() - start) * 1000
+    out["flash_first_archived"] = first.items_archived
+    results = []
+
+    def flash() -> None:
+        results.append(agent.flash_save())
+
+    def prepare() -> None:
+        clock.now += 3600
+        agent.save_many([(rng.choice(TYPES), text(rng)) for _ in range(500)])
+        agent.update_tiers()
+        set_working_set(agent, 10_000)
+
+    out["flash"] = median_ms(flash, runs, before=prepare)
+    out["flash_checkpointed"] = statistics.median(r.items_checkpointed for r in results)
+    out["flash_archived"] = statistics.median(r.items_archived for r in results)
+    store.close()
+    return out
+
+
+def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    print(f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}")
+    print(f"items: {args.items:,} for the measured agent, {args.others:,} for each of 9 others; runs: {args.runs}")
+    for r in results:
+        s = r["stats"]
+        print(f"\n## {r['label']} (setup {r['setup_s']:.0f} s)")
+        print(f"tiers after setup: HOT {s.hot_count:,}, WARM {s.warm_count:,}, COLD {s.cold_count:,}")
+        rows = [
+            ("tier lookup, items('HOT')", r["hot_items"], "< 10 ms", f"{r['hot_items'] / r['hot_ref']:.2f}x driver"),
+            ("tier lookup, load('HOT')", r["hot_load"], "< 10 ms", f"{r['hot_load'] / r['hot_ref']:.2f}x driver"),
+            ("  reference: bare driver SELECT", r["hot_ref"], "", f"{r['hot_count']:,} HOT items"),
+            ("update_tiers()", r["update_tiers"], "< 1000 ms", f"{r['active']:,} active items"),
+            ("flash save, 10,000 working items", r["flash"], "< 200 ms",
+             f"{r['flash_checkpointed']:,.0f} checkpointed, {r['flash_archived']:,.0f} archived"),
+            ("  first flash save (archives backlog)", r["flash_first"], "",
+             f"{r['flash_first_archived']:,} archived"),
+            ("diff, 10,000 items, 100 changed", r["diff"], "< 20 ms", f"{r['diff'] / r['diff_ref']:.2f}x driver"),
+            ("  reference: bare driver id+hash read", r["diff_ref"], "", ""),
+        ]  # fmt: skip
+        print(f"| {'operation':40} | {'median ms':>10} | {'target':>9} | note |")
+        print(f"|{'-' * 42}|{'-' * 12}|{'-' * 11}|------|")
+        for name, ms, target, note in rows:
+            print(f"| {name:40} | {ms:10.1f} | {target:>9} | {note} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--others", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--sqlite-only", action="store_true")
+    args = parser.parse_args()
+    results = []
+    with TemporaryDirectory(prefix="toolctx-bench-") as tmp:
+        results.append(measure(f"sqlite:///{tmp}/memory.db", "SQLite (file, WAL)", args))
+    if not args.sqlite_only:
+        with PostgresServer(fsync=True) as server:
+            results.append(measure(server.url, "PostgreSQL 15 (loopback, fsync on)", args))
+    report(results, args)
+
+
+if __name__ == "__main__":
+    main()
