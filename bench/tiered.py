@@ -37,13 +37,29 @@ from sqlalchemy import select, update
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.postgres_server import PostgresServer  # noqa: E402
-from toolctx.memory import AgentMemory, MemoryConfig, MemoryStore  # noqa: E402
-from toolctx.memory.schema import items  # noqa: E402
+from tests.postgres_server import PostgresServer
+from toolctx.memory import AgentMemory, MemoryConfig, MemoryStore
+from toolctx.memory.schema import items
 
 DAY = 86_400.0
 TYPES = ["TASK", "CODE", "ERROR", "TEST_RESULT", "PRD_SECTION"]
-WORDS = "retry upload timeout parser config schema cache index query token budget agent tool error fix".split()
+WORDS = [
+    "retry",
+    "upload",
+    "timeout",
+    "parser",
+    "config",
+    "schema",
+    "cache",
+    "index",
+    "query",
+    "token",
+    "budget",
+    "agent",
+    "tool",
+    "error",
+    "fix",
+]
 
 
 class Clock:

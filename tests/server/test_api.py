@@ -167,3 +167,20 @@ def test_the_server_command_refuses_an_open_address_without_a_token(tmp_path: Pa
     )  # fmt: skip
     assert bad_db.returncode == 2
     assert "SQLite or PostgreSQL" in bad_db.stderr
+
+
+def test_the_command_line_checks_its_arguments(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolctx.server.__main__ import main, parse_args
+
+    monkeypatch.delenv("TOOLCTX_API_TOKEN", raising=False)
+    args = parse_args(["--db", "sqlite://", "--host", "::1", "--port", "9000"])
+    assert (args.host, args.port, args.db) == ("::1", 9000, "sqlite://")
+    assert parse_args(["--host", "0.0.0.0", "--token", "t"]).token == "t"
+    for bad in (["--port", "0"], ["--host", "example.com"]):
+        with pytest.raises(SystemExit) as exit_info:
+            parse_args(bad)
+        assert exit_info.value.code == 2
+    assert main(["--db", "oracle://scott@db/x"]) == 2
+    assert "SQLite or PostgreSQL, not 'oracle'" in capsys.readouterr().err
