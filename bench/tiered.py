@@ -145,11 +145,12 @@ def measure(url: str, label: str, args: argparse.Namespace) -> dict[str, Any]:
     runs = args.runs
     out: dict[str, Any] = {"label": label, "setup_s": setup_s, "stats": stats}
 
-    false = "0" if store.dialect == "sqlite" else "false"
+    false, true = ("0", "1") if store.dialect == "sqlite" else ("false", "true")
     hot_sql = (
         "SELECT id, agent_id, item_type, content, importance_score, tier, access_count, created_at, "
-        f"last_accessed, content_hash, tokens, loaded, archived FROM context_items "
-        f"WHERE agent_id = ? AND archived = {false} AND tier = 'HOT' ORDER BY importance_score DESC"
+        "last_accessed, content_hash, tokens, loaded, archived "
+        "FROM context_items JOIN context_contents ON item_id = id "
+        f"WHERE agent_id = ? AND archived = {false} AND tier = 'HOT' ORDER BY importance_score DESC, id DESC"
     )
     out["hot_ref"] = median_ms(raw_reader(store, hot_sql), runs * 3)
     out["hot_items"] = median_ms(lambda: agent.items("HOT"), runs * 3)
@@ -164,7 +165,7 @@ def measure(url: str, label: str, args: argparse.Namespace) -> dict[str, Any]:
 
     set_working_set(agent, 10_000)
     snapshot = agent.snapshot(None)
-    working_ref = raw_reader(store, "SELECT id, content_hash FROM context_items WHERE agent_id = ? AND loaded")
+    working_ref = raw_reader(store, f"SELECT id, content_hash FROM context_items WHERE agent_id = ? AND loaded = {true}")
     rng = random.Random(3)
     ids = list(snapshot.items)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 import sqlalchemy
@@ -14,6 +15,7 @@ from toolctx.errors import ConfigError, UnknownAgentError, UnknownCheckpointErro
 from toolctx.memory import (
     DEFAULT_TYPE_WEIGHTS,
     AgentMemory,
+    ContextDiff,
     ContextSnapshot,
     ImportanceScorer,
     MemoryConfig,
@@ -75,7 +77,6 @@ def test_the_database_itself_refuses_scores_outside_0_and_1(store: MemoryStore) 
     row = {
         "agent_id": "worker",
         "item_type": "TASK",
-        "content": "sneaked in",
         "content_hash": "0" * 32,
         "tokens": 1,
         "importance_score": 1.5,
@@ -379,6 +380,82 @@ def test_diff_reports_added_modified_and_removed(store: MemoryStore, clock: Fake
     assert diff.unchanged == 1
     assert diff.changed
     assert agent.diff(diff.current).changed is False
+
+
+def _diff_summary(
+    diff: ContextDiff,
+) -> tuple[list[tuple[int, str]], list[tuple[int, str]], list[int], int, dict[int, str]]:
+    return (
+        [(item.id, item.content) for item in diff.added],
+        [(item.id, item.content) for item in diff.modified],
+        diff.removed,
+        diff.unchanged,
+        diff.current.items,
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_diff_reading_only_newer_rows_agrees_with_a_full_comparison(
+    store: MemoryStore, clock: FakeClock, seed: int
+) -> None:
+    """Every write that moves an item in or out of a snapshot's scope must leave a trace for diff."""
+    rng = random.Random(seed)
+    agent = store.agent("worker")
+    store.agent("neighbour").save("TASK", "another agent's writes never show up")
+    agent.save_many([(rng.choice(list(DEFAULT_TYPE_WEIGHTS)), f"item {n}") for n in range(12)])
+    recorded = {item.id: item.content_hash for item in agent.working_set() if item.tier is not Tier.COLD}
+    checkpoint = agent.flash_save().checkpoint_id
+
+    def step() -> None:
+        ids = [item.id for item in agent.items(archived=True)]
+        match rng.randrange(8):
+            case 0:
+                agent.save(rng.choice(list(DEFAULT_TYPE_WEIGHTS)), f"new {rng.random()}", loaded=rng.random() < 0.5)
+            case 1:
+                agent.update(rng.choice(ids), rng.choice(["same text", f"edited {rng.random()}"]))
+            case 2:
+                clock.advance(hours=rng.choice([1, 3, 12]))
+                agent.update_tiers()
+            case 3:
+                agent.load(rng.choice(list(Tier)), limit=rng.choice([None, 2]))
+            case 4:
+                agent.flash_save()
+            case 5:
+                agent.restore(checkpoint)
+            case 6:
+                agent.items("HOT")  # a read writes nothing
+            case _:
+                store.agent("neighbour").save("TASK", f"noise {rng.random()}")
+
+    for _ in range(25):
+        snapshots = [agent.snapshot(tier) for tier in (None, "HOT", "WARM", "COLD")]
+        for _ in range(rng.randint(0, 3)):
+            step()
+        for previous in snapshots:
+            by_revision = agent.diff(previous)
+            assert _diff_summary(by_revision) == _diff_summary(
+                agent.diff(previous.model_copy(update={"revision": None}))
+            )
+            assert by_revision.current.items == agent.snapshot(previous.tier).items
+            assert by_revision.current.revision == agent.snapshot(previous.tier).revision
+            assert not agent.diff(by_revision.current).changed
+        by_checkpoint = agent.diff(checkpoint)
+        now = agent.snapshot(None).items
+        assert by_checkpoint.current.items == now
+        assert [item.id for item in by_checkpoint.added] == sorted(now.keys() - recorded.keys())
+        assert [item.id for item in by_checkpoint.modified] == sorted(
+            i for i in now.keys() & recorded.keys() if now[i] != recorded[i]
+        )
+        assert by_checkpoint.removed == sorted(recorded.keys() - now.keys())
+
+
+def test_a_snapshot_from_elsewhere_is_compared_in_full(store: MemoryStore) -> None:
+    agent = store.agent("worker")
+    kept = agent.save("TASK", "kept")
+    stranger = agent.snapshot().model_copy(update={"revision": 10**12, "items": {kept.id: "0" * 32}})
+    diff = agent.diff(stranger)
+    assert [item.id for item in diff.modified] == [kept.id]
+    assert diff.current.items == {kept.id: kept.content_hash}
 
 
 def test_snapshots_of_the_working_set_and_other_tiers(store: MemoryStore) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import orjson
 import xxhash
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -70,15 +71,14 @@ class RestoreResult(_Result):
 
 
 def snapshot_hash(entries: dict[int, str]) -> str:
-    """One hash for a whole context: equal for equal ``{item id: content hash}`` maps."""
-    text = "".join([f"{item_id}:{entries[item_id]}\n" for item_id in sorted(entries)])
-    return xxhash.xxh3_128_hexdigest(text.encode())
+    """One hash for a whole context: equal for equal ``{item id: content hash}`` maps, in any order."""
+    return xxhash.xxh3_128_hexdigest(orjson.dumps(entries, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS))
 
 
 class ContextSnapshot(_Result):
     """Which items made up a context (a tier, or the working set when ``tier`` is None), by content hash.
 
-    Keep it (it is small: an id and a hash per item) and pass it to
+    Keep it (it is small: an id and a hash per item) and pass it, unchanged, to
     :meth:`AgentMemory.diff` at the next task to reload only what changed.
     """
 
@@ -87,6 +87,9 @@ class ContextSnapshot(_Result):
     items: dict[int, str]
     snapshot_hash: str
     taken_at: datetime
+    #: The agent's revision when the snapshot was taken: a diff reads only what was written
+    #: after it. None (a snapshot built by hand) makes a diff compare the whole context.
+    revision: int | None = None
 
 
 class ContextDiff(_Result):

@@ -18,7 +18,22 @@ from typing import Any
 import numpy as np
 import orjson
 from pydantic import TypeAdapter
-from sqlalchemy import and_, bindparam, case, func, insert, literal, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    Select,
+    Text,
+    and_,
+    bindparam,
+    case,
+    cast,
+    func,
+    insert,
+    literal,
+    literal_column,
+    select,
+    update,
+)
 from sqlalchemy.engine import URL, Connection, Engine
 
 from toolctx._internal import DEBUG, log
@@ -35,7 +50,7 @@ from toolctx.memory.results import (
     TierUpdateResult,
     snapshot_hash,
 )
-from toolctx.memory.schema import agents, checkpoints, create_schema, items, open_engine
+from toolctx.memory.schema import agents, checkpoints, contents, create_schema, items, open_engine
 from toolctx.memory.scoring import SECONDS_PER_DAY, ImportanceScorer, ScoreBatch, score_batch
 from toolctx.tokens import estimate_tokens
 
@@ -45,7 +60,7 @@ _ITEM_COLUMNS = (
     items.c.id,
     items.c.agent_id,
     items.c.item_type,
-    items.c.content,
+    contents.c.content,
     items.c.importance_score,
     items.c.tier,
     items.c.access_count,
@@ -63,6 +78,13 @@ MAX_AGENT_ID = 200
 
 _ITEM_FIELDS = tuple(column.name for column in _ITEM_COLUMNS)
 _ITEM_LIST = TypeAdapter(list[ContextItem])
+_WITH_CONTENT = items.join(contents, contents.c.item_id == items.c.id)
+_BEST_FIRST = (items.c.importance_score.desc(), items.c.id.desc())
+
+
+def _select_items(*where: ColumnElement[bool]) -> Select[Any]:
+    """Whole items (with their content) matching ``where``."""
+    return select(*_ITEM_COLUMNS).select_from(_WITH_CONTENT).where(*where)
 
 
 def _items(rows: Iterable[Sequence[Any]]) -> list[ContextItem]:
@@ -187,25 +209,34 @@ class AgentMemory:
         return f"AgentMemory({self.agent_id!r}, {self.store!r})"
 
     @contextmanager
-    def _write(self) -> Iterator[Connection]:
-        """A write transaction holding this agent's lock (see the module docstring)."""
+    def _write(self) -> Iterator[tuple[Connection, int]]:
+        """A write transaction holding this agent's lock (see the module docstring), and its revision.
+
+        Every item row a write changes in a way a snapshot would see records the write's
+        revision, so :meth:`diff` needs to read only the rows newer than its snapshot.
+        """
         with self.store.write() as conn:
-            bumped = conn.execute(
-                update(agents).where(agents.c.agent_id == self.agent_id).values(revision=agents.c.revision + 1)
-            )
-            if bumped.rowcount == 0:
+            revision = conn.execute(
+                update(agents)
+                .where(agents.c.agent_id == self.agent_id)
+                .values(revision=agents.c.revision + 1)
+                .returning(agents.c.revision)
+            ).scalar_one_or_none()
+            if revision is None:
                 raise UnknownAgentError(f"no agent {self.agent_id!r} in this memory store")
-            yield conn
+            yield conn, revision
+
+    def _revision(self, conn: Connection) -> int:
+        """The revision of this agent's last write, read first so a snapshot errs on the side of rereading."""
+        revision: int = conn.execute(select(agents.c.revision).where(agents.c.agent_id == self.agent_id)).scalar_one()
+        return revision
 
     def _mine(self) -> Any:
         return items.c.agent_id == self.agent_id
 
     # -- saving ------------------------------------------------------------
 
-    def _row(
-        self, item_type: str, content: str, importance_score: float | None, now: float, loaded: bool
-    ) -> dict[str, Any]:
-        type_weight = self.config.weight_of(item_type)
+    def _check_content(self, content: object) -> str:
         if not isinstance(content, str):
             raise ConfigError(f"content must be a string, not {type(content).__name__}; serialise it first")
         if not content.strip():
@@ -222,6 +253,14 @@ class AgentMemory:
                 "store large outputs in a toolctx session and remember a summary, "
                 "or raise MemoryConfig(max_content_bytes=...)"
             )
+        return content
+
+    def _row(
+        self, item_type: str, content: str, importance_score: float | None, now: float, loaded: bool
+    ) -> dict[str, Any]:
+        """An item's row, checked; its content is under ``"content"`` and goes to its own table."""
+        type_weight = self.config.weight_of(item_type)
+        self._check_content(content)
         weight = None if importance_score is None else _check_score(importance_score)
         score = type_weight if weight is None else weight
         return {
@@ -251,8 +290,12 @@ class AgentMemory:
         has it in context, since it just produced it).
         """
         row = self._row(item_type, content, importance_score, self.config.clock(), loaded)
-        with self._write() as conn:
-            item_id = conn.execute(insert(items).values(**row).returning(items.c.id)).scalar_one()
+        with self._write() as (conn, revision):
+            row["revision"] = revision
+            item_id = conn.execute(
+                insert(items).values({k: v for k, v in row.items() if k != "content"}).returning(items.c.id)
+            ).scalar_one()
+            conn.execute(insert(contents).values(item_id=item_id, content=content))
         log(DEBUG, "memory_saved", agent=self.agent_id, id=item_id, item_type=item_type, tier=row["tier"])
         return _item((item_id, *(row[c.name] for c in _ITEM_COLUMNS[1:])))
 
@@ -271,52 +314,62 @@ class AgentMemory:
             rows.append(self._row(entry[0], entry[1], entry[2] if len(entry) == 3 else None, now, loaded))
         if not rows:
             return []
-        with self._write() as conn:
+        texts = [row.pop("content") for row in rows]
+        with self._write() as (conn, revision):
+            for row in rows:
+                row["revision"] = revision
             ids = list(conn.execute(insert(items).returning(items.c.id, sort_by_parameter_order=True), rows).scalars())
+            conn.execute(
+                insert(contents), [{"item_id": i, "content": text} for i, text in zip(ids, texts, strict=True)]
+            )
         log(DEBUG, "memory_saved_many", agent=self.agent_id, count=len(ids))
         return ids
 
     def update(self, item_id: int, content: str) -> ContextItem:
         """Replace an item's content (its hash and token estimate follow); a diff reports it as modified."""
-        current = self.get(item_id)
-        row = self._row(current.item_type, content, None, 0.0, current.loaded)
-        with self._write() as conn:
-            result = conn.execute(
+        self._check_item_id(item_id)
+        self._check_content(content)
+        with self._write() as (conn, revision):
+            changed = conn.execute(
                 update(items)
                 .where(self._mine(), items.c.id == item_id)
-                .values(content=content, content_hash=row["content_hash"], tokens=row["tokens"])
-                .returning(*_ITEM_COLUMNS)
-            ).first()
-        if result is None:
-            raise UnknownItemError(f"agent {self.agent_id!r} has no item {item_id!r}")
-        return _item(result)
+                .values(content_hash=content_hash(content), tokens=estimate_tokens(content), revision=revision)
+            ).rowcount
+            if changed == 0:
+                raise UnknownItemError(f"agent {self.agent_id!r} has no item {item_id!r}")
+            conn.execute(update(contents).where(contents.c.item_id == item_id).values(content=content))
+            return _item(conn.execute(_select_items(self._mine(), items.c.id == item_id)).one())
 
     # -- reading -----------------------------------------------------------
 
     def get(self, item_id: int) -> ContextItem:
         """One item by id, without counting an access."""
-        if isinstance(item_id, bool) or not isinstance(item_id, int):
-            raise ConfigError(f"item ids are integers, not {item_id!r}")
+        self._check_item_id(item_id)
         with self.store.read() as conn:
-            row = conn.execute(select(*_ITEM_COLUMNS).where(self._mine(), items.c.id == item_id)).first()
+            row = conn.execute(_select_items(self._mine(), items.c.id == item_id)).first()
         if row is None:
             raise UnknownItemError(f"agent {self.agent_id!r} has no item {item_id!r}")
         return _item(row)
+
+    @staticmethod
+    def _check_item_id(item_id: object) -> None:
+        if isinstance(item_id, bool) or not isinstance(item_id, int):
+            raise ConfigError(f"item ids are integers, not {item_id!r}")
 
     def items(
         self, tier: Tier | str | None = None, *, archived: bool = False, limit: int | None = None
     ) -> list[ContextItem]:
         """Items of a tier (or all), best first, without counting an access: for looking, not loading."""
-        query = select(*_ITEM_COLUMNS).where(self._mine())
+        query = _select_items(self._mine())
         if tier is not None:
             query = query.where(items.c.tier == _tier(tier).value)
         if not archived:
             query = query.where(items.c.archived.is_(False))
-        query = query.order_by(items.c.importance_score.desc(), items.c.id.desc())
+        query = query.order_by(*_BEST_FIRST)
         if limit is not None:
             query = query.limit(self._check_limit(limit))
         with self.store.read() as conn:
-            return _items(conn.execute(query))
+            return _items(conn.execute(query).all())
 
     @staticmethod
     def _check_limit(limit: object) -> int:
@@ -332,33 +385,29 @@ class AgentMemory:
         wanted = _tier(tier).value
         selected = and_(self._mine(), items.c.tier == wanted, items.c.archived.is_(False))
         if limit is not None:
-            top = (
-                select(items.c.id)
-                .where(selected)
-                .order_by(items.c.importance_score.desc(), items.c.id.desc())
-                .limit(self._check_limit(limit))
-            )
+            top = select(items.c.id).where(selected).order_by(*_BEST_FIRST).limit(self._check_limit(limit))
             selected = and_(self._mine(), items.c.id.in_(top.scalar_subquery()))
-        with self._write() as conn:
-            rows = conn.execute(
+        with self._write() as (conn, revision):
+            conn.execute(
                 update(items)
                 .where(selected)
-                .values(access_count=items.c.access_count + 1, last_accessed=self.config.clock(), loaded=True)
-                .returning(*_ITEM_COLUMNS)
-            ).all()
-        loaded = sorted(_items(rows), key=lambda item: (-item.importance_score, -item.id))
+                .values(
+                    access_count=items.c.access_count + 1,
+                    last_accessed=self.config.clock(),
+                    loaded=True,
+                    revision=revision,
+                )
+            )
+            # The update changes neither tiers nor scores, so ``selected`` picks the same items again.
+            loaded = _items(conn.execute(_select_items(selected).order_by(*_BEST_FIRST)).all())
         log(DEBUG, "memory_loaded", agent=self.agent_id, tier=wanted, count=len(loaded))
         return loaded
 
     def working_set(self) -> list[ContextItem]:
         """The items the agent currently holds in context, best first."""
-        query = (
-            select(*_ITEM_COLUMNS)
-            .where(self._mine(), items.c.loaded.is_(True))
-            .order_by(items.c.importance_score.desc(), items.c.id.desc())
-        )
+        query = _select_items(self._mine(), items.c.loaded.is_(True)).order_by(*_BEST_FIRST)
         with self.store.read() as conn:
-            return _items(conn.execute(query))
+            return _items(conn.execute(query).all())
 
     # -- scoring -----------------------------------------------------------
 
@@ -369,7 +418,7 @@ class AgentMemory:
         reads the items, scores them in Python (vectorised when it can) and writes
         the scores back. Either way tiers then follow the stored scores.
         """
-        with self._write() as conn:
+        with self._write() as (conn, revision):
             unknown = list(
                 conn.execute(
                     select(items.c.item_type)
@@ -393,7 +442,7 @@ class AgentMemory:
                 self._score_in_database(conn, scorer, now)
             else:
                 self._score_in_python(conn, now)
-            result = self._retier(conn)
+            result = self._retier(conn, revision)
         log(DEBUG, "memory_tiers_updated", agent=self.agent_id, **result.model_dump())
         return result
 
@@ -438,7 +487,7 @@ class AgentMemory:
             [{"b_id": item_id, "b_score": score} for item_id, score in zip(ids, scores, strict=True)],
         )
 
-    def _retier(self, conn: Connection) -> TierUpdateResult:
+    def _retier(self, conn: Connection, revision: int) -> TierUpdateResult:
         """Move every unarchived item to the tier its stored score says, counting the moves."""
         thresholds = self.config.thresholds
         new_tier = case(
@@ -450,7 +499,7 @@ class AgentMemory:
         moves = conn.execute(
             select(items.c.tier, new_tier, func.count()).where(unarchived).group_by(items.c.tier, new_tier)
         ).all()
-        conn.execute(update(items).where(unarchived, items.c.tier != new_tier).values(tier=new_tier))
+        conn.execute(update(items).where(unarchived, items.c.tier != new_tier).values(tier=new_tier, revision=revision))
         counts = dict.fromkeys(("HOT", "WARM", "COLD"), 0)
         promoted = demoted = 0
         for old, new, count in moves:
@@ -485,32 +534,53 @@ class AgentMemory:
         the last :meth:`update_tiers`. Reloading the HOT tier counts as an access.
         """
         now = self.config.clock()
-        with self._write() as conn:
+        kept_items = (
+            self._mine(),
+            items.c.loaded.is_(True),
+            items.c.archived.is_(False),
+            items.c.tier.in_(("HOT", "WARM")),
+        )
+        with self._write() as (conn, revision):
             tokens_before = conn.execute(
                 select(func.coalesce(func.sum(items.c.tokens), 0)).where(self._mine(), items.c.loaded.is_(True))
             ).scalar_one()
-            kept = conn.execute(
-                select(*_ITEM_COLUMNS).where(
-                    self._mine(),
-                    items.c.loaded.is_(True),
-                    items.c.archived.is_(False),
-                    items.c.tier.in_(("HOT", "WARM")),
+            kept = dict(conn.execute(select(items.c.id, items.c.content_hash).where(*kept_items)).all())
+            # The kept items go into the checkpoint as JSON built by the database, content and all:
+            # they never travel to Python. The counts are filled in once the items have moved.
+            checkpoint_id = conn.execute(
+                insert(checkpoints)
+                .values(
+                    agent_id=self.agent_id,
+                    created_at=now,
+                    snapshot_hash="",
+                    item_count=len(kept),
+                    items_archived=0,
+                    hot_items_retained=0,
+                    tokens_before=int(tokens_before),
+                    tokens_after=0,
+                    revision=revision - 1,  # the items as they were before this write
+                    payload=select(_json_rows(conn.dialect.name))
+                    .select_from(_WITH_CONTENT)
+                    .where(*kept_items)
+                    .scalar_subquery(),
                 )
-            ).all()
-            payload = _checkpoint_payload(self.agent_id, now, kept)
+                .returning(checkpoints.c.id)
+            ).scalar_one()
             archived = conn.execute(
                 update(items)
                 .where(self._mine(), items.c.tier == "COLD", items.c.archived.is_(False))
-                .values(archived=True, loaded=False)
+                .values(archived=True, loaded=False, revision=revision)
             ).rowcount
             conn.execute(
-                update(items).where(self._mine(), items.c.loaded.is_(True), items.c.tier != "HOT").values(loaded=False)
+                update(items)
+                .where(self._mine(), items.c.loaded.is_(True), items.c.tier != "HOT")
+                .values(loaded=False, revision=revision)
             )
             hot = (
                 conn.execute(
                     update(items)
                     .where(self._mine(), items.c.tier == "HOT", items.c.archived.is_(False))
-                    .values(access_count=items.c.access_count + 1, last_accessed=now, loaded=True)
+                    .values(access_count=items.c.access_count + 1, last_accessed=now, loaded=True, revision=revision)
                     .returning(items.c.tokens)
                 )
                 .scalars()
@@ -523,21 +593,16 @@ class AgentMemory:
                 "tokens_before": int(tokens_before),
                 "tokens_after": int(sum(hot)),
             }
-            checkpoint_id = conn.execute(
-                insert(checkpoints)
+            conn.execute(
+                update(checkpoints)
+                .where(checkpoints.c.id == checkpoint_id)
                 .values(
-                    agent_id=self.agent_id,
-                    created_at=now,
-                    snapshot_hash=snapshot_hash({row[0]: row[9] for row in kept}),
-                    item_count=len(kept),
+                    snapshot_hash=snapshot_hash(kept),
                     items_archived=archived,
                     hot_items_retained=len(hot),
-                    tokens_before=int(tokens_before),
                     tokens_after=int(sum(hot)),
-                    payload=payload,
                 )
-                .returning(checkpoints.c.id)
-            ).scalar_one()
+            )
         result = FlashSaveResult(checkpoint_id=checkpoint_id, **result_fields)
         log(DEBUG, "memory_flash_saved", agent=self.agent_id, **result.model_dump())
         return result
@@ -574,17 +639,22 @@ class AgentMemory:
                 for row in conn.execute(query)
             ]
 
-    def _checkpoint_items(self, conn: Connection, checkpoint_id: int) -> list[ContextItem]:
+    def _checkpoint(self, conn: Connection, checkpoint_id: int) -> tuple[list[list[Any]], int]:
+        """A checkpoint's rows of item columns, and the agent revision they are as of."""
         if isinstance(checkpoint_id, bool) or not isinstance(checkpoint_id, int):
             raise ConfigError(f"checkpoint ids are integers, not {checkpoint_id!r}")
-        payload = conn.execute(
-            select(checkpoints.c.payload).where(
+        found = conn.execute(
+            select(checkpoints.c.payload, checkpoints.c.revision).where(
                 checkpoints.c.agent_id == self.agent_id, checkpoints.c.id == checkpoint_id
             )
-        ).scalar_one_or_none()
-        if payload is None:
+        ).first()
+        if found is None:
             raise UnknownCheckpointError(f"agent {self.agent_id!r} has no checkpoint {checkpoint_id!r}")
-        return _items(orjson.loads(payload)["items"])
+        return orjson.loads(found[0]), found[1]
+
+    def _checkpoint_items(self, conn: Connection, checkpoint_id: int) -> list[ContextItem]:
+        rows, _revision = self._checkpoint(conn, checkpoint_id)
+        return sorted(_items(rows), key=lambda item: (-item.importance_score, -item.id))
 
     def restore(self, checkpoint_id: int) -> RestoreResult:
         """Make the working set the items a checkpoint recorded (unarchiving any archived since).
@@ -592,12 +662,16 @@ class AgentMemory:
         The returned items are as the checkpoint recorded them; the store keeps their
         current content, so :meth:`diff` against the checkpoint shows what changed since.
         """
-        with self._write() as conn:
+        with self._write() as (conn, revision):
             recorded = self._checkpoint_items(conn, checkpoint_id)
-            conn.execute(update(items).where(self._mine(), items.c.loaded.is_(True)).values(loaded=False))
+            conn.execute(
+                update(items).where(self._mine(), items.c.loaded.is_(True)).values(loaded=False, revision=revision)
+            )
             for chunk in _chunks([item.id for item in recorded]):
                 conn.execute(
-                    update(items).where(self._mine(), items.c.id.in_(chunk)).values(loaded=True, archived=False)
+                    update(items)
+                    .where(self._mine(), items.c.id.in_(chunk))
+                    .values(loaded=True, archived=False, revision=revision)
                 )
         log(DEBUG, "memory_restored", agent=self.agent_id, checkpoint=checkpoint_id, count=len(recorded))
         return RestoreResult(checkpoint_id=checkpoint_id, items=recorded, tokens=sum(item.tokens for item in recorded))
@@ -616,23 +690,27 @@ class AgentMemory:
         """The ids and content hashes of a tier (HOT by default) or, with ``tier=None``, of the working set."""
         wanted = None if tier is None else _tier(tier)
         with self.store.read() as conn:
+            revision = self._revision(conn)
             entries = self._entries(conn, wanted)
-        return self._snapshot(wanted, entries)
+        return self._snapshot(wanted, entries, revision)
 
-    def _snapshot(self, tier: Tier | None, entries: dict[int, str]) -> ContextSnapshot:
+    def _snapshot(self, tier: Tier | None, entries: dict[int, str], revision: int) -> ContextSnapshot:
         return ContextSnapshot.model_construct(
             agent_id=self.agent_id,
             tier=tier,
             items=entries,
             snapshot_hash=snapshot_hash(entries),
             taken_at=timestamp(self.config.clock()),
+            revision=revision,
         )
 
     def diff(self, previous: ContextSnapshot | int) -> ContextDiff:
         """What changed in a context since ``previous``: a snapshot, or a checkpoint id.
 
         A snapshot is compared with the same tier (or the working set) now; a checkpoint
-        with the working set now. Only added and modified items are read in full.
+        with the working set now. Only the items written since ``previous`` are read, and
+        only the added and modified ones in full. A snapshot without a revision (built by
+        hand) is compared with the whole context instead.
         """
         with self.store.read() as conn:
             if isinstance(previous, ContextSnapshot):
@@ -641,27 +719,54 @@ class AgentMemory:
                         f"that snapshot is of agent {previous.agent_id!r}, not {self.agent_id!r}; "
                         "diff against a snapshot of the same agent"
                     )
-                tier, before = previous.tier, previous.items
+                tier, before, since = previous.tier, previous.items, previous.revision
             else:
-                tier, before = None, {item.id: item.content_hash for item in self._checkpoint_items(conn, previous)}
-            now = self._entries(conn, tier)
-            current = self._snapshot(tier, now)
-            if isinstance(previous, ContextSnapshot) and current.snapshot_hash == previous.snapshot_hash:
-                return ContextDiff(added=[], modified=[], removed=[], unchanged=len(now), current=current)
-            added_ids = [i for i in now if i not in before]
-            modified_ids = [i for i, h in now.items() if i in before and before[i] != h]
-            removed = sorted(i for i in before if i not in now)
+                recorded, since = self._checkpoint(conn, previous)
+                tier, before = None, {row[0]: row[9] for row in recorded}
+            revision = self._revision(conn)
+            if since is None or since > revision:  # a hand-made snapshot, or one of another database
+                now = self._entries(conn, tier)
+                changed = [item_id for item_id, _hash in now.items() - before.items()]
+                removed = sorted(before.keys() - now.keys())
+            else:
+                now, changed, removed = self._changes_since(conn, since, tier, before)
+            added_ids = sorted(i for i in changed if i not in before)
+            modified_ids = sorted(i for i in changed if i in before)
             fetched: dict[int, ContextItem] = {}
-            for chunk in _chunks(added_ids + modified_ids):
-                rows = conn.execute(select(*_ITEM_COLUMNS).where(self._mine(), items.c.id.in_(chunk)))
-                fetched.update((item.id, item) for item in _items(rows))
+            for chunk in _chunks(changed):
+                found = conn.execute(_select_items(self._mine(), items.c.id.in_(chunk))).all()
+                fetched.update((item.id, item) for item in _items(found))
         return ContextDiff(
-            added=[fetched[i] for i in sorted(added_ids) if i in fetched],
-            modified=[fetched[i] for i in sorted(modified_ids) if i in fetched],
+            added=[fetched[i] for i in added_ids],
+            modified=[fetched[i] for i in modified_ids],
             removed=removed,
             unchanged=len(now) - len(added_ids) - len(modified_ids),
-            current=current,
+            current=self._snapshot(tier, now, revision),
         )
+
+    def _changes_since(
+        self, conn: Connection, since: int, tier: Tier | None, before: dict[int, str]
+    ) -> tuple[dict[int, str], list[int], list[int]]:
+        """The context now, and the ids added or modified and removed, from the rows written after ``since``."""
+        now = dict(before)
+        changed: list[int] = []
+        removed: list[int] = []
+        written = conn.execute(
+            select(items.c.id, items.c.content_hash, items.c.loaded, items.c.archived, items.c.tier).where(
+                self._mine(), items.c.revision > since
+            )
+        ).all()
+        for item_id, hash_now, loaded, archived, item_tier in written:
+            inside = loaded if tier is None else (not archived and item_tier == tier.value)
+            hash_before = before.get(item_id)
+            if inside:
+                now[item_id] = hash_now
+                if hash_before != hash_now:
+                    changed.append(item_id)
+            elif hash_before is not None:
+                del now[item_id]
+                removed.append(item_id)
+        return now, changed, sorted(removed)
 
     # -- stats -------------------------------------------------------------
 
@@ -709,6 +814,14 @@ class AgentMemory:
         )
 
 
-def _checkpoint_payload(agent_id: str, now: float, rows: Sequence[Sequence[Any]]) -> bytes:
-    """The checkpoint's JSON: every kept item with its content, as rows of the item columns."""
-    return orjson.dumps({"agent_id": agent_id, "created_at": now, "items": [tuple(row) for row in rows]})
+def _json_rows(dialect: str) -> ColumnElement[str]:
+    """An aggregate: the item columns of every selected row as one JSON array of arrays, as text."""
+    if dialect == "sqlite":
+        # json_array writes a float with 15 digits; printf's %!.17g keeps every bit of a double.
+        columns = [
+            func.json(func.printf("%!.17g", column)) if isinstance(column.type, Float) else column
+            for column in _ITEM_COLUMNS
+        ]
+        return func.json_group_array(func.json_array(*columns))
+    rows = func.coalesce(func.json_agg(func.json_build_array(*_ITEM_COLUMNS)), literal_column("'[]'::json"))
+    return cast(rows, Text)

@@ -141,6 +141,7 @@ def create_app(store: MemoryStore, *, token: str | None = None) -> FastAPI:
             items=body.snapshot.items,
             snapshot_hash=snapshot_hash(body.snapshot.items),
             taken_at=datetime.now(UTC),
+            revision=body.snapshot.revision,
         )
         return agent.diff(previous)
 

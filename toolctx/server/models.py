@@ -79,6 +79,7 @@ class RestoreRequest(_Body):
 class SnapshotIn(_Body):
     tier: Tier | None = Tier.HOT
     items: dict[int, str]
+    revision: int | None = None
 
 
 class DiffRequest(_Body):
