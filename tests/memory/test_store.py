@@ -319,6 +319,8 @@ def test_restore_puts_the_checkpointed_working_set_back(store: MemoryStore, cloc
     assert [item.id for item in diff.modified] == [ids["warm"]]
     assert diff.added == []
     assert diff.removed == []
+    assert agent.update(ids["warm"], "a recent error").content == "a recent error"  # back to a content it had
+    assert not agent.diff(checkpoint).changed
     with pytest.raises(UnknownCheckpointError, match="no checkpoint 999"):
         agent.restore(999)
     with pytest.raises(ConfigError, match="integers"):

@@ -6,8 +6,9 @@ UNIX seconds (a float sorts and subtracts the same way in every database, and re
 rather than by a CHECK list, so types can be added; each item also records its
 content hash, token estimate, explicit base weight, and whether it is loaded
 (in the agent's working set) or archived; and the content itself lives in
-``context_contents``, one row per item, so that rescoring, loading and archiving
-rewrite rows of about a hundred bytes instead of copying every item's text.
+``context_contents``, one row per item and content hash, so that rescoring, loading
+and archiving rewrite rows of about a hundred bytes instead of copying every item's
+text, and a checkpoint can record content hashes instead of the text.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -108,17 +110,15 @@ Index(
     items.c.archived,
 )
 
+# Every content an item has had, by hash: the item's row names the current one, and a
+# checkpoint records hashes, not text, so it stays small and still restores what it saw.
 contents = Table(
     "context_contents",
     metadata,
-    Column(
-        "item_id",
-        _ID,
-        ForeignKey("context_items.id", ondelete="CASCADE"),
-        primary_key=True,
-        autoincrement=False,
-    ),
+    Column("item_id", _ID, ForeignKey("context_items.id", ondelete="CASCADE"), nullable=False),
+    Column("content_hash", String(32), nullable=False),
     Column("content", Text, nullable=False),
+    PrimaryKeyConstraint("item_id", "content_hash", name="pk_context_contents"),
 )
 
 checkpoints = Table(
@@ -134,7 +134,7 @@ checkpoints = Table(
     Column("tokens_before", BigInteger, nullable=False),
     Column("tokens_after", BigInteger, nullable=False),
     Column("revision", BigInteger, nullable=False),  # the agent revision its items are as of
-    Column("payload", Text, nullable=False),  # JSON of the checkpointed items, built by the database
+    Column("payload", Text, nullable=False),  # JSON of the checkpointed items' rows, built by the database
 )
 Index("ix_context_checkpoints_agent", checkpoints.c.agent_id, checkpoints.c.id)
 
@@ -238,7 +238,7 @@ _SQLITE_STATS = (
     ("context_items", "ix_context_items_tier", "1000000 10000 5000 2000 1000 50 1 1"),
     ("context_items", "ix_context_items_loaded", "1000000 10000 5000 1 1 1 1 1"),
     ("context_items", "ix_context_items_revision", "1000000 10000 10"),
-    ("context_contents", None, "1000000"),
+    ("context_contents", "sqlite_autoindex_context_contents_1", "1000000 1 1"),
     ("context_checkpoints", "ix_context_checkpoints_agent", "10000 100 1"),
 )
 

@@ -78,7 +78,12 @@ MAX_AGENT_ID = 200
 
 _ITEM_FIELDS = tuple(column.name for column in _ITEM_COLUMNS)
 _ITEM_LIST = TypeAdapter(list[ContextItem])
-_WITH_CONTENT = items.join(contents, contents.c.item_id == items.c.id)
+_WITH_CONTENT = items.join(
+    contents, and_(contents.c.item_id == items.c.id, contents.c.content_hash == items.c.content_hash)
+)
+# A checkpoint records every item column but the content, whose hash it keeps.
+_RECORDED_COLUMNS = tuple(column for column in _ITEM_COLUMNS if column is not contents.c.content)
+_RECORDED_HASH = [column.name for column in _RECORDED_COLUMNS].index("content_hash")
 _BEST_FIRST = (items.c.importance_score.desc(), items.c.id.desc())
 
 
@@ -295,7 +300,7 @@ class AgentMemory:
             item_id = conn.execute(
                 insert(items).values({k: v for k, v in row.items() if k != "content"}).returning(items.c.id)
             ).scalar_one()
-            conn.execute(insert(contents).values(item_id=item_id, content=content))
+            conn.execute(insert(contents).values(item_id=item_id, content_hash=row["content_hash"], content=content))
         log(DEBUG, "memory_saved", agent=self.agent_id, id=item_id, item_type=item_type, tier=row["tier"])
         return _item((item_id, *(row[c.name] for c in _ITEM_COLUMNS[1:])))
 
@@ -320,7 +325,11 @@ class AgentMemory:
                 row["revision"] = revision
             ids = list(conn.execute(insert(items).returning(items.c.id, sort_by_parameter_order=True), rows).scalars())
             conn.execute(
-                insert(contents), [{"item_id": i, "content": text} for i, text in zip(ids, texts, strict=True)]
+                insert(contents),
+                [
+                    {"item_id": i, "content_hash": row["content_hash"], "content": text}
+                    for i, row, text in zip(ids, rows, texts, strict=True)
+                ],
             )
         log(DEBUG, "memory_saved_many", agent=self.agent_id, count=len(ids))
         return ids
@@ -329,15 +338,19 @@ class AgentMemory:
         """Replace an item's content (its hash and token estimate follow); a diff reports it as modified."""
         self._check_item_id(item_id)
         self._check_content(content)
+        digest = content_hash(content)
         with self._write() as (conn, revision):
             changed = conn.execute(
                 update(items)
                 .where(self._mine(), items.c.id == item_id)
-                .values(content_hash=content_hash(content), tokens=estimate_tokens(content), revision=revision)
+                .values(content_hash=digest, tokens=estimate_tokens(content), revision=revision)
             ).rowcount
             if changed == 0:
                 raise UnknownItemError(f"agent {self.agent_id!r} has no item {item_id!r}")
-            conn.execute(update(contents).where(contents.c.item_id == item_id).values(content=content))
+            # Earlier contents stay: checkpoints that recorded them can still restore them.
+            known = select(contents.c.item_id).where(contents.c.item_id == item_id, contents.c.content_hash == digest)
+            if conn.execute(known).first() is None:
+                conn.execute(insert(contents).values(item_id=item_id, content_hash=digest, content=content))
             return _item(conn.execute(_select_items(self._mine(), items.c.id == item_id)).one())
 
     # -- reading -----------------------------------------------------------
@@ -545,7 +558,7 @@ class AgentMemory:
                 select(func.coalesce(func.sum(items.c.tokens), 0)).where(self._mine(), items.c.loaded.is_(True))
             ).scalar_one()
             kept = dict(conn.execute(select(items.c.id, items.c.content_hash).where(*kept_items)).all())
-            # The kept items go into the checkpoint as JSON built by the database, content and all:
+            # The kept items' rows go into the checkpoint as JSON built by the database, so
             # they never travel to Python. The counts are filled in once the items have moved.
             checkpoint_id = conn.execute(
                 insert(checkpoints)
@@ -559,10 +572,7 @@ class AgentMemory:
                     tokens_before=int(tokens_before),
                     tokens_after=0,
                     revision=revision - 1,  # the items as they were before this write
-                    payload=select(_json_rows(conn.dialect.name))
-                    .select_from(_WITH_CONTENT)
-                    .where(*kept_items)
-                    .scalar_subquery(),
+                    payload=select(_json_rows(conn.dialect.name)).where(*kept_items).scalar_subquery(),
                 )
                 .returning(checkpoints.c.id)
             ).scalar_one()
@@ -653,8 +663,18 @@ class AgentMemory:
         return orjson.loads(found[0]), found[1]
 
     def _checkpoint_items(self, conn: Connection, checkpoint_id: int) -> list[ContextItem]:
+        """A checkpoint's items as it recorded them, content included, best first."""
         rows, _revision = self._checkpoint(conn, checkpoint_id)
-        return sorted(_items(rows), key=lambda item: (-item.importance_score, -item.id))
+        texts: dict[tuple[int, str], str] = {}
+        for chunk in _chunks([row[0] for row in rows]):
+            found = conn.execute(
+                select(contents.c.item_id, contents.c.content_hash, contents.c.content).where(
+                    contents.c.item_id.in_(chunk)
+                )
+            ).all()
+            texts.update(((item_id, digest), text) for item_id, digest, text in found)
+        with_content = [(*row[:3], texts[row[0], row[_RECORDED_HASH]], *row[3:]) for row in rows]
+        return sorted(_items(with_content), key=lambda item: (-item.importance_score, -item.id))
 
     def restore(self, checkpoint_id: int) -> RestoreResult:
         """Make the working set the items a checkpoint recorded (unarchiving any archived since).
@@ -722,7 +742,7 @@ class AgentMemory:
                 tier, before, since = previous.tier, previous.items, previous.revision
             else:
                 recorded, since = self._checkpoint(conn, previous)
-                tier, before = None, {row[0]: row[9] for row in recorded}
+                tier, before = None, {row[0]: row[_RECORDED_HASH] for row in recorded}
             revision = self._revision(conn)
             if since is None or since > revision:  # a hand-made snapshot, or one of another database
                 now = self._entries(conn, tier)
@@ -815,13 +835,13 @@ class AgentMemory:
 
 
 def _json_rows(dialect: str) -> ColumnElement[str]:
-    """An aggregate: the item columns of every selected row as one JSON array of arrays, as text."""
+    """An aggregate: the recorded columns of every selected item as one JSON array of arrays, as text."""
     if dialect == "sqlite":
         # json_array writes a float with 15 digits; printf's %!.17g keeps every bit of a double.
         columns = [
             func.json(func.printf("%!.17g", column)) if isinstance(column.type, Float) else column
-            for column in _ITEM_COLUMNS
+            for column in _RECORDED_COLUMNS
         ]
         return func.json_group_array(func.json_array(*columns))
-    rows = func.coalesce(func.json_agg(func.json_build_array(*_ITEM_COLUMNS)), literal_column("'[]'::json"))
+    rows = func.coalesce(func.json_agg(func.json_build_array(*_RECORDED_COLUMNS)), literal_column("'[]'::json"))
     return cast(rows, Text)
