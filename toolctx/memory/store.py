@@ -509,16 +509,16 @@ class AgentMemory:
             else_=literal("COLD"),
         )
         unarchived = and_(self._mine(), items.c.archived.is_(False))
+        moving = and_(unarchived, items.c.tier != new_tier)
         moves = conn.execute(
-            select(items.c.tier, new_tier, func.count()).where(unarchived).group_by(items.c.tier, new_tier)
+            select(items.c.tier, new_tier, func.count()).where(moving).group_by(items.c.tier, new_tier)
         ).all()
-        conn.execute(update(items).where(unarchived, items.c.tier != new_tier).values(tier=new_tier, revision=revision))
+        conn.execute(update(items).where(moving).values(tier=new_tier, revision=revision))
+        promoted = sum(count for old, new, count in moves if _TIER_RANK[new] > _TIER_RANK[old])
+        demoted = sum(count for old, new, count in moves if _TIER_RANK[new] < _TIER_RANK[old])
+        # Counted after the move, from the tier index alone.
         counts = dict.fromkeys(("HOT", "WARM", "COLD"), 0)
-        promoted = demoted = 0
-        for old, new, count in moves:
-            counts[new] += count
-            promoted += count if _TIER_RANK[new] > _TIER_RANK[old] else 0
-            demoted += count if _TIER_RANK[new] < _TIER_RANK[old] else 0
+        counts.update(conn.execute(select(items.c.tier, func.count()).where(unarchived).group_by(items.c.tier)).all())
         return TierUpdateResult(
             items_scored=sum(counts.values()),
             promoted=promoted,
