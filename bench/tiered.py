@@ -96,6 +96,8 @@ def populate(store: MemoryStore, clock: Clock, count: int, others: int, days: fl
             agent.update_tiers()
     clock.now = start + days * DAY
     agent.update_tiers()
+    for n in range(9):
+        store.agent(f"other-{n}").update_tiers()
     if store.dialect == "postgresql":
         with store.write() as conn:  # what autovacuum does within a minute of a bulk load
             conn.exec_driver_sql("ANALYZE")

@@ -229,6 +229,16 @@ def create_schema(engine: Engine) -> None:
         metadata.create_all(conn, checkfirst=True)
         if engine.dialect.name == "sqlite":
             _plan_for_large_agents(conn)
+        else:
+            # Tiers are per agent: one agent's few HOT items among another's many new ones.
+            # Without joint statistics the planner multiplies the two selectivities, expects
+            # thousands of rows for "this agent's HOT items" and scans the table instead.
+            conn.execute(
+                text(
+                    "CREATE STATISTICS IF NOT EXISTS st_context_items_agent_tier (mcv) "
+                    "ON agent_id, archived, tier FROM context_items"
+                )
+            )
 
 
 # What ANALYZE would record for a store with many items per agent (see below):
