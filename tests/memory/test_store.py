@@ -27,6 +27,13 @@ from toolctx.memory import (
 from toolctx.memory.schema import checkpoints, items
 
 
+class ScoredInPython(ImportanceScorer):
+    """The default formula under another type, which update_tiers scores in Python instead of SQL."""
+
+
+BOTH_SCORERS = pytest.mark.parametrize("scorer", [ImportanceScorer(), ScoredInPython()], ids=["sql", "python"])
+
+
 def test_a_new_item_takes_its_type_weight_as_score_and_the_tier_that_follows(store: MemoryStore) -> None:
     agent = store.agent("worker")
     task = agent.save("TASK", "Add retries to the uploader")
@@ -205,12 +212,58 @@ def test_a_custom_scorer_is_used_and_clamped(db_url: str) -> None:
         assert agent.get(task.id).importance_score == 0.0
 
 
-def test_update_tiers_names_types_no_longer_configured(db_url: str) -> None:
-    with MemoryStore(db_url) as store:
-        store.agent("worker").save("TASK", "x")
-    narrower = MemoryStore(db_url, config=MemoryConfig(type_weights={"CODE": 1.0}))
-    with narrower, pytest.raises(ConfigError, match=r"'TASK' are stored but not in type_weights"):
-        narrower.agent("worker").update_tiers()
+@BOTH_SCORERS
+def test_update_tiers_names_types_no_longer_configured_and_changes_nothing(
+    db_url: str, clock: FakeClock, scorer: ImportanceScorer
+) -> None:
+    with MemoryStore(db_url, config=MemoryConfig(clock=clock)) as store:
+        agent = store.agent("worker")
+        agent.save("TASK", "x")
+        agent.save("CODE", "def f(): ...")
+        agent.save("PRD_SECTION", "own weight", importance_score=0.9)
+        before = agent.items()
+    clock.advance(days=3)
+    narrower = MemoryStore(db_url, config=MemoryConfig(type_weights={"CODE": 1.0}, scorer=scorer, clock=clock))
+    with narrower:
+        with pytest.raises(ConfigError, match=r"items of type 'TASK' are stored but not in type_weights"):
+            narrower.agent("worker").update_tiers()
+        assert narrower.agent("worker").items() == before
+
+
+@BOTH_SCORERS
+def test_update_tiers_moves_exactly_the_items_whose_score_left_their_tier(
+    db_url: str, clock: FakeClock, scorer: ImportanceScorer
+) -> None:
+    rng = random.Random(7)
+    config = MemoryConfig(clock=clock, scorer=scorer)
+    with MemoryStore(db_url, config=config) as store:
+        agent = store.agent("worker")
+        for n in range(120):
+            weight = rng.choice([None, None, round(rng.random(), 3)])
+            agent.save(rng.choice(list(DEFAULT_TYPE_WEIGHTS)), f"item {n}", importance_score=weight, loaded=False)
+            clock.advance(hours=rng.random() * 4)
+            if n % 9 == 0:
+                agent.load(Tier.WARM, limit=3)
+        agent.update_tiers()
+        rank = {Tier.COLD: 0, Tier.WARM: 1, Tier.HOT: 2}
+        promoted = demoted = 0
+        for hours in (0.01, 6.0, 0.01, 30.0):
+            clock.advance(hours=hours)
+            for tier in rng.choices(list(Tier), k=4):
+                agent.load(tier, limit=5)  # accesses lift some scores over a threshold
+            before = {item.id: item.tier for item in agent.items()}
+            result = agent.update_tiers()
+            after = {item.id: item for item in agent.items()}
+            assert all(item.tier is config.thresholds.tier_of(item.importance_score) for item in after.values())
+            moves = [(rank[before[i]], rank[after[i].tier]) for i in before]
+            assert result.promoted == sum(new > old for old, new in moves)
+            assert result.demoted == sum(new < old for old, new in moves)
+            assert (result.hot_count, result.warm_count, result.cold_count) == tuple(
+                sum(item.tier is wanted for item in after.values()) for wanted in (Tier.HOT, Tier.WARM, Tier.COLD)
+            )
+            promoted, demoted = promoted + result.promoted, demoted + result.demoted
+        assert promoted > 0
+        assert demoted > 0
 
 
 def test_agents_cannot_see_or_touch_each_others_items(store: MemoryStore) -> None:

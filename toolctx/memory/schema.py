@@ -86,15 +86,17 @@ items = Table(
     # update a row in place (a HOT update) instead of adding index entries for it.
     postgresql_with={"fillfactor": 70},
 )
-# Tier lookups, stats and tier snapshots read only this index: the columns they need ride along.
+# Tier counts, stats and tier snapshots read only this index: the columns they need ride
+# along. Within a tier its entries run in id order, the table's own order, so a pass over
+# all of an agent's rows (rescoring, archiving) reads the table in order: twice as fast
+# on SQLite as visiting the rows in any other order.
 Index(
     "ix_context_items_tier",
     items.c.agent_id,
     items.c.archived,
     items.c.tier,
-    items.c.loaded,
-    items.c.tokens,
     items.c.id,
+    items.c.tokens,
     items.c.content_hash,
 )
 Index("ix_context_items_revision", items.c.agent_id, items.c.revision)
@@ -245,7 +247,7 @@ def create_schema(engine: Engine) -> None:
 # rows in the index, then rows per distinct value of each leading column prefix.
 _SQLITE_STATS = (
     ("context_agents", "sqlite_autoindex_context_agents_1", "100 1"),
-    ("context_items", "ix_context_items_tier", "1000000 10000 5000 2000 1000 50 1 1"),
+    ("context_items", "ix_context_items_tier", "1000000 10000 5000 2000 1 1 1"),
     ("context_items", "ix_context_items_loaded", "1000000 10000 5000 1 1 1 1 1"),
     ("context_items", "ix_context_items_revision", "1000000 10000 10"),
     ("context_contents", "sqlite_autoindex_context_contents_1", "1000000 1 1"),

@@ -35,6 +35,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import URL, Connection, Engine
+from sqlalchemy.exc import IntegrityError
 
 from toolctx._internal import DEBUG, log
 from toolctx.errors import ConfigError, UnknownAgentError, UnknownCheckpointError, UnknownItemError
@@ -427,55 +428,62 @@ class AgentMemory:
     def update_tiers(self) -> TierUpdateResult:
         """Rescore every unarchived item and move it to its tier; run it after each task.
 
-        The default scorer runs inside the database as one UPDATE; a custom scorer
-        reads the items, scores them in Python (vectorised when it can) and writes
-        the scores back. Either way tiers then follow the stored scores.
+        The default scorer runs inside the database as one UPDATE that rewrites only the
+        score and reports the items whose tier no longer fits; a custom scorer reads the
+        items, scores them in Python (vectorised when it can) and writes the scores back.
+        Either way only the items that change tier are then moved.
         """
-        with self._write() as (conn, revision):
-            unknown = list(
-                conn.execute(
+        try:
+            with self._write() as (conn, revision):
+                now = self.config.clock()
+                scorer = self.config.scorer
+                if type(scorer) is ImportanceScorer:
+                    self._score_in_database(conn, scorer, now)
+                else:
+                    self._score_in_python(conn, now)
+                result = self._retier(conn, revision)
+        except IntegrityError:
+            # The database scorer gives a type missing from type_weights no weight, so
+            # its score is NULL and the NOT NULL column refuses the whole update.
+            with self.store.read() as conn:
+                stored = conn.execute(
                     select(items.c.item_type)
                     .distinct()
-                    .where(
-                        self._mine(),
-                        items.c.archived.is_(False),
-                        items.c.weight.is_(None),
-                        items.c.item_type.not_in(list(self.config.type_weights)),
-                    )
+                    .where(self._mine(), items.c.archived.is_(False), items.c.weight.is_(None))
                 ).scalars()
-            )
-            if unknown:
-                raise ConfigError(
-                    f"items of type {', '.join(map(repr, sorted(unknown)))} are stored but not in type_weights; "
-                    "add the type back to MemoryConfig(type_weights=...)"
-                )
-            now = self.config.clock()
-            scorer = self.config.scorer
-            if type(scorer) is ImportanceScorer:
-                self._score_in_database(conn, scorer, now)
-            else:
-                self._score_in_python(conn, now)
-            result = self._retier(conn, revision)
+                error = self._unconfigured(stored)
+            if error is not None:
+                raise error from None
+            raise
         log(DEBUG, "memory_tiers_updated", agent=self.agent_id, **result.model_dump())
         return result
 
-    def _score_in_database(self, conn: Connection, scorer: ImportanceScorer, now: float) -> None:
-        greatest, least = (func.max, func.min) if conn.dialect.name == "sqlite" else (func.greatest, func.least)
-        type_weight = case(
-            {name: literal(float(w)) for name, w in self.config.type_weights.items()},
-            value=items.c.item_type,
-            else_=literal(0.0),
+    def _unconfigured(self, stored_types: Iterable[str]) -> ConfigError | None:
+        """The error for stored item types (of items without their own weight) the config no longer has."""
+        unknown = sorted(set(stored_types) - set(self.config.type_weights))
+        if not unknown:
+            return None
+        return ConfigError(
+            f"items of type {', '.join(map(repr, unknown))} are stored but not in type_weights; "
+            "add the type back to MemoryConfig(type_weights=...)"
         )
-        age_days = greatest((literal(now) - items.c.created_at) / SECONDS_PER_DAY, 0.0)
+
+    def _score_in_database(self, conn: Connection, scorer: ImportanceScorer, now: float) -> None:
+        type_weight = case(  # no ELSE: an unconfigured type scores NULL, which the column refuses
+            {name: literal(float(w)) for name, w in self.config.type_weights.items()}, value=items.c.item_type
+        )
+        age_days = (literal(now) - items.c.created_at) / SECONDS_PER_DAY
         raw = (
             func.coalesce(items.c.weight, type_weight)
-            * func.exp(-age_days / scorer.decay_days)
+            * func.exp(-case((age_days > 0.0, age_days), else_=0.0) / scorer.decay_days)
             * (1.0 + scorer.access_factor * func.ln(1.0 + items.c.access_count))
         )
+        # raw >= 0 (weight >= 0, boost >= 1), so only the top needs clamping; CASE keeps NULL
+        # NULL where PostgreSQL's LEAST would drop it.
         conn.execute(
             update(items)
             .where(self._mine(), items.c.archived.is_(False))
-            .values(importance_score=greatest(least(raw, 1.0), 0.0))
+            .values(importance_score=case((raw >= 1.0, 1.0), else_=raw))
         )
 
     def _score_in_python(self, conn: Connection, now: float) -> None:
@@ -487,6 +495,9 @@ class AgentMemory:
         if not rows:
             return
         ids, types, weights, created, accesses = zip(*rows, strict=True)
+        error = self._unconfigured(t for t, w in zip(types, weights, strict=True) if w is None)
+        if error is not None:
+            raise error
         known = self.config.type_weights
         batch = ScoreBatch(
             item_types=types,
@@ -500,22 +511,33 @@ class AgentMemory:
             [{"b_id": item_id, "b_score": score} for item_id, score in zip(ids, scores, strict=True)],
         )
 
-    def _retier(self, conn: Connection, revision: int) -> TierUpdateResult:
-        """Move every unarchived item to the tier its stored score says, counting the moves."""
+    def _tier_by_score(self) -> ColumnElement[str]:
+        """The tier each item's stored score puts it in."""
         thresholds = self.config.thresholds
-        new_tier = case(
+        return case(
             (items.c.importance_score >= thresholds.hot, literal("HOT")),
             (items.c.importance_score >= thresholds.warm, literal("WARM")),
             else_=literal("COLD"),
         )
+
+    def _retier(self, conn: Connection, revision: int) -> TierUpdateResult:
+        """Move every unarchived item to the tier its stored score says, counting the moves.
+
+        One read finds the few items that move; only their rows (and index entries) are
+        rewritten, where an UPDATE of every row's tier would rewrite every index entry.
+        """
+        new_tier = self._tier_by_score()
         unarchived = and_(self._mine(), items.c.archived.is_(False))
-        moving = and_(unarchived, items.c.tier != new_tier)
-        moves = conn.execute(
-            select(items.c.tier, new_tier, func.count()).where(moving).group_by(items.c.tier, new_tier)
-        ).all()
-        conn.execute(update(items).where(moving).values(tier=new_tier, revision=revision))
-        promoted = sum(count for old, new, count in moves if _TIER_RANK[new] > _TIER_RANK[old])
-        demoted = sum(count for old, new, count in moves if _TIER_RANK[new] < _TIER_RANK[old])
+        moves = conn.execute(select(items.c.id, items.c.tier, new_tier).where(unarchived, items.c.tier != new_tier))
+        moving: dict[str, list[int]] = {}
+        promoted = demoted = 0
+        for item_id, old, new in moves:
+            moving.setdefault(new, []).append(item_id)
+            promoted += _TIER_RANK[new] > _TIER_RANK[old]
+            demoted += _TIER_RANK[new] < _TIER_RANK[old]
+        for new, ids in moving.items():
+            for chunk in _chunks(ids):
+                conn.execute(update(items).where(items.c.id.in_(chunk)).values(tier=new, revision=revision))
         # Counted after the move, from the tier index alone.
         counts = dict.fromkeys(("HOT", "WARM", "COLD"), 0)
         counts.update(conn.execute(select(items.c.tier, func.count()).where(unarchived).group_by(items.c.tier)).all())
@@ -793,30 +815,27 @@ class AgentMemory:
     def stats(self) -> MemoryStats:
         """Totals, per-tier counts and tokens, the working set and the number of checkpoints."""
         with self.store.read() as conn:
+            # Two index-only reads: tiers from the tier index, the working set from its own.
             rows = conn.execute(
-                select(
-                    items.c.tier,
-                    items.c.archived,
-                    items.c.loaded,
-                    func.count(),
-                    func.coalesce(func.sum(items.c.tokens), 0),
-                )
+                select(items.c.tier, items.c.archived, func.count(), func.coalesce(func.sum(items.c.tokens), 0))
                 .where(self._mine())
-                .group_by(items.c.tier, items.c.archived, items.c.loaded)
+                .group_by(items.c.tier, items.c.archived)
             ).all()
+            working_items, working_tokens = conn.execute(
+                select(func.count(), func.coalesce(func.sum(items.c.tokens), 0)).where(
+                    self._mine(), items.c.loaded.is_(True)
+                )
+            ).one()
             checkpoint_count = conn.execute(
                 select(func.count()).select_from(checkpoints).where(checkpoints.c.agent_id == self.agent_id)
             ).scalar_one()
         counts = dict.fromkeys(("HOT", "WARM", "COLD"), 0)
         tokens = dict.fromkeys(("HOT", "WARM", "COLD"), 0)
-        archived = working_items = working_tokens = 0
-        for tier, is_archived, is_loaded, count, token_sum in rows:
+        archived = 0
+        for tier, is_archived, count, token_sum in rows:
             counts[tier] += count
             tokens[tier] += int(token_sum)
             archived += count if is_archived else 0
-            if is_loaded:
-                working_items += count
-                working_tokens += int(token_sum)
         return MemoryStats(
             agent_id=self.agent_id,
             total_items=sum(counts.values()),
@@ -829,7 +848,7 @@ class AgentMemory:
             cold_tokens=tokens["COLD"],
             total_tokens=sum(tokens.values()),
             working_items=working_items,
-            working_tokens=working_tokens,
+            working_tokens=int(working_tokens),
             checkpoints=checkpoint_count,
         )
 
