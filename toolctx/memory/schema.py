@@ -100,16 +100,20 @@ Index(
     items.c.content_hash,
 )
 Index("ix_context_items_revision", items.c.agent_id, items.c.revision)
-# The working set, with what a snapshot and a flash save read of it.
+# The working set, with what a snapshot and a flash save read of it. Only loaded items
+# have entries, so an item leaving the working set (unloaded or archived) adds none.
+_LOADED = items.c.loaded.is_(True)  # queries must say it the same way to use the index
 Index(
     "ix_context_items_loaded",
     items.c.agent_id,
-    items.c.loaded,
     items.c.id,
     items.c.content_hash,
     items.c.tokens,
     items.c.tier,
     items.c.archived,
+    items.c.loaded,  # always true here, but SQLite reads only indexes that hold every column a query names
+    sqlite_where=_LOADED,
+    postgresql_where=_LOADED,
 )
 
 # Every content an item has had, by hash: the item's row names the current one, and a
@@ -248,7 +252,7 @@ def create_schema(engine: Engine) -> None:
 _SQLITE_STATS = (
     ("context_agents", "sqlite_autoindex_context_agents_1", "100 1"),
     ("context_items", "ix_context_items_tier", "1000000 10000 5000 2000 1 1 1"),
-    ("context_items", "ix_context_items_loaded", "1000000 10000 5000 1 1 1 1 1"),
+    ("context_items", "ix_context_items_loaded", "100000 1000 1 1 1 1 1 1"),
     ("context_items", "ix_context_items_revision", "1000000 10000 10"),
     ("context_contents", "sqlite_autoindex_context_contents_1", "1000000 1 1"),
     ("context_checkpoints", "ix_context_checkpoints_agent", "10000 100 1"),
