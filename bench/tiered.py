@@ -171,7 +171,7 @@ def measure(url: str, label: str, args: argparse.Namespace) -> dict[str, Any]:
 
     set_working_set(agent, 10_000)
     snapshot = agent.snapshot(None)
-    working_sql = f"SELECT id, content_hash FROM context_items WHERE agent_id = ? AND loaded = {true}"
+    working_sql = f"SELECT id, content_hash FROM context_items WHERE agent_id = ? AND loaded IS {true}"
     working_ref = raw_reader(store, working_sql)
     rng = random.Random(3)
     ids = list(snapshot.items)
