@@ -428,10 +428,9 @@ class AgentMemory:
     def update_tiers(self) -> TierUpdateResult:
         """Rescore every unarchived item and move it to its tier; run it after each task.
 
-        The default scorer runs inside the database as one UPDATE that rewrites only the
-        score and reports the items whose tier no longer fits; a custom scorer reads the
-        items, scores them in Python (vectorised when it can) and writes the scores back.
-        Either way only the items that change tier are then moved.
+        The default scorer runs inside the database as one UPDATE of the scores; a custom
+        scorer reads the items, scores them in Python (vectorised when it can) and writes
+        the scores back. Either way only the items whose score left their tier are then moved.
         """
         try:
             with self._write() as (conn, revision):
@@ -478,8 +477,8 @@ class AgentMemory:
             * func.exp(-case((age_days > 0.0, age_days), else_=0.0) / scorer.decay_days)
             * (1.0 + scorer.access_factor * func.ln(1.0 + items.c.access_count))
         )
-        # raw >= 0 (weight >= 0, boost >= 1), so only the top needs clamping; CASE keeps NULL
-        # NULL where PostgreSQL's LEAST would drop it.
+        # raw >= 0 (weight >= 0, boost >= 1), so only the top needs clamping. A CASE lets a
+        # NULL through on both databases; PostgreSQL's LEAST would turn it into 1.0.
         conn.execute(
             update(items)
             .where(self._mine(), items.c.archived.is_(False))
@@ -528,7 +527,9 @@ class AgentMemory:
         """
         new_tier = self._tier_by_score()
         unarchived = and_(self._mine(), items.c.archived.is_(False))
-        moves = conn.execute(select(items.c.id, items.c.tier, new_tier).where(unarchived, items.c.tier != new_tier))
+        moves = conn.execute(
+            select(items.c.id, items.c.tier, new_tier).where(unarchived, items.c.tier != new_tier)
+        ).all()
         moving: dict[str, list[int]] = {}
         promoted = demoted = 0
         for item_id, old, new in moves:
