@@ -3,8 +3,12 @@
 toolctx logs through structlog. When the application has configured structlog,
 toolctx's events go through that configuration (so ``structlog.testing.capture_logs``
 sees them). When it has not, they are routed to the standard-library logger named
-``"toolctx"``: silent by default for debug events, and warnings reach stderr the
-usual way. A library should never print on its own.
+``"toolctx"``, which carries a :class:`logging.NullHandler`: an application that
+has not configured logging sees no log output at all (not even through Python's
+last-resort handler on stderr), and one that has gets toolctx's records through
+its own handlers, at the levels it chose. A library should never print on its own;
+failures of toolctx itself are also reported as a :class:`ToolctxWarning`, which the
+``warnings`` machinery shows once by default.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ INFO = logging.INFO
 WARNING = logging.WARNING
 
 _stdlib_logger = logging.getLogger("toolctx")
+_stdlib_logger.addHandler(logging.NullHandler())  # the logging HOWTO's advice for libraries
 _bridge: Any = None
 _METHODS = {DEBUG: "debug", INFO: "info", WARNING: "warning"}
 
