@@ -301,7 +301,7 @@ def test_a_storage_failure_never_breaks_the_tool(context_dir: Path, monkeypatch:
     def broken_encode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("encoder bug")
 
-    monkeypatch.setattr("toolctx.keeping.encode", broken_encode)
+    monkeypatch.setattr("toolctx.sessions._saving.encode", broken_encode)
     with session(context_dir) as s:
         with pytest.warns(ToolctxWarning, match="could not store a call of tool 'search_code'"):
             assert search_code("x", limit=1) == [{"path": "src/x_0.py"}]

@@ -24,8 +24,7 @@ from toolctx.errors import (
 )
 from toolctx.hashing import hash_query
 from toolctx.models import ContextPointer, ErrorInfo, StorageKind, StoredContext
-from toolctx.scope import current_session, session
-from toolctx.sessions import ContextSession
+from toolctx.sessions import ContextSession, current_session, session
 
 try:
     __version__ = _metadata.version("toolctx")

@@ -24,10 +24,11 @@ from toolctx._internal import internal_error
 from toolctx.describe import Describer, default_description, make_describer
 from toolctx.errors import ConfigError
 from toolctx.naming import sanitize_tool_name
+from toolctx.options import byte_count
 from toolctx.redaction import REDACTED
-from toolctx.scope import current_session
 from toolctx.serialize import clean_text, encode
-from toolctx.sessions import ContextSession
+from toolctx.sessions import ContextSession, current_session
+from toolctx.sessions._records import Call
 
 __all__ = ["persist_context"]
 
@@ -85,11 +86,9 @@ class _Binder:
         return bound
 
 
-# What begin() captures before the tool runs: the session current when the call started,
-# the canonical argument JSON and its fallback notes, and the tool's own description of
-# the call (None: built from the stored arguments when first needed). A plain tuple:
-# this is on every call's path.
-_Call = tuple[ContextSession, bytes, tuple[str, ...], str | None]
+# What begin() captures before the tool runs: the session current when the call started
+# and the call itself. A plain tuple: this is on every call's path.
+_Started = tuple[ContextSession, Call]
 
 
 class _Tool:
@@ -124,24 +123,29 @@ class _Tool:
             )
         ignored = frozenset(ignore)
         self.binders = (_Binder(signature, ignored, False), _Binder(signature, ignored, True))
+        first = next(iter(signature.parameters.values()), None)
+        # A classmethod over this wrapper passes the class as the first argument on Python
+        # 3.13+, where classmethod no longer binds through the wrapper's __get__.
+        self.cls_first = first is not None and first.name == "cls" and first.kind in _POSITIONAL_KINDS
         self.order = tuple(signature.parameters)
         self.describe = make_describer(self.name, description, signature.parameters.keys())
         self.custom_description = description is not None
-        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0):
-            raise ConfigError(f"threshold must be a whole number of bytes >= 0 or None, got {threshold!r}")
-        self.threshold = threshold
+        self.threshold = None if threshold is None else byte_count("threshold", threshold)
         self.record_errors = bool(record_errors)
 
-    def begin(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Call | None:
+    def begin(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Started | None:
         """Capture the arguments as they are before the tool runs; never raises."""
         try:
             # wrapt passes the instance (or class) separately for bound methods and
             # classmethods; the first parameter is then not among ``args``.
+            if instance is None and self.cls_first and args and isinstance(args[0], type):
+                instance, args = args[0], args[1:]
             bound = self.binders[instance is not None].bind(args, kwargs)
             args_json, notes = encode(bound, sort_keys=True)
             session = current_session()
             description = self._description(bound, session) if self.custom_description else None
-            return session, args_json, notes, description
+            call = Call(self.name, self.safe_name, args_json, notes, self.order, description, self.threshold)
+            return session, call
         except Exception as exc:
             internal_error(f"could not capture the arguments of tool {self.name!r}; this call is not stored", exc)
             return None
@@ -160,52 +164,40 @@ class _Tool:
             return default_description(self.name, bound)
         return clean_text(text if redactor is None else redactor.redact_text(text))
 
-    def end(self, call: _Call | None, result: Any, error: BaseException | None) -> None:
+    def end(self, started: _Started | None, result: Any, error: BaseException | None) -> None:
         """Hand the call to the current session; never raises (but see internal_error)."""
-        if call is None or (error is not None and not self.record_errors):
+        if started is None or (error is not None and not self.record_errors):
             return
-        session, args_json, args_notes, description = call
-        if session._closed:  # the block ended while the tool ran: keep the call anyway
+        session, call = started
+        if session.closed:  # the block ended while the tool ran: keep the call anyway
             session = current_session()
         try:
-            session._save(
-                self.name,
-                self.safe_name,
-                args_json,
-                description,
-                result,
-                error,
-                self.threshold,
-                None,
-                None,
-                self.order,
-                args_notes,
-            )
+            session._save(call, result, error)
         except Exception as exc:
             internal_error(f"could not store a call of tool {self.name!r}", exc)
 
     def sync_wrapper(
         self, wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        call = self.begin(instance, args, kwargs)
+        started = self.begin(instance, args, kwargs)
         try:
             result = wrapped(*args, **kwargs)
         except Exception as exc:
-            self.end(call, None, exc)
+            self.end(started, None, exc)
             raise
-        self.end(call, result, None)
+        self.end(started, result, None)
         return result
 
     async def async_wrapper(
         self, wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        call = self.begin(instance, args, kwargs)
+        started = self.begin(instance, args, kwargs)
         try:
             result = await wrapped(*args, **kwargs)
         except Exception as exc:
-            self.end(call, None, exc)
+            self.end(started, None, exc)
             raise
-        self.end(call, result, None)
+        self.end(started, result, None)
         return result
 
 

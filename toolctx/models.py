@@ -13,7 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ContextPointer", "ErrorInfo", "StorageKind", "StoredContext"]
+from toolctx.naming import handle
+
+__all__ = ["CallMetadata", "ContextPointer", "ErrorInfo", "StorageKind", "StoredContext"]
 
 FORMAT = "toolctx/1"
 """Value of the ``format`` key in every stored context document."""
@@ -40,13 +42,12 @@ class ErrorInfo(BaseModel):
     traceback: str | None = None
 
 
-class ContextPointer(BaseModel):
-    """A lightweight handle to one stored tool call; never holds the result itself.
+class CallMetadata(BaseModel):
+    """What toolctx records about every stored call.
 
-    ``id`` is the handle every other API accepts (adapters show it to models as
-    ``ctx:<id>``). ``filepath`` and ``filename`` are set while the output is on disk.
-    ``args`` holds the call's arguments in JSON form; very large argument values are
-    shortened here (the stored context keeps them whole).
+    The one definition shared by :class:`ContextPointer`, :class:`StoredContext`,
+    the stored file and the session manifest: a field added here is carried by
+    all four. ``args`` holds the call's arguments in JSON form.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -60,6 +61,18 @@ class ContextPointer(BaseModel):
     timestamp: datetime
     task_id: int | str | None = None
     query_id: str | None = None
+    call_id: str | None = Field(default=None, description="The framework's id for this tool call, if known.")
+
+
+class ContextPointer(CallMetadata):
+    """A lightweight handle to one stored tool call; never holds the result itself.
+
+    ``id`` is the handle every other API accepts (adapters show it to models as
+    ``ctx:<id>``). ``filepath`` and ``filename`` are set while the output is on disk.
+    Very large argument values are shortened in ``args`` (the stored context keeps
+    them whole).
+    """
+
     size: int = Field(ge=0, description="Bytes of the serialised result.")
     storage: StorageKind
     filename: str | None = None
@@ -67,7 +80,6 @@ class ContextPointer(BaseModel):
     is_error: bool = False
     tokens: int = Field(default=0, ge=0, description="Estimated tokens of the stored output (made at save time).")
     preview: str = Field(default="", description="The start of the output as text, at most 200 characters.")
-    call_id: str | None = Field(default=None, description="The framework's id for this tool call, if known.")
 
     @property
     def stored(self) -> bool:
@@ -77,10 +89,10 @@ class ContextPointer(BaseModel):
     @property
     def handle(self) -> str:
         """The handle adapters show to models: ``ctx:<id>``."""
-        return f"ctx:{self.id}"
+        return handle(self.id)
 
 
-class StoredContext(BaseModel):
+class StoredContext(CallMetadata):
     """One tool call in full: arguments, result (or error) and metadata.
 
     ``result`` is the JSON form of what the tool returned (tuples become lists,
@@ -88,18 +100,6 @@ class StoredContext(BaseModel):
     stored in a documented fallback form and explained in ``notes``.
     """
 
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    session_id: str
-    tool_name: str
-    tool_description: str
-    args: dict[str, Any]
-    args_hash: str
-    timestamp: datetime
-    task_id: int | str | None = None
-    query_id: str | None = None
     result: Any = None
     error: ErrorInfo | None = None
     notes: list[str] = Field(default_factory=list)
-    call_id: str | None = None

@@ -1,9 +1,12 @@
-"""Safe names for everything toolctx writes.
+"""Every name toolctx makes: context files, session ids, pointer ids and handles.
 
 Context files are named ``{tool}_{argshash}_{timestamp}_{counter}_{random}.json``.
 Every part is built from a fixed alphabet, so no tool name, argument or id can
 produce a separator, ``..`` or an absolute path: whatever comes in, the name stays
 inside the session directory.
+
+A stored call's id is its session's random part then its counter in hex
+(``9f3a1c2b``); models are shown it as the handle ``ctx:<id>``.
 """
 
 from __future__ import annotations
@@ -14,34 +17,47 @@ import time
 import unicodedata
 from typing import NamedTuple
 
-from toolctx.errors import ConfigError
+from toolctx._checks import safe_name
 
 __all__ = [
+    "HANDLE_PATTERN",
+    "HANDLE_PREFIX",
     "LOCK_NAME",
     "MANIFEST_NAME",
     "MAX_TOOL_NAME",
+    "POINTER_ID",
+    "RAND_DIGITS",
     "ContextName",
     "context_filename",
+    "handle",
     "is_own_file",
     "is_temp_name",
+    "new_rand",
     "new_session_id",
     "parse_context_filename",
     "pointer_id",
     "sanitize_tool_name",
+    "strip_handle",
     "validate_session_id",
 ]
 
 MAX_TOOL_NAME = 64
+MAX_SESSION_ID = 128
 MANIFEST_NAME = "manifest.jsonl"
 LOCK_NAME = "session.lock"
+HANDLE_PREFIX = "ctx:"
+RAND_DIGITS = 6
+POINTER_ID = re.compile(rf"[0-9a-f]{{{RAND_DIGITS + 1},}}")
+"""A pointer id: the session's random part then the call's counter, both hex."""
+HANDLE_PATTERN = re.compile(rf"{HANDLE_PREFIX}({POINTER_ID.pattern})")
+"""Finds a handle in text; group 1 is the pointer id."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _CONTEXT_FILE = re.compile(
     r"(?P<tool>[A-Za-z0-9_-]{1,64})_(?P<hash>[0-9a-f]{16})_(?P<ts>[0-9]{13,})"
-    r"_(?P<counter>[0-9]+)_(?P<rand>[0-9a-f]{6})\.json"
+    rf"_(?P<counter>[0-9]+)_(?P<rand>[0-9a-f]{{{RAND_DIGITS}}})\.json"
 )
 _TEMP_FILE = re.compile(r"\.[A-Za-z0-9_.-]{1,200}\.[0-9a-f]{8}\.tmp")
-_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
 class ContextName(NamedTuple):
@@ -75,6 +91,21 @@ def pointer_id(rand: str, counter: int) -> str:
     return f"{rand}{counter:x}"
 
 
+def new_rand() -> str:
+    """A session's random part: ids begin, and file names end, with it."""
+    return secrets.token_hex(RAND_DIGITS // 2)
+
+
+def handle(pointer_id: str) -> str:
+    """The handle a model is shown for a stored call: ``ctx:<id>``."""
+    return HANDLE_PREFIX + pointer_id
+
+
+def strip_handle(ref: str) -> str:
+    """The pointer id in ``ref``, which may be written as a handle (``ctx:<id>``) or bare."""
+    return ref[len(HANDLE_PREFIX) :] if ref.startswith(HANDLE_PREFIX) else ref
+
+
 def context_filename(safe_tool: str, args_hash: str, timestamp_ms: int, counter: int, rand: str) -> str:
     """Build a context file name from already-safe parts."""
     return f"{safe_tool}_{args_hash}_{timestamp_ms}_{counter}_{rand}.json"
@@ -105,9 +136,4 @@ def new_session_id() -> str:
 
 def validate_session_id(session_id: object) -> str:
     """Return ``session_id`` if it is a safe directory name, else raise ConfigError."""
-    if not isinstance(session_id, str) or _SESSION_ID.fullmatch(session_id) is None or ".." in session_id:
-        raise ConfigError(
-            f"session_id {session_id!r:.100} is not valid: use 1-128 ASCII letters, digits, "
-            "'_', '-' or '.', starting with a letter or digit and without '..'"
-        )
-    return session_id
+    return safe_name("session_id", session_id, max_length=MAX_SESSION_ID)

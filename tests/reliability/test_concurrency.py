@@ -13,7 +13,7 @@ import orjson
 
 from toolctx import ContextSession, persist_context, session
 from toolctx.naming import MANIFEST_NAME, parse_context_filename
-from toolctx.records import parse_document
+from toolctx.sessions._records import parse_document
 
 PROCESS_SCRIPT = """
 import sys, toolctx

@@ -14,7 +14,7 @@ import orjson
 
 from toolctx import ContextSession
 from toolctx.naming import MANIFEST_NAME, is_temp_name, parse_context_filename
-from toolctx.records import parse_document
+from toolctx.sessions._records import parse_document
 
 WRITER = Path(__file__).with_name("writer.py")
 KILLS = 20

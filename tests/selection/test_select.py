@@ -192,12 +192,12 @@ def test_a_small_pointer_deep_in_the_ranking_still_fills_the_budget(context_dir:
 
 
 def test_long_previews_are_queued_only_up_to_a_backlog(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("toolctx.keeping._LONG_PREVIEWS", 3)
+    monkeypatch.setattr("toolctx.sessions._saving._LONG_PREVIEWS", 3)
     with session(context_dir, threshold=0) as s:  # outputs on disk: their text is queued at save time
         tail = " needle"
         for i in range(5):  # the word sits past the 200 characters a pointer keeps
             s.save_context("fetch", {"n": i}, "x " * 150 + tail)
-        assert s._index.backlog == 5
+        assert s._saver.index.backlog == 5
         found = s.select_relevant_contexts("needle", min_score_ratio=0)
         assert sorted(p.args["n"] for p in found) == [0, 1, 2]  # the last two were queued with short previews
         s.save_context("fetch", {"n": 5}, "x " * 150 + tail)  # the backlog is empty again: long preview
@@ -210,12 +210,12 @@ def test_the_index_knows_each_calls_token_estimate(context_dir: Path) -> None:
     with session(context_dir) as s:
         pointers = fill(s)
         s.select_relevant_contexts("revenue")
-        tokens = np.frombuffer(s._index._tokens, dtype=np.uint32).tolist()
+        tokens = np.frombuffer(s._saver.index._tokens, dtype=np.uint32).tolist()
         assert tokens == [p.tokens for p in pointers.values()]
 
 
 def test_in_memory_outputs_are_indexed_from_their_payload(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("toolctx.keeping._LONG_PREVIEWS", 0)
+    monkeypatch.setattr("toolctx.sessions._saving._LONG_PREVIEWS", 0)
     with session(context_dir) as s:
         for i in range(3):
             s.save_context("fetch", {"n": i}, "x " * 150 + " needle")

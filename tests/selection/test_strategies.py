@@ -55,7 +55,7 @@ def test_bm25_uses_names_arguments_and_result_previews(catalogue: ContextSession
 
 def test_bm25_with_and_without_the_session_index_agree(catalogue: ContextSession) -> None:
     pointers = catalogue.get_all_pointers()
-    with_index = bm25()(state(pointers, "AAPL revenue", index=catalogue._index))
+    with_index = bm25()(state(pointers, "AAPL revenue", index=catalogue._saver.index))
     without = bm25()(state(pointers, "AAPL revenue"))
     assert ids(with_index) == ids(without)
     assert [s.score for s in with_index] == pytest.approx([s.score for s in without], rel=1e-5)
@@ -147,7 +147,7 @@ def test_every_strategy_returns_candidates_only_best_first_and_deterministically
         pointers = s.get_all_pointers()
         query = " ".join(query_words)
         for strategy in (bm25(), keyword(), recency(), bm25() * 0.7 + recency() * 0.3, bm25() & in_task(1)):
-            first = strategy(state(pointers, query, index=s._index, clock=lambda: NOW))
+            first = strategy(state(pointers, query, index=s._saver.index, clock=lambda: NOW))
             again = strategy(state(pointers, query, clock=lambda: NOW))
             assert [x.pointer.id for x in first] == [x.pointer.id for x in again]
             assert {x.pointer.id for x in first} <= {p.id for p in pointers}

@@ -46,3 +46,8 @@ def test_any_text_tokenizes_to_clean_terms(text: str) -> None:
         assert term not in STOP_WORDS
         assert term == term.casefold()
         assert len(term) <= 40
+
+
+@pytest.mark.parametrize("word", ["oN", "vS", "tHe", "iT"])
+def test_a_mixed_case_stop_word_is_still_a_stop_word(word: str) -> None:
+    assert tokenize(word) == []

@@ -66,7 +66,9 @@ def _terms_of_word(word: str) -> tuple[str, ...]:
     pieces = [p for part in _PARTS.split(word) for p in _CAMEL.split(part) if p]
     terms = [_normalize(p) for p in pieces]
     if len(pieces) > 1:  # the whole word too: a path, ticker or snake_case name as written
-        terms.append(_fold(word))
+        whole = _fold(word)
+        if whole not in STOP_WORDS:  # "oN" splits into "o" and "N" but folds back to "on"
+            terms.append(whole)
     return tuple(t for t in terms if t)
 
 

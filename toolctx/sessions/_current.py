@@ -1,9 +1,10 @@
-"""Which session a tool call lands in: ``session()``, ``current_session()`` and the default.
+"""Which session a tool call lands in: ``current_session()``, the process default and its reset.
 
 The current session is a context variable, so it follows asyncio tasks and
 ``contextvars``-aware thread pools (LangChain's and the Agents SDK's executors,
 ``asyncio.to_thread``). Outside any ``with session():`` a process-wide default
-session is created on first use and cleaned up when the interpreter exits.
+session is created on first use and cleaned up when the interpreter exits, or
+when :func:`reset_default_session` is called.
 """
 
 from __future__ import annotations
@@ -11,21 +12,13 @@ from __future__ import annotations
 import atexit
 import threading
 
-from toolctx._vars import active_session, sole_entered_session
-from toolctx.sessions import ContextSession
+from toolctx.sessions._session import ContextSession, active_session, sole_entered_session
 
-__all__ = ["current_session", "session"]
+__all__ = ["current_session", "reset_default_session", "session"]
 
 _default: ContextSession | None = None
 _default_lock = threading.Lock()
-
-
-def _close_default() -> None:
-    global _default
-    with _default_lock:
-        default, _default = _default, None
-    if default is not None:
-        default.close()
+_exit_hook_registered = False
 
 
 def current_session() -> ContextSession:
@@ -38,18 +31,34 @@ def current_session() -> ContextSession:
     ``~/.agent/context``) and cleaned up when the interpreter exits.
     """
     active = active_session.get()
-    if active is not None and not active._closed:
+    if active is not None and not active.closed:
         return active
     if active is None:  # no session in this context: a plain worker thread, say
         sole = sole_entered_session()
-        if sole is not None and not sole._closed:
+        if sole is not None and not sole.closed:
             return sole
+    global _default, _exit_hook_registered
+    with _default_lock:
+        if _default is None or _default.closed:
+            _default = ContextSession()
+            if not _exit_hook_registered:
+                atexit.register(reset_default_session)
+                _exit_hook_registered = True
+        return _default
+
+
+def reset_default_session() -> None:
+    """End the process-wide default session now, deleting what it stored.
+
+    The next call outside any ``with session()`` starts a new default session (read
+    from ``TOOLCTX_CONTEXT_DIR`` again). Sessions opened with ``with session()`` are
+    not affected.
+    """
     global _default
     with _default_lock:
-        if _default is None or _default._closed:
-            _default = ContextSession()
-            atexit.register(_close_default)
-        return _default
+        default, _default = _default, None
+    if default is not None:
+        default.close()
 
 
 session = ContextSession

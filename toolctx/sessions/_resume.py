@@ -1,4 +1,4 @@
-"""Rebuilding a kept session's records from its directory, after a clean exit or a crash.
+"""Rebuilding a kept session's records from its store, after a clean exit or a crash.
 
 The manifest lists every stored context, one JSON line each, appended after the
 file it names was written. A crash can cut the last line short, or come between
@@ -11,16 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import orjson
-
 from toolctx.naming import MANIFEST_NAME, parse_context_filename
-from toolctx.records import Record, parse_document, record_from_context, record_from_manifest
+from toolctx.sessions._records import Record, parse_document, parse_manifest_line, record_from_context
 from toolctx.storage import BlobStore
 
 __all__ = ["recover"]
 
 
-def recover(store: BlobStore, skip: Callable[[str, str], None]) -> list[Record]:
+def recover(store: BlobStore, session_id: str, skip: Callable[[str, str], None]) -> list[Record]:
     """The records of every whole context file in ``store``, oldest first.
 
     Rewrites the manifest when it no longer matches the files; ``skip(name,
@@ -34,7 +32,7 @@ def recover(store: BlobStore, skip: Callable[[str, str], None]) -> list[Record]:
         manifest = b""
     for line in manifest.splitlines():
         try:
-            record = record_from_manifest(orjson.loads(line))
+            record = parse_manifest_line(line, session_id)
         except Exception:
             continue  # a line cut short by a crash, or damaged: the file scan below recovers it
         if record.filename in present:
@@ -42,7 +40,10 @@ def recover(store: BlobStore, skip: Callable[[str, str], None]) -> list[Record]:
     listed = {r.filename for r in records.values()}
     for name in sorted(present - listed):
         try:
-            found = record_from_context(parse_document(store.get(name)), name)
+            context = parse_document(store.get(name))
+            if context.session_id != session_id:
+                raise ValueError(f"the document belongs to session {context.session_id}")
+            found = record_from_context(context, name)
         except Exception as exc:
             skip(name, f"unreadable context file: {type(exc).__name__}: {exc}")
             continue

@@ -1,6 +1,7 @@
-"""ContextSession: stores tool calls, indexes them, loads them back, cleans up.
+"""ContextSession: the façade over a session's save path, lookups, loading and cleanup.
 
-A session keeps one :class:`~toolctx.records.Record` per stored call. A call's
+A session owns a :class:`~toolctx.sessions._saving.SavePath` holding one record per
+stored call. A call's
 output lives either in memory, when its JSON form is under ``threshold`` and the
 memory budget allows, or in the session's blob store: by default the directory
 ``<context_dir>/<session_id>/``. The budget is enforced by spilling the oldest
@@ -12,56 +13,73 @@ manifest, from which :meth:`ContextSession.resume` rebuilds a kept session.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
-import secrets
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 from toolctx._internal import DEBUG, WARNING, internal_error, log
-from toolctx._vars import active_session, active_tags, entered, left
 from toolctx.errors import ConfigError, SessionClosedError
 from toolctx.hashing import hash_query
-from toolctx.keeping import Keeping
 from toolctx.models import ContextPointer, ErrorInfo, StorageKind, StoredContext
 from toolctx.naming import (
     is_own_file,
     new_session_id,
     parse_context_filename,
     sanitize_tool_name,
+    strip_handle,
     validate_session_id,
 )
-from toolctx.options import (
-    DEFAULT_MEMORY_BUDGET,
-    DEFAULT_THRESHOLD,
-    byte_count,
-    resolve_context_dir,
-)
-from toolctx.records import Record, parse_document
-from toolctx.recovery import recover
+from toolctx.options import DEFAULT_MEMORY_BUDGET, DEFAULT_THRESHOLD, byte_count, resolve_context_dir
 from toolctx.redaction import Redactor, resolve_redactor
-from toolctx.selection import MIN_SCORE_RATIO, SearchIndex, SelectionState, as_strategy, select
+from toolctx.selection import MIN_SCORE_RATIO, SelectionState, as_strategy, select
 from toolctx.selection.base import Candidates, pointer_tokens, utc_now
 from toolctx.serialize import clean_text, encode
+from toolctx.sessions._records import Call, Record, parse_document
+from toolctx.sessions._resume import recover
+from toolctx.sessions._saving import SavePath, current_tags
 from toolctx.storage import BlobStore, LocalStore
 
-__all__ = ["ContextRef", "ContextSession", "OnDebug"]
+__all__ = ["ContextRef", "ContextSession", "OnDebug", "active_session", "sole_entered_session"]
 
 ContextRef = ContextPointer | str | os.PathLike[str]
 """What load and selection accept: a pointer, its id (``"ctx:"`` prefix allowed) or a file path."""
 
 OnDebug = Callable[[str, dict[str, Any]], None]
 
-_MEMORY, _DISK = StorageKind.MEMORY, StorageKind.DISK
+_DISK = StorageKind.DISK
+
+active_session: ContextVar[ContextSession | None] = ContextVar("toolctx_session", default=None)
+"""The session of the innermost ``with session()`` block in this context."""
+
+# Context variables follow asyncio tasks and context-copying thread pools, but a plain
+# ``threading.Thread`` starts with none of them. For such threads the process-wide list
+# of blocks currently entered tells: when one thread entered them all, its innermost
+# session is unambiguous.
+_entered: list[tuple[ContextSession, int]] = []
+_entered_lock = threading.Lock()
 
 
-class ContextSession(Keeping):
+def sole_entered_session() -> ContextSession | None:
+    """The innermost entered session if every entered session belongs to one thread, else None."""
+    with _entered_lock:
+        if not _entered or any(thread != _entered[0][1] for _, thread in _entered):
+            return None
+        return _entered[-1][0]
+
+
+def entered_sessions() -> list[ContextSession]:
+    """Sessions whose ``with`` block has been entered and not yet left, outermost first."""
+    with _entered_lock:
+        return [s for s, _ in _entered]
+
+
+class ContextSession:
     """One agent session's stored tool calls.
 
     Use it as ``with toolctx.session(...) as s:`` (or ``async with``) so decorated
@@ -99,34 +117,29 @@ class ContextSession(Keeping):
         on_debug: OnDebug | None = None,
     ) -> None:
         self._context_dir = resolve_context_dir(context_dir)
-        self._redactor = resolve_redactor(redact)
         self.session_id = validate_session_id(session_id) if session_id is not None else new_session_id()
-        self.threshold = byte_count("threshold", threshold)
-        self.memory_budget = byte_count("memory_budget", memory_budget)
         self.keep = bool(keep)
         if store is not None and not isinstance(store, BlobStore):
             raise ConfigError(f"store must be a toolctx.storage.BlobStore, got {type(store).__name__}")
-        self._store = store if store is not None else LocalStore(self.session_dir, durable=durable)
         if on_debug is not None and not callable(on_debug):
             raise ConfigError(f"on_debug must be a callable taking (event, data), got {on_debug!r:.80}")
         self._on_debug = on_debug
-        self._lock = threading.Lock()
-        self._records: dict[str, Record] = {}
-        self._memory: OrderedDict[str, Record] = OrderedDict()
-        self._memory_bytes = 0
-        self._written: dict[str, str] = {}  # identical-output key -> file already holding it
-        self._calls: dict[str, str] = {}  # framework call id -> record id
-        self._index = SearchIndex()
-        self._ids = itertools.count()
-        # Ids begin, and file names end, with this per-session random part; a forked child gets its own.
-        self._rand = secrets.token_hex(3)
+        self._saver = SavePath(
+            self.session_id,
+            store if store is not None else LocalStore(self.session_dir, durable=durable),
+            threshold=byte_count("threshold", threshold),
+            memory_budget=byte_count("memory_budget", memory_budget),
+            redactor=resolve_redactor(redact),
+            emit=self._event,
+            always_emit=on_debug is not None,
+            where=str(self.session_dir),
+        )
         self._tokens: list[Any] = []
-        self._closed = False
         _track(self)
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        return f"<ContextSession {self.session_id} {state}, {len(self._records)} contexts in {str(self.session_dir)!r}>"
+        state = "closed" if self.closed else "open"
+        return f"<ContextSession {self.session_id} {state}, {len(self)} contexts in {str(self.session_dir)!r}>"
 
     # -- locations -----------------------------------------------------------
 
@@ -142,44 +155,61 @@ class ContextSession(Keeping):
 
     @property
     def store(self) -> BlobStore:
-        return self._store
+        """Where outputs go once they leave memory."""
+        return self._saver.store
 
     @property
     def redactor(self) -> Redactor | None:
         """What removes secrets before anything is stored (None when ``redact=False``)."""
-        return self._redactor
+        return self._saver.redactor
+
+    @property
+    def threshold(self) -> int:
+        """Results of this many JSON bytes or more go to the store."""
+        return self._saver.threshold
+
+    @property
+    def memory_budget(self) -> int:
+        """Bytes of results and arguments kept in memory before the oldest are spilled."""
+        return self._saver.memory_budget
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        """Whether the session has ended."""
+        return self._saver.closed
 
     @property
     def size(self) -> int:
         """Number of stored calls (pointers)."""
-        return len(self._records)
+        return len(self._saver.records)
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self._saver.records)
 
     @property
     def memory_bytes(self) -> int:
         """Bytes of results and arguments held in memory now (at most ``memory_budget``)."""
-        return self._memory_bytes
+        return self._saver.memory_bytes
 
     # -- activation ------------------------------------------------------------
 
     def __enter__(self) -> Self:
-        if self._closed:
+        if self.closed:
             raise SessionClosedError(f"session {self.session_id} has ended; open a new one with toolctx.session()")
         self._tokens.append(active_session.set(self))
-        entered(self)
+        with _entered_lock:
+            _entered.append((self, threading.get_ident()))
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         active_session.reset(self._tokens.pop())
-        left(self)
+        with _entered_lock:
+            for index in range(len(_entered) - 1, -1, -1):
+                if _entered[index][0] is self:
+                    del _entered[index]
+                    break
         if not self._tokens:
             self.close()
 
@@ -193,30 +223,27 @@ class ContextSession(Keeping):
 
     def close(self) -> None:
         """End the session: delete what it stored, or with ``keep=True`` flush it to the store."""
-        if self._closed:
+        saver = self._saver
+        if saver.closed:
             return
-        self._closed = True
+        saver.closed = True
         if self.keep:
-            with self._lock:
-                pending = list(self._memory.values())
-                self._memory.clear()
-                self._memory_bytes = 0
-            self._spill(pending)
-            self._store.close()
+            saver.flush()
+            saver.store.close()
         else:
             self.clear()
-            self._store.close(remove=True)
-        self._event(DEBUG, "closed", kept=self.keep, contexts=len(self._records))
+            saver.store.close(remove=True)
+        self._event(DEBUG, "closed", kept=self.keep, contexts=len(saver.records))
 
     @contextlib.contextmanager
     def query(self, text: str) -> Iterator[str]:
         """Tag calls made inside the block with ``query_id = hash_query(text)``; yields the id."""
         query_id = hash_query(text)
-        token = active_tags.set(active_tags.get()._replace(query_id=query_id))
+        token = current_tags.set(current_tags.get()._replace(query_id=query_id))
         try:
             yield query_id
         finally:
-            active_tags.reset(token)
+            current_tags.reset(token)
 
     @contextlib.contextmanager
     def task(self, task_id: int | str) -> Iterator[int | str]:
@@ -225,11 +252,11 @@ class ContextSession(Keeping):
             raise ConfigError(f"task_id must be an int or a str, got {task_id!r:.80}")
         if isinstance(task_id, str):
             task_id = clean_text(task_id)
-        token = active_tags.set(active_tags.get()._replace(task_id=task_id))
+        token = current_tags.set(current_tags.get()._replace(task_id=task_id))
         try:
             yield task_id
         finally:
-            active_tags.reset(token)
+            current_tags.reset(token)
 
     hash_query = staticmethod(hash_query)
 
@@ -263,33 +290,31 @@ class ContextSession(Keeping):
         if description is not None and not isinstance(description, str):
             raise ConfigError(f"description must be a str, got {type(description).__name__}")
         args_json, args_notes = encode(args, sort_keys=True)
-        if description is not None and self._redactor is not None:
-            description = self._redactor.redact_text(description)
-        record = self._save(
+        redactor = self._saver.redactor
+        if description is not None and redactor is not None:
+            description = redactor.redact_text(description)
+        call = Call(
             clean_text(tool_name),
             sanitize_tool_name(tool_name),
             args_json,
-            None if description is None else clean_text(description),
-            result,
-            error,
-            None if threshold is None else byte_count("threshold", threshold),
-            clean_text(task_id) if isinstance(task_id, str) else task_id,
-            None if query_id is None else clean_text(query_id),
-            tuple(k for k in args if isinstance(k, str)),
             args_notes,
-            None if call_id is None else clean_text(str(call_id)),
+            order=tuple(k for k in args if isinstance(k, str)),
+            description=None if description is None else clean_text(description),
+            threshold=None if threshold is None else byte_count("threshold", threshold),
+            task_id=clean_text(task_id) if isinstance(task_id, str) else task_id,
+            query_id=None if query_id is None else clean_text(query_id),
+            call_id=None if call_id is None else clean_text(str(call_id)),
         )
-        return self._pointer(record)
+        return self._pointer(self._saver.save(call, result, error))
 
     # -- reading -----------------------------------------------------------------
 
     def _pointer(self, record: Record) -> ContextPointer:
-        path = self._store.path(record.filename) if record.storage is _DISK else None
+        path = self._saver.store.path(record.filename) if record.storage is _DISK else None
         return record.pointer(self.session_id, path)
 
     def _snapshot(self) -> list[Record]:
-        with self._lock:
-            return list(self._records.values())
+        return self._saver.snapshot()
 
     def get_all_pointers(self) -> list[ContextPointer]:
         """Every stored call, oldest first (fresh copies)."""
@@ -297,15 +322,16 @@ class ContextSession(Keeping):
 
     def get_pointers_for_query(self, query_id: str) -> list[ContextPointer]:
         """Calls tagged with ``query_id`` (see :meth:`query` and :meth:`hash_query`)."""
-        return [self._pointer(r) for r in self._snapshot() if r.query_id == query_id]
+        return [self._pointer(r) for r in self._snapshot() if r.call.query_id == query_id]
 
     def get_pointers_for_task(self, task_id: int | str) -> list[ContextPointer]:
         """Calls tagged with ``task_id`` (see :meth:`task`)."""
-        return [self._pointer(r) for r in self._snapshot() if r.task_id == task_id]
+        return [self._pointer(r) for r in self._snapshot() if r.call.task_id == task_id]
 
     def find_call(self, call_id: str) -> ContextPointer | None:
         """The pointer stored with this framework call id (the latest, if several), or None."""
-        record = self._records.get(self._calls.get(call_id, ""))
+        saver = self._saver
+        record = saver.records.get(saver.calls.get(call_id, ""))
         return None if record is None else self._pointer(record)
 
     def get_pointer(self, ref: ContextRef) -> ContextPointer | None:
@@ -351,7 +377,7 @@ class ContextSession(Keeping):
             budget_tokens=budget_tokens,
             token_counter=token_counter or pointer_tokens,
             clock=clock or utc_now,
-            index=self._index,
+            index=self._saver.index,
         )
         return select(state, chosen_strategy, min_score_ratio)
 
@@ -359,7 +385,7 @@ class ContextSession(Keeping):
         """All of this session's calls (pointers built only when needed), or the given ones."""
 
         def make(pointer_id: str) -> ContextPointer:
-            return self._pointer(self._records[pointer_id])
+            return self._pointer(self._saver.records[pointer_id])
 
         if pointers is None:
             return Candidates(list(self._snapshot_ids()), make, everything=True)
@@ -367,15 +393,15 @@ class ContextSession(Keeping):
         for pointer in pointers:
             if not isinstance(pointer, ContextPointer):
                 raise ConfigError(f"pointers must be ContextPointer objects, got {type(pointer).__name__}")
-            if pointer.session_id != self.session_id or pointer.id not in self._records:
+            if pointer.session_id != self.session_id or pointer.id not in self._saver.records:
                 self._skip(pointer.id, f"pointer of session {pointer.session_id} is not a context of this session")
                 continue
             chosen.append(pointer)
         return Candidates.of(chosen)
 
     def _snapshot_ids(self) -> list[str]:
-        with self._lock:
-            return list(self._records)
+        with self._saver.lock:
+            return list(self._saver.records)
 
     def load_contexts(self, refs: Iterable[ContextRef]) -> list[StoredContext]:
         """Load stored calls in full, in the order given.
@@ -404,23 +430,16 @@ class ContextSession(Keeping):
                 if payload is not None:
                     context = record.context(self.session_id, payload)
                 else:
-                    context = parse_document(self._store.get(record.filename))
+                    context = parse_document(self._saver.store.get(record.filename))
                     if context.id != record.id:  # a repeated identical call sharing an earlier file
-                        context = context.model_copy(
-                            update={
-                                "id": record.id,
-                                "timestamp": record.timestamp,
-                                "task_id": record.task_id,
-                                "query_id": record.query_id,
-                                "tool_description": record.describe(),
-                            }
-                        )
+                        metadata = record.metadata(self.session_id, context.args)
+                        context = context.model_copy(update=metadata)
             else:
                 name = self._path_name(ref.filepath if isinstance(ref, ContextPointer) else ref)
                 if name is None:
                     self._skip(str(ref), "not a context of this session")
                     return None
-                context = parse_document(self._store.get(name))
+                context = parse_document(self._saver.store.get(name))
         except Exception as exc:
             self._skip(str(ref), f"{type(exc).__name__}: {exc}")
             return None
@@ -431,15 +450,16 @@ class ContextSession(Keeping):
         return context
 
     def _resolve(self, ref: ContextRef) -> Record | None:
+        records = self._saver.records
         if isinstance(ref, ContextPointer):
-            return self._records.get(ref.id)
+            return records.get(ref.id)
         if isinstance(ref, str):
-            record = self._records.get(ref[4:] if ref.startswith("ctx:") else ref)
+            record = records.get(strip_handle(ref))
             if record is not None:
                 return record
         name = self._path_name(ref)
         parsed = parse_context_filename(name) if name else None
-        return self._records.get(parsed.pointer_id) if parsed else None
+        return records.get(parsed.pointer_id) if parsed else None
 
     def _path_name(self, ref: object) -> str | None:
         """The file name of ``ref`` if it is a path to a context file of this session."""
@@ -450,7 +470,7 @@ class ContextSession(Keeping):
             path = self.session_dir / path
         if parse_context_filename(path.name) is None:
             return None
-        store_path = self._store.path(path.name)
+        store_path = self._saver.store.path(path.name)
         if store_path is None or os.path.realpath(path.parent) != os.path.realpath(Path(store_path).parent):
             return None
         return path.name
@@ -462,13 +482,7 @@ class ContextSession(Keeping):
 
     def clear_pointers(self) -> None:
         """Forget every stored call held in memory; files already written stay on disk."""
-        with self._lock:
-            count = len(self._records)
-            self._records.clear()
-            self._calls.clear()
-            self._memory.clear()
-            self._memory_bytes = 0
-        self._index.clear()
+        count = self._saver.forget()
         self._event(DEBUG, "cleared", what="pointers", count=count)
 
     def clear_context_dir(self) -> None:
@@ -477,16 +491,12 @@ class ContextSession(Keeping):
         Only files toolctx names and writes are deleted: anything else in the
         directory, and the ``context_dir`` itself, is left alone.
         """
-        with self._lock:
-            gone = [k for k, r in self._records.items() if r.storage is not _MEMORY]
-            for key in gone:
-                del self._records[key]
-            self._written.clear()
-        self._index.remove(gone)
+        self._saver.forget_stored()
+        store = self._saver.store
         removed = 0
-        for name in self._store.list():
+        for name in store.list():
             if is_own_file(name):
-                removed += self._store.delete(name)
+                removed += store.delete(name)
         self._event(DEBUG, "cleared", what="files", count=removed)
 
     def clear(self) -> None:
@@ -537,13 +547,8 @@ class ContextSession(Keeping):
         return resumed
 
     def _recover(self) -> None:
-        ordered = recover(self._store, self._skip)
-        self._records = {r.id: r for r in ordered}
-        for record in ordered:
-            if record.call_id is not None:
-                self._calls[record.call_id] = record.id
-            self._index.add(record.id, record.search_text, record.preview, record.tokens)
-        self._ids = itertools.count(max((r.counter for r in ordered), default=-1) + 1)
+        ordered = recover(self._saver.store, self.session_id, self._skip)
+        self._saver.restore(ordered)
         self._event(DEBUG, "resumed", contexts=len(ordered))
 
     # -- events and forks -------------------------------------------------------------------
@@ -556,11 +561,9 @@ class ContextSession(Keeping):
                 internal_error("the on_debug callback raised", exc)
         log(level, event, session=self.session_id, **data)
 
-    def _after_fork(self) -> None:
-        # A forked child shares the parent's counter: give its ids a new random part, and
-        # replace a lock another thread may have held at the moment of the fork.
-        self._rand = secrets.token_hex(3)
-        self._lock = threading.Lock()
+    def _save(self, call: Call, result: Any, error: BaseException | None) -> Record:
+        """Keep one call (the decorator's entry; ``save_context`` is the public one)."""
+        return self._saver.save(call, result, error)
 
 
 _live_sessions: weakref.WeakSet[ContextSession] = weakref.WeakSet()
@@ -578,4 +581,4 @@ def _track(session: ContextSession) -> None:
 
 def _reseed_after_fork() -> None:
     for live in list(_live_sessions):
-        live._after_fork()
+        live._saver.after_fork()

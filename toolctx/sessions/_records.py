@@ -1,47 +1,51 @@
-"""What a session remembers about each stored call, and the documents it writes.
+"""What a session remembers about each stored call, and the two forms it writes.
 
-A :class:`Record` is deliberately cheap to create: saving a small result builds
-one record holding exact-size copies of the argument and result JSON, and
-nothing else. The file name, the description (unless the tool sets its own) and
-the full JSON document are only built when something needs them: a spill to
-disk, a load, or a pointer handed to the caller.
+A :class:`Record` is the session's note of one call: the :class:`Call` it was
+given (redacted in place) plus where the output lives. It is cheap to create:
+the file name, the description (unless the tool sets its own) and the stored
+document are only built when something needs them.
 
-The stored document (one per file, and what ``load_contexts`` parses) is::
+Both on-disk forms are made from one definition, :class:`~toolctx.models.CallMetadata`:
 
-    {"format": "toolctx/1", "id", "session_id", "tool_name", "tool_description",
-     "args", "args_hash", "timestamp", "task_id", "query_id", "error", "notes", "result"}
+- the stored document (one per file, what ``load_contexts`` parses)::
 
-with ``result`` last, so a large result is written straight after the header
-without being copied into it.
+      {"format": "toolctx/1", <CallMetadata fields>, "error", "notes", "result"}
+
+  with ``result`` last, so a large result is written straight after the header
+  without being copied into it;
+- the manifest line: ``{"op": "put", "file", <ContextPointer fields but the
+  session id, file and storage>}``, enough to rebuild the pointer without reading
+  the file.
 """
 
 from __future__ import annotations
 
 import traceback
-from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 
 from toolctx.describe import default_description
-from toolctx.models import FORMAT, ContextPointer, ErrorInfo, StorageKind, StoredContext
-from toolctx.naming import context_filename, parse_context_filename
+from toolctx.models import FORMAT, CallMetadata, ContextPointer, ErrorInfo, StorageKind, StoredContext
+from toolctx.naming import POINTER_ID, RAND_DIGITS, context_filename, parse_context_filename
 from toolctx.redaction import Redactor
 from toolctx.serialize import clean_text
 from toolctx.tokens import estimate_tokens
 
 __all__ = [
     "ARGS_INLINE_LIMIT",
+    "CALL_FIELDS",
     "INDEX_PREVIEW_CHARS",
     "PREVIEW_CHARS",
+    "Call",
     "Payload",
     "Record",
     "error_info",
     "parse_document",
+    "parse_manifest_line",
     "preview_of",
     "record_from_context",
-    "record_from_manifest",
     "shorten_args",
 ]
 
@@ -52,16 +56,70 @@ PREVIEW_CHARS = 200
 INDEX_PREVIEW_CHARS = 1000
 """Characters of a result the search index reads (so ranking never reads stored files)."""
 
+_SESSION_FIELDS = frozenset({"id", "session_id", "tool_description", "args", "args_hash", "timestamp"})
+CALL_FIELDS: tuple[str, ...] = tuple(name for name in CallMetadata.model_fields if name not in _SESSION_FIELDS)
+"""The metadata fields a :class:`Call` carries itself (the session adds the others)."""
+_POINTER_ONLY = ("size", "is_error", "tokens", "preview")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NS = timedelta(microseconds=1)
+
+Payload = tuple[bytes, ErrorInfo | None, tuple[str, ...]]
+"""What an in-memory record holds besides its arguments: result JSON, error, fallback notes."""
+
+
+class Call:
+    """One call handed to the save path: who was called, with what, tagged how.
+
+    ``args_json`` is the canonical JSON of the bound arguments; the save path
+    replaces it with the redacted, exact-size copy it keeps. ``order`` is the
+    tool's parameter order (for showing arguments), ``threshold`` the tool's own
+    size threshold (None: the session's). ``task_id`` and ``query_id`` left None
+    are filled from the enclosing ``task()``/``query()`` blocks.
+    """
+
+    __slots__ = (
+        "args_json",
+        "args_notes",
+        "call_id",
+        "description",
+        "order",
+        "query_id",
+        "safe_name",
+        "task_id",
+        "threshold",
+        "tool_name",
+    )
+
+    def __init__(
+        self,
+        tool_name: str,
+        safe_name: str,
+        args_json: bytes,
+        args_notes: tuple[str, ...] = (),
+        order: tuple[str, ...] = (),
+        description: str | None = None,
+        threshold: int | None = None,
+        task_id: int | str | None = None,
+        query_id: str | None = None,
+        call_id: str | None = None,
+    ) -> None:
+        self.tool_name = tool_name
+        self.safe_name = safe_name
+        self.args_json = args_json
+        self.args_notes = args_notes
+        self.order = order
+        self.description = description
+        self.threshold = threshold
+        self.task_id = task_id
+        self.query_id = query_id
+        self.call_id = call_id
+
 
 def preview_of(text: str | None, data: bytes, limit: int = PREVIEW_CHARS) -> str:
     """The start of a result as text: ``text`` when the result is a plain string, else its JSON."""
     if text is not None:
         return text[:limit]
     return data[: limit * 4].decode("utf-8", "ignore")[:limit]
-
-
-Payload = tuple[bytes, bytes, ErrorInfo | None, tuple[str, ...]]
-"""What an in-memory record holds: full args JSON, result JSON, error, fallback notes."""
 
 
 class Record:
@@ -71,70 +129,45 @@ class Record:
         "_filename",
         "_preview",
         "args_hash",
-        "args_json",
-        "call_id",
-        "counter",
-        "description",
+        "call",
         "id",
         "is_error",
-        "order",
         "payload",
         "plain",
-        "query_id",
-        "rand",
-        "safe_name",
         "size",
         "storage",
-        "task_id",
         "timestamp_ns",
         "tokens",
-        "tool_name",
     )
 
     def __init__(
         self,
         id: str,
-        counter: int,
-        rand: str,
-        tool_name: str,
-        safe_name: str,
-        description: str | None,
-        args_json: bytes,
+        call: Call,
         args_hash: str,
         timestamp_ns: int,
-        task_id: int | str | None,
-        query_id: str | None,
         size: int,
-        storage: StorageKind,
         is_error: bool,
-        payload: Payload | None,
-        order: tuple[str, ...] = (),
-        tokens: int = 0,
-        preview: str | None = "",
+        tokens: int,
         plain: bool = False,
-        call_id: str | None = None,
+        preview: str | None = None,
     ) -> None:
         self.id = id
-        self.counter = counter
-        self.rand = rand
-        self.tool_name = tool_name
-        self.safe_name = safe_name
-        self.description = description
-        self.args_json = args_json
+        self.call = call
         self.args_hash = args_hash
         self.timestamp_ns = timestamp_ns
-        self.task_id = task_id
-        self.query_id = query_id
         self.size = size
-        self.storage = storage
         self.is_error = is_error
-        self.payload = payload
-        self.order = order
         self.tokens = tokens
-        self._preview = preview  # None: derived from the in-memory payload when asked for
         self.plain = plain  # the result is a plain string, previewed as text rather than JSON
-        self.call_id = call_id  # the framework's id for this tool call, when an adapter stored it
+        self._preview = preview  # None: derived from the in-memory payload when asked for
+        self.storage = StorageKind.NONE
+        self.payload: Payload | None = None
         self._filename: str | None = None
+
+    @property
+    def counter(self) -> int:
+        return int(self.id[RAND_DIGITS:], 16)
 
     @property
     def filename(self) -> str:
@@ -142,82 +175,73 @@ class Record:
         # set explicitly for calls sharing an earlier file or recovered from disk.
         if self._filename is not None:
             return self._filename
-        return context_filename(self.safe_name, self.args_hash, self.timestamp_ns // 1_000_000, self.counter, self.rand)
+        ts_ms = self.timestamp_ns // 1_000_000
+        return context_filename(self.call.safe_name, self.args_hash, ts_ms, self.counter, self.id[:RAND_DIGITS])
+
+    @property
+    def timestamp(self) -> datetime:
+        return _EPOCH + timedelta(microseconds=self.timestamp_ns // 1000)
 
     def args(self) -> dict[str, Any]:
         """The arguments (shortened if large) in the tool's parameter order."""
-        args: dict[str, Any] = orjson.loads(shorten_args(self.args_json))
-        if not self.order:
+        args: dict[str, Any] = orjson.loads(shorten_args(self.call.args_json))
+        order = self.call.order
+        if not order:
             return args
-        ordered = {name: args.pop(name) for name in self.order if name in args}
+        ordered = {name: args.pop(name) for name in order if name in args}
         ordered.update(args)
         return ordered
 
     def describe(self) -> str:
         """The call's description, built from its arguments on first use unless the tool set one."""
-        if self.description is None:
-            self.description = default_description(self.tool_name, self.args())
-        return self.description
+        call = self.call
+        if call.description is None:
+            call.description = default_description(call.tool_name, self.args())
+        return call.description
 
-    @property
-    def timestamp(self) -> datetime:
-        return datetime.fromtimestamp(self.timestamp_ns / 1e9, UTC)
+    def metadata(self, session_id: str, args: Any) -> dict[str, Any]:
+        """The :class:`~toolctx.models.CallMetadata` fields of this call, ``args`` in the form wanted."""
+        call = self.call
+        fields = {
+            "id": self.id,
+            "session_id": session_id,
+            "tool_description": self.describe(),
+            "args": args,
+            "args_hash": self.args_hash,
+            "timestamp": self.timestamp,
+        }
+        for name in CALL_FIELDS:
+            fields[name] = getattr(call, name)
+        return fields
 
     def document(self, session_id: str, payload: Payload) -> tuple[bytes, ...]:
         """The full stored document, as chunks to write one after another."""
-        args, result, error, notes = payload
-        header = orjson.dumps(
-            {
-                "format": FORMAT,
-                "id": self.id,
-                "session_id": session_id,
-                "tool_name": self.tool_name,
-                "tool_description": self.describe(),
-                "args": orjson.Fragment(args),
-                "args_hash": self.args_hash,
-                "timestamp": self.timestamp,
-                "task_id": self.task_id,
-                "query_id": self.query_id,
-                "error": None if error is None else error.model_dump(),
-                "notes": list(notes),
-                "call_id": self.call_id,
-            }
-        )
-        return header[:-1], b',"result":', result, b"}"
+        result, error, notes = payload
+        header = self.metadata(session_id, orjson.Fragment(self.call.args_json))
+        header = {
+            "format": FORMAT,
+            **header,
+            "error": None if error is None else error.model_dump(),
+            "notes": list(notes),
+        }
+        return orjson.dumps(header)[:-1], b',"result":', result, b"}"
 
     def context(self, session_id: str, payload: Payload) -> StoredContext:
         """The StoredContext of an in-memory record, without a JSON round trip of the header."""
-        args, result, error, notes = payload
+        result, error, notes = payload
         return StoredContext(
-            id=self.id,
-            session_id=session_id,
-            tool_name=self.tool_name,
-            tool_description=self.describe(),
-            args=orjson.loads(args),
-            args_hash=self.args_hash,
-            timestamp=self.timestamp,
-            task_id=self.task_id,
-            query_id=self.query_id,
+            **self.metadata(session_id, orjson.loads(self.call.args_json)),
             result=orjson.loads(result),
             error=error,
             notes=list(notes),
-            call_id=self.call_id,
         )
 
     def pointer(self, session_id: str, path: str | None) -> ContextPointer:
         """A fresh pointer; ``path`` is the file's path when the store has one."""
         on_disk = self.storage is StorageKind.DISK
-        args = self.args()
-        return ContextPointer(
-            id=self.id,
-            session_id=session_id,
-            tool_name=self.tool_name,
-            tool_description=self.describe(),
-            args=args,
-            args_hash=self.args_hash,
-            timestamp=self.timestamp,
-            task_id=self.task_id,
-            query_id=self.query_id,
+        # Every value is toolctx's own and already valid: skip pydantic's validation.
+        return ContextPointer.model_construct(
+            **self.metadata(session_id, self.args()),
             size=self.size,
             storage=self.storage,
             filename=self.filename if on_disk else None,
@@ -225,8 +249,21 @@ class Record:
             is_error=self.is_error,
             tokens=self.tokens,
             preview=self.preview,
-            call_id=self.call_id,
         )
+
+    def manifest_line(self) -> bytes:
+        """The manifest's line for this call: the pointer's fields but the session id, file and storage."""
+        entry = {
+            "op": "put",
+            "file": self.filename,
+            **self.metadata("", orjson.Fragment(shorten_args(self.call.args_json))),
+            "size": self.size,
+            "is_error": self.is_error,
+            "tokens": self.tokens,
+            "preview": self.preview,
+        }
+        del entry["session_id"]
+        return orjson.dumps(entry) + b"\n"
 
     @property
     def preview(self) -> str:
@@ -239,7 +276,7 @@ class Record:
         payload = self.payload
         if payload is None:  # spilled meanwhile: on_disk() kept the preview
             return self._preview or ""
-        data = payload[1]
+        data = payload[0]
         text = orjson.loads(data) if self.plain else None
         return preview_of(text if isinstance(text, str) else None, data, limit)
 
@@ -251,7 +288,7 @@ class Record:
 
     def search_text(self) -> str:
         """What the search index weighs most: tool name, description and arguments."""
-        return f"{self.tool_name} {self.describe()} {shorten_args(self.args_json).decode()}"
+        return f"{self.call.tool_name} {self.describe()} {shorten_args(self.call.args_json).decode()}"
 
     def on_disk(self) -> None:
         """The document is now in the store: drop the in-memory copy and keep small args only."""
@@ -259,67 +296,40 @@ class Record:
             self._preview = self._derive_preview(PREVIEW_CHARS)
         self.storage = StorageKind.DISK
         self.payload = None
-        self.args_json = shorten_args(self.args_json)
-
-    def manifest_line(self) -> bytes:
-        entry = {
-            "op": "put",
-            "id": self.id,
-            "file": self.filename,
-            "tool_name": self.tool_name,
-            "tool_description": self.describe(),
-            "args": orjson.Fragment(shorten_args(self.args_json)),
-            "args_hash": self.args_hash,
-            "ts": self.timestamp_ns,
-            "task_id": self.task_id,
-            "query_id": self.query_id,
-            "size": self.size,
-            "error": self.is_error,
-            "tokens": self.tokens,
-            "preview": self.preview,
-            "call_id": self.call_id,
-        }
-        return orjson.dumps(entry) + b"\n"
+        self.call.args_json = shorten_args(self.call.args_json)
 
 
-def _from_file(filename: str, **fields: Any) -> Record:
+def _from_file(filename: str, meta: CallMetadata, args_json: bytes, **fields: Any) -> Record:
     parsed = parse_context_filename(filename)
-    record_id = str(fields.pop("id"))
     # The id is the random part then the counter in hex. It is read from the id, not the
     # file name: a repeated identical call shares the file of the first one.
-    if parsed is None or len(record_id) <= len(parsed.rand):
-        raise ValueError(f"{filename!r} / {record_id!r} is not a context file name and id")
-    rand, counter = record_id[: len(parsed.rand)], int(record_id[len(parsed.rand) :], 16)
-    record = Record(
-        id=record_id,
-        counter=counter,
-        rand=rand,
+    if parsed is None or POINTER_ID.fullmatch(meta.id) is None:
+        raise ValueError(f"{filename!r} / {meta.id!r} is not a context file name and id")
+    call = Call(
         safe_name=parsed.tool,
-        storage=StorageKind.DISK,
-        payload=None,
-        **fields,
+        args_json=args_json,
+        description=meta.tool_description,
+        **{name: getattr(meta, name) for name in CALL_FIELDS},
     )
+    timestamp_ns = (meta.timestamp - _EPOCH) // _NS * 1000
+    record = Record(meta.id, call, meta.args_hash, timestamp_ns, **fields)
+    record.storage = StorageKind.DISK
     record._filename = filename
     return record
 
 
-def record_from_manifest(entry: Mapping[str, Any]) -> Record:
+def parse_manifest_line(line: bytes, session_id: str) -> Record:
     """Rebuild a record from one manifest line (raises on anything malformed)."""
+    entry = orjson.loads(line)
+    if not isinstance(entry, dict) or entry.get("op") != "put":
+        raise ValueError("not a manifest entry")
+    filename = str(entry.pop("file"))
+    pointer = ContextPointer.model_validate({**entry, "session_id": session_id, "storage": StorageKind.DISK})
     return _from_file(
-        str(entry["file"]),
-        id=str(entry["id"]),
-        tool_name=str(entry["tool_name"]),
-        description=str(entry["tool_description"]),
-        args_json=orjson.dumps(entry["args"]),
-        args_hash=str(entry["args_hash"]),
-        timestamp_ns=int(entry["ts"]),
-        task_id=entry.get("task_id"),
-        query_id=entry.get("query_id"),
-        size=int(entry["size"]),
-        is_error=bool(entry.get("error", False)),
-        tokens=int(entry.get("tokens", 0)),
-        preview=str(entry.get("preview", "")),
-        call_id=entry.get("call_id"),
+        filename,
+        pointer,
+        orjson.dumps(pointer.args),
+        **{name: getattr(pointer, name) for name in _POINTER_ONLY},
     )
 
 
@@ -328,18 +338,11 @@ def record_from_context(context: StoredContext, filename: str) -> Record:
     result_json = orjson.dumps(context.result)
     return _from_file(
         filename,
-        id=context.id,
-        tool_name=context.tool_name,
-        description=context.tool_description,
-        args_json=shorten_args(orjson.dumps(context.args)),
-        args_hash=context.args_hash,
-        timestamp_ns=int(context.timestamp.timestamp() * 1e9),
-        task_id=context.task_id,
-        query_id=context.query_id,
+        context,
+        shorten_args(orjson.dumps(context.args)),
         size=len(result_json),
         is_error=context.error is not None,
         tokens=estimate_tokens(result_json),
-        call_id=context.call_id,
         preview=preview_of(context.result if isinstance(context.result, str) else None, result_json),
     )
 

@@ -1,0 +1,14 @@
+"""Sessions: where tool calls are stored, and which session a call lands in.
+
+- :class:`ContextSession` (also spelled :func:`session`) stores calls, selects and
+  loads them, and cleans up when it ends;
+- :func:`current_session` is the session calls made here go to;
+- :func:`reset_default_session` ends the process-wide default session.
+"""
+
+from __future__ import annotations
+
+from toolctx.sessions._current import current_session, reset_default_session, session
+from toolctx.sessions._session import ContextRef, ContextSession, OnDebug
+
+__all__ = ["ContextRef", "ContextSession", "OnDebug", "current_session", "reset_default_session", "session"]

@@ -1,0 +1,304 @@
+"""The save path: where a call's output is kept, and moving it when memory runs out.
+
+A :class:`SavePath` belongs to one session and holds its records. A result under
+the threshold is kept in memory, within the memory budget; the oldest in-memory
+outputs are spilled to the store when the budget is exceeded; larger results are
+written to the store at once. Every document that reaches the store is listed in
+the manifest.
+
+Per call it serialises the result once, screens the arguments and result for
+secrets (one scan when both are small), hashes the redacted arguments once and
+keeps exact-size copies; the file name, description, preview and search text are
+built later, when something asks for them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any, NamedTuple
+
+import xxhash
+
+from toolctx._internal import DEBUG, internal_error, log_enabled
+from toolctx.errors import SessionClosedError
+from toolctx.hashing import hash_bytes
+from toolctx.models import ErrorInfo, StorageKind
+from toolctx.naming import MANIFEST_NAME, new_rand, pointer_id
+from toolctx.redaction import Redactor
+from toolctx.selection import SearchIndex
+from toolctx.serialize import encode
+from toolctx.sessions._records import INDEX_PREVIEW_CHARS, PREVIEW_CHARS, Call, Payload, Record, error_info, preview_of
+from toolctx.storage import BlobStore
+from toolctx.tokens import estimate_tokens
+
+__all__ = ["SavePath", "Tags", "current_tags"]
+
+_MEMORY, _DISK, _NONE = StorageKind.MEMORY, StorageKind.DISK, StorageKind.NONE
+_LONG_PREVIEWS = 4096  # unsearched calls whose long index preview is queued (about 4 MB)
+
+Emit = Callable[..., None]
+
+
+class Tags(NamedTuple):
+    """The query and task that calls made here are tagged with."""
+
+    query_id: str | None = None
+    task_id: int | str | None = None
+
+
+current_tags: ContextVar[Tags] = ContextVar("toolctx_tags", default=Tags())  # noqa: B039 - a NamedTuple is immutable
+
+
+class SavePath:
+    """Stores one session's calls and holds its records (thread-safe)."""
+
+    def __init__(
+        self,
+        session_id: str,
+        store: BlobStore,
+        *,
+        threshold: int,
+        memory_budget: int,
+        redactor: Redactor | None,
+        emit: Emit,
+        always_emit: bool,
+        where: str,
+    ) -> None:
+        self.session_id = session_id
+        self.store = store
+        self.threshold = threshold
+        self.memory_budget = memory_budget
+        self.redactor = redactor
+        self.index = SearchIndex()
+        self.closed = False
+        self.lock = threading.Lock()
+        self.records: dict[str, Record] = {}
+        self.calls: dict[str, str] = {}  # framework call id -> record id
+        self.memory_bytes = 0
+        self._memory: OrderedDict[str, Record] = OrderedDict()
+        self._written: dict[str, str] = {}  # identical-output key -> file already holding it
+        self._ids = itertools.count()
+        # Ids begin, and file names end, with this per-session random part; a forked child gets its own.
+        self.rand = new_rand()
+        self._emit = emit
+        self._always_emit = always_emit  # an on_debug callback wants every event, logged or not
+        self._where = where
+
+    def save(self, call: Call, result: Any, error: BaseException | ErrorInfo | None) -> Record:
+        """Keep one call: the decorator and ``save_context`` both end here.
+
+        Secrets are redacted from the arguments and the result before anything is
+        kept, and the arguments are hashed after redaction, so no hash depends on a
+        secret. Text in ``call`` must already be valid UTF-8 (``clean_text``): both
+        callers see to that once, outside this hot path.
+        """
+        if self.closed:
+            raise SessionClosedError(f"session {self.session_id} has ended; open a new one with toolctx.session()")
+        if call.task_id is None or call.query_id is None:
+            tags = current_tags.get()
+            if call.task_id is None:
+                call.task_id = tags.task_id
+            if call.query_id is None:
+                call.query_id = tags.query_id
+        data, notes = encode(result)
+        encoded = data
+        args_json = call.args_json
+        redactor = self.redactor
+        if redactor is not None:
+            args_json, data = redactor.redact_call(args_json, data)
+        # Kept for the record's life: an exact-size copy, not orjson's over-allocated buffer.
+        args_json = call.args_json = memoryview(args_json).tobytes()
+        if error is not None:
+            error = error_info(error, redactor)
+        if call.args_notes:
+            notes = tuple(f"arguments: {note}" for note in call.args_notes) + notes
+        size = len(data)
+        # A plain string result previews as itself, unless redaction changed it.
+        plain = isinstance(result, str) and data is encoded and not notes
+        record = Record(
+            pointer_id(self.rand, next(self._ids)),  # next() is atomic under the GIL
+            call,
+            hash_bytes(args_json),
+            time.time_ns(),
+            size,
+            error is not None,
+            estimate_tokens(data),
+            plain,
+        )
+        threshold = self.threshold if call.threshold is None else call.threshold
+        if size < threshold and self.memory_budget:
+            # The preview and the index's text come from the payload when needed: nothing is copied twice.
+            self._keep_in_memory(record, (memoryview(data).tobytes(), error, notes))
+            self.index.add(record.id, record.search_text, record.index_text, record.tokens)
+        else:
+            # The output leaves memory: capture what the index and the pointer need now. Past a
+            # backlog of calls never searched, the index gets only the pointer's 200 characters.
+            preview = preview_of(result if plain else None, data, INDEX_PREVIEW_CHARS)
+            record._preview = preview[:PREVIEW_CHARS]
+            self._keep_on_disk(record, (data, error, notes))
+            index = self.index
+            index.add(
+                record.id,
+                record.search_text,
+                preview if index.backlog < _LONG_PREVIEWS else record._preview,
+                record.tokens,
+            )
+        if call.call_id is not None:
+            self.calls[call.call_id] = record.id
+        if self._always_emit or log_enabled(DEBUG):
+            self._emit(DEBUG, "saved", id=record.id, tool=call.tool_name, size=size, storage=str(record.storage))
+        if len(notes) > len(call.args_notes):  # arguments in fallback form are noted in the document only
+            internal_error(
+                f"the result of tool {call.tool_name!r} is not plain JSON; stored in toolctx's fallback form: "
+                + "; ".join(notes[len(call.args_notes) :]),
+                id=record.id,
+            )
+        return record
+
+    def _keep_in_memory(self, record: Record, payload: Payload) -> None:
+        record.storage = _MEMORY
+        record.payload = payload
+        lock = self.lock
+        lock.acquire()  # (cheaper than ``with`` on this hot path)
+        try:
+            self.records[record.id] = record
+            self._memory[record.id] = record
+            self.memory_bytes += record.size + len(record.call.args_json)
+            evicted = self._evict_over_budget() if self.memory_bytes > self.memory_budget else None
+        finally:
+            lock.release()
+        if evicted:
+            self.spill(evicted)
+
+    def _keep_on_disk(self, record: Record, payload: Payload) -> None:
+        # A repeated call with the same arguments and the same result shares the file
+        # already written for it instead of writing an identical one again.
+        data, error = payload[0], payload[1]
+        same = (
+            None
+            if error is not None
+            else f"{record.call.safe_name}:{record.args_hash}:{xxhash.xxh3_128_hexdigest(data)}"
+        )
+        existing = self._written.get(same) if same is not None else None
+        if existing is not None:
+            record._filename = existing
+            record.on_disk()
+            self._append_manifest(record)
+        else:
+            self._write(record, payload)
+            if same is not None and record.storage is _DISK:
+                self._written[same] = record.filename
+        with self.lock:
+            self.records[record.id] = record
+
+    def _evict_over_budget(self) -> list[Record]:
+        """Pop the oldest in-memory records until the budget holds (caller holds the lock)."""
+        evicted: list[Record] = []
+        while self.memory_bytes > self.memory_budget and self._memory:
+            _, oldest = self._memory.popitem(last=False)
+            self.memory_bytes -= oldest.size + len(oldest.call.args_json)
+            evicted.append(oldest)
+        return evicted
+
+    def _write(self, record: Record, payload: Payload) -> None:
+        """Write a record's document to the store and the manifest; on failure mark it unstored."""
+        try:
+            self.store.put(record.filename, record.document(self.session_id, payload))
+        except Exception as exc:
+            record.storage = _NONE
+            internal_error(
+                f"could not store the output of tool {record.call.tool_name!r} in {self._where!r}; "
+                "the tool's result was returned unchanged but is not stored",
+                exc,
+                id=record.id,
+            )
+            return
+        record.on_disk()
+        self._append_manifest(record)
+
+    def _append_manifest(self, record: Record) -> None:
+        try:
+            self.store.append(MANIFEST_NAME, record.manifest_line())
+        except Exception as exc:
+            internal_error(
+                f"could not add context {record.id} to the session manifest; it is stored but "
+                "resume() will find it only by scanning the directory",
+                exc,
+            )
+
+    def spill(self, records: list[Record]) -> None:
+        """Move in-memory outputs to the store; any that fail stay in memory."""
+        failed: list[Record] = []
+        for record in records:
+            payload = record.payload
+            if payload is None:
+                continue
+            try:
+                self.store.put(record.filename, record.document(self.session_id, payload))
+            except Exception as exc:
+                failed.append(record)
+                internal_error(f"could not spill context {record.id} to {self._where!r}; it stays in memory", exc)
+                continue
+            record.on_disk()
+            self._append_manifest(record)
+            self._emit(DEBUG, "spilled", id=record.id, size=record.size)
+        if failed:
+            with self.lock:
+                for record in failed:
+                    if record.id in self.records:
+                        self._memory[record.id] = record
+                        self.memory_bytes += record.size + len(record.call.args_json)
+
+    def flush(self) -> None:
+        """Write every in-memory output to the store (a kept session ending)."""
+        with self.lock:
+            pending = list(self._memory.values())
+            self._memory.clear()
+            self.memory_bytes = 0
+        self.spill(pending)
+
+    def forget(self) -> int:
+        """Drop every record held in memory (files already written stay); returns how many."""
+        with self.lock:
+            count = len(self.records)
+            self.records.clear()
+            self.calls.clear()
+            self._memory.clear()
+            self.memory_bytes = 0
+        self.index.clear()
+        return count
+
+    def forget_stored(self) -> None:
+        """Drop the records whose output is in the store (before its files are deleted)."""
+        with self.lock:
+            gone = [k for k, r in self.records.items() if r.storage is not _MEMORY]
+            for key in gone:
+                del self.records[key]
+            self._written.clear()
+        self.index.remove(gone)
+
+    def restore(self, records: list[Record]) -> None:
+        """Take over records rebuilt from the store (resume), numbering new calls after them."""
+        with self.lock:
+            self.records = {r.id: r for r in records}
+            for record in records:
+                if record.call.call_id is not None:
+                    self.calls[record.call.call_id] = record.id
+        for record in records:
+            self.index.add(record.id, record.search_text, record.preview, record.tokens)
+        self._ids = itertools.count(max((r.counter for r in records), default=-1) + 1)
+
+    def snapshot(self) -> list[Record]:
+        with self.lock:
+            return list(self.records.values())
+
+    def after_fork(self) -> None:
+        # A forked child shares the parent's counter: give its ids a new random part, and
+        # replace a lock another thread may have held at the moment of the fork.
+        self.rand = new_rand()
+        self.lock = threading.Lock()
