@@ -18,18 +18,24 @@ __all__ = ["fraction", "non_empty_text", "real_number", "safe_name", "whole_numb
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
-def whole_number(name: str, value: object, *, minimum: int = 0, maximum: int | None = None) -> int:
-    """``value`` if it is an ``int`` (not a bool) in ``[minimum, maximum]``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (maximum is not None and value > maximum):
+def whole_number(
+    name: str, value: object, *, minimum: int = 0, maximum: int | None = None, unit: str | None = None
+) -> int:
+    """``value`` if it is an ``int`` (not a bool) in ``[minimum, maximum]``; ``unit`` names what it counts."""
+    in_range = isinstance(value, int) and minimum <= value and (maximum is None or value <= maximum)
+    if isinstance(value, bool) or not in_range:
         bounds = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
-        raise ConfigError(f"{name} must be a whole number {bounds}, got {value!r:.80}")
+        counted = f"whole number of {unit}" if unit else "whole number"
+        raise ConfigError(f"{name} must be a {counted} {bounds}, got {value!r:.80}")
     return value
 
 
-def real_number(name: str, value: object, *, minimum: float | None = None, above: float | None = None) -> float:
+def real_number(
+    name: str, value: object, *, minimum: float | None = None, above: float | None = None, unit: str | None = None
+) -> float:
     """``value`` as a finite float (ints accepted, bools and NaN/infinities not).
 
-    ``minimum`` is inclusive, ``above`` exclusive.
+    ``minimum`` is inclusive, ``above`` exclusive; ``unit`` names what it counts.
     """
     if (
         isinstance(value, bool)
@@ -38,8 +44,9 @@ def real_number(name: str, value: object, *, minimum: float | None = None, above
         or (minimum is not None and value < minimum)
         or (above is not None and value <= above)
     ):
-        bound = "" if minimum is None and above is None else f" {'>= ' + str(minimum) if above is None else '> ' + str(above)}"
-        raise ConfigError(f"{name} must be a finite number{bound}, got {value!r:.80}")
+        bound = f" > {above:g}" if above is not None else "" if minimum is None else f" >= {minimum:g}"
+        counted = f"finite number of {unit}" if unit else "finite number"
+        raise ConfigError(f"{name} must be a {counted}{bound}, got {value!r:.80}")
     return float(value)
 
 

@@ -22,6 +22,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from toolctx._checks import real_number
 from toolctx._internal import DEBUG, log
 from toolctx.errors import ConfigError, SessionError
 from toolctx.naming import is_own_file, validate_session_id
@@ -33,9 +34,7 @@ __all__ = ["gc"]
 
 def _seconds(older_than: float | timedelta) -> float:
     seconds = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
-        raise ConfigError(f"older_than must be a timedelta or a number of seconds >= 0, got {older_than!r}")
-    return float(seconds)
+    return real_number("older_than (a timedelta or a number)", seconds, minimum=0.0, unit="seconds")
 
 
 def _last_change(directory: Path) -> float:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from toolctx._checks import whole_number
+from toolctx._platform import default_context_dir
 from toolctx.errors import ConfigError
 
 __all__ = [
@@ -20,13 +22,19 @@ DEFAULT_THRESHOLD = 32 * 1024
 DEFAULT_MEMORY_BUDGET = 4 * 1024 * 1024
 """Bytes of results and arguments a session keeps in memory before spilling the oldest."""
 DEFAULT_CONTEXT_DIR = "~/.agent/context"
-"""Used when neither ``context_dir`` nor ``TOOLCTX_CONTEXT_DIR`` is given."""
+"""Used when neither ``context_dir`` nor ``TOOLCTX_CONTEXT_DIR`` is given, on POSIX with a usable home.
+
+On Windows sessions go to ``%LOCALAPPDATA%\\toolctx\\context`` instead. Where
+there is no usable home directory (``HOME`` unset, or no folder can be made
+there, as for many services and containers) they go to a per-user folder in the
+temporary directory, ``<tempdir>/toolctx-<uid>/context``.
+"""
 
 
 def resolve_context_dir(context_dir: str | os.PathLike[str] | None) -> Path:
     """The absolute context directory: the argument, ``TOOLCTX_CONTEXT_DIR`` or the default."""
     if context_dir is None:
-        context_dir = os.environ.get("TOOLCTX_CONTEXT_DIR") or DEFAULT_CONTEXT_DIR
+        context_dir = os.environ.get("TOOLCTX_CONTEXT_DIR") or default_context_dir()
     if not isinstance(context_dir, (str, os.PathLike)) or "\x00" in os.fspath(context_dir):
         raise ConfigError(f"context_dir must be a directory path without NUL bytes, got {context_dir!r:.100}")
     return Path(context_dir).expanduser().absolute()
@@ -34,6 +42,4 @@ def resolve_context_dir(context_dir: str | os.PathLike[str] | None) -> Path:
 
 def byte_count(name: str, value: object) -> int:
     """``value`` if it is a whole number of bytes >= 0, else a ConfigError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"{name} must be a whole number of bytes >= 0, got {value!r}")
-    return value
+    return whole_number(name, value, unit="bytes")

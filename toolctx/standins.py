@@ -15,14 +15,16 @@ Framework adapters share these pieces:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from toolctx._checks import whole_number
+from toolctx.errors import ConfigError
 from toolctx.models import ContextPointer, StoredContext
+from toolctx.naming import HANDLE_PATTERN, handle
 from toolctx.sessions import ContextSession
 from toolctx.tokens import estimate_tokens
 
@@ -44,7 +46,6 @@ __all__ = [
 STAND_IN_MARK = "[toolctx stand-in]"
 COMPACTED_MARK = "[toolctx stand-in, compacted]"
 DEFAULT_READ_LIMIT = 4000
-_HANDLE = re.compile(r"ctx:([0-9a-f]{7,})")
 
 
 def output_text(result: Any) -> str:
@@ -95,7 +96,7 @@ def is_compacted(text: object) -> bool:
 
 def handle_of(text: str) -> str | None:
     """The pointer id named in a stand-in, if any."""
-    match = _HANDLE.search(text[:1000]) if is_stand_in(text) else None
+    match = HANDLE_PATTERN.search(text[:1000]) if is_stand_in(text) else None
     return match.group(1) if match else None
 
 
@@ -119,16 +120,17 @@ def read_context(session: ContextSession, ref: str, offset: int = 0, limit: int 
     message the model can act on, never as an exception.
     """
     if not isinstance(ref, str) or not ref.strip():
-        return 'read_context needs the id of a stored output, for example id="ctx:1a2b3c4".'
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        return f"offset must be a whole number of characters >= 0, not {offset!r}."
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        return f"limit must be a whole number of characters >= 1, not {limit!r}."
+        return f'read_context needs the id of a stored output, for example id="{handle("1a2b3c4")}".'
+    try:
+        whole_number("offset", offset, unit="characters")
+        whole_number("limit", limit, minimum=1, unit="characters")
+    except ConfigError as exc:
+        return f"{exc}."
     key = ref.strip()
     found = session.load_contexts([key])
     if not found:
         return (
-            f"No stored output {key!r} in this session. Use an id from a stand-in, written ctx:<id>; "
+            f"No stored output {key!r} in this session. Use an id from a stand-in, written {handle('<id>')}; "
             "it may also have been cleared."
         )
     context = found[0]
@@ -136,10 +138,10 @@ def read_context(session: ContextSession, ref: str, offset: int = 0, limit: int 
     if context.error is not None:
         text = text or f"{context.error.type}: {context.error.message}"
     if offset >= len(text) and not (offset == 0 and not text):
-        return f"offset {offset:,} is past the end of ctx:{context.id}, which has {len(text):,} characters."
+        return f"offset {offset:,} is past the end of {handle(context.id)}, which has {len(text):,} characters."
     end = min(len(text), offset + limit)
     more = f" {len(text) - end:,} more characters follow; continue with offset={end}." if end < len(text) else ""
-    return f"[ctx:{context.id} characters {offset:,}-{end:,} of {len(text):,}.{more}]\n{text[offset:end]}"
+    return f"[{handle(context.id)} characters {offset:,}-{end:,} of {len(text):,}.{more}]\n{text[offset:end]}"
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from toolctx import ContextPointer, ContextSession, ErrorInfo, hash_query
+from toolctx._checks import fraction, whole_number
 from toolctx._internal import WARNING, internal_error, log
-from toolctx.errors import ConfigError
 from toolctx.standins import ResultEntry, compactable, is_stand_in, output_text, stand_in, stored_text
 from toolctx.tokens import estimate_tokens
 from toolctx_langchain.tools import READ_CONTEXT, SessionSource, read_context_tool, resolver
@@ -24,12 +24,6 @@ __all__ = ["ToolContextMiddleware"]
 
 TokenCounter = Callable[[Sequence[BaseMessage]], int]
 _META = "toolctx"
-
-
-def _positive(name: str, value: object, *, allow_zero: bool = False) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < (0 if allow_zero else 1):
-        raise ConfigError(f"{name} must be a whole number {'>= 0' if allow_zero else '>= 1'}, got {value!r}")
-    return value
 
 
 def _latest_question(messages: Sequence[Any]) -> str | None:
@@ -146,24 +140,20 @@ class ToolContextMiddleware(AgentMiddleware):
         read_tool: bool = True,
     ) -> None:
         super().__init__()
-        self.max_output_tokens = _positive("max_output_tokens", max_output_tokens)
-        self.head_chars = _positive("head_chars", head_chars, allow_zero=True)
-        self.tail_chars = _positive("tail_chars", tail_chars, allow_zero=True)
+        self.max_output_tokens = whole_number("max_output_tokens", max_output_tokens, minimum=1)
+        self.head_chars = whole_number("head_chars", head_chars)
+        self.tail_chars = whole_number("tail_chars", tail_chars)
         if trigger_tokens is not None:
-            _positive("trigger_tokens", trigger_tokens)
-        if trigger_fraction is not None and (
-            isinstance(trigger_fraction, bool)
-            or not isinstance(trigger_fraction, (int, float))
-            or not 0 < trigger_fraction <= 1
-        ):
-            raise ConfigError(f"trigger_fraction must be a number in (0, 1], got {trigger_fraction!r}")
+            whole_number("trigger_tokens", trigger_tokens, minimum=1)
+        if trigger_fraction is not None:
+            fraction("trigger_fraction", trigger_fraction, zero=False)
         self.trigger_tokens = trigger_tokens
         self.trigger_fraction = trigger_fraction
-        self.keep = _positive("keep", keep, allow_zero=True)
+        self.keep = whole_number("keep", keep)
         if isinstance(exclude_tools, str):
             exclude_tools = (exclude_tools,)
         self.exclude_tools = frozenset(exclude_tools) | {READ_CONTEXT}
-        self.compact_chars = _positive("compact_chars", compact_chars, allow_zero=True)
+        self.compact_chars = whole_number("compact_chars", compact_chars)
         self.write_back = bool(write_back)
         self.token_counter: TokenCounter = token_counter or count_tokens_approximately
         self.session = resolver(session)

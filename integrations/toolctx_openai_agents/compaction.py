@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 from agents.run_config import CallModelData, ModelInputData
 
+from toolctx._checks import whole_number
 from toolctx._internal import internal_error
-from toolctx.errors import ConfigError
 from toolctx.standins import ResultEntry, compactable, is_compacted, is_stand_in, output_text, stand_in, stored_text
 from toolctx.tokens import estimate_tokens
 from toolctx_openai_agents.tools import SessionSource, parse_arguments, resolver
@@ -45,8 +45,7 @@ def compact_tool_outputs(
     through unchanged.
     """
     for name, value in (("trigger_tokens", trigger_tokens), ("keep", keep), ("compact_chars", compact_chars)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(f"{name} must be a whole number >= 0, got {value!r}")
+        whole_number(name, value)
     get_session = resolver(session)
     excluded = frozenset(exclude_tools) | {"read_context"}
 

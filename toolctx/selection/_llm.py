@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from toolctx._checks import real_number, whole_number
 from toolctx._internal import WARNING, log
 from toolctx.errors import ConfigError
 from toolctx.models import ContextPointer
@@ -148,12 +149,8 @@ class LLM(Strategy):
         fallback: object = None,
     ) -> None:
         self.ask = _adapt(model, model_name)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise ConfigError(f"timeout must be a number of seconds > 0, got {timeout!r}")
-        if isinstance(max_candidates, bool) or not isinstance(max_candidates, int) or max_candidates < 1:
-            raise ConfigError(f"max_candidates must be an int >= 1, got {max_candidates!r}")
-        self.timeout = float(timeout)
-        self.max_candidates = max_candidates
+        self.timeout = real_number("timeout", timeout, above=0.0, unit="seconds")
+        self.max_candidates = whole_number("max_candidates", max_candidates, minimum=1)
         self.preview_chars = preview_chars
         self.fallback = BM25() if fallback is None else as_strategy(fallback)
 

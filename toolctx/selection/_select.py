@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from toolctx._checks import fraction, whole_number
 from toolctx._internal import DEBUG, log
-from toolctx.errors import ConfigError
 from toolctx.models import ContextPointer
 from toolctx.selection._recency import Recency
 from toolctx.selection.base import Scored, SelectionState, Strategy
@@ -17,18 +17,11 @@ MIN_SCORE_RATIO = 0.25
 
 
 def validate_limits(k: object, budget_tokens: object, min_score_ratio: object) -> None:
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise ConfigError(f"k must be a positive int or None, got {k!r}")
-    if budget_tokens is not None and (
-        isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int) or budget_tokens < 0
-    ):
-        raise ConfigError(f"budget_tokens must be a whole number of tokens >= 0 or None, got {budget_tokens!r}")
-    if (
-        isinstance(min_score_ratio, bool)
-        or not isinstance(min_score_ratio, (int, float))
-        or not 0 <= min_score_ratio <= 1
-    ):
-        raise ConfigError(f"min_score_ratio must be a number from 0 to 1, got {min_score_ratio!r}")
+    if k is not None:
+        whole_number("k", k, minimum=1)
+    if budget_tokens is not None:
+        whole_number("budget_tokens", budget_tokens, unit="tokens")
+    fraction("min_score_ratio", min_score_ratio)
 
 
 def select(state: SelectionState, strategy: Strategy, min_score_ratio: float = MIN_SCORE_RATIO) -> list[ContextPointer]:

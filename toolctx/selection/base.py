@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from toolctx._checks import real_number
 from toolctx.errors import ConfigError
 from toolctx.models import ContextPointer
 from toolctx.selection.text import tokenize
@@ -157,9 +158,8 @@ class Strategy:
         return as_strategy(other) + self
 
     def __mul__(self, weight: object) -> Strategy:
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
-            raise ConfigError(f"a strategy can only be weighted by a number >= 0, got {weight!r}")
-        return _Sum([(w * weight, s) for w, s in _terms(self)])
+        factor = real_number("a strategy's weight", weight, minimum=0.0)
+        return _Sum([(w * factor, s) for w, s in _terms(self)])
 
     __rmul__ = __mul__
 
