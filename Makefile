@@ -41,6 +41,16 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/adapters.py
 	$(BIN)/python bench/tiered.py
 
+$(VENV)/.installed-docs: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[docs,langchain,openai-agents,server]"
+	touch $@ $(VENV)/.installed
+
+# The documentation site, into docs/_build/html: the API reference from the docstrings, and every
+# cross-reference that does not resolve is an error (tests/test_docs.py builds it the same way).
+.PHONY: docs
+docs: $(VENV)/.installed-docs
+	$(BIN)/python -m sphinx -b html -n -W --keep-going -E docs docs/_build/html
+
 lint: $(VENV)/.installed-dev
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m ruff format --check .
