@@ -127,6 +127,7 @@ def test_methods_classmethods_and_staticmethods(context_dir: Path) -> None:
         assert Repo.read(repo, "b.py") == "/root/b.py"
         assert Repo.kind("x") == repo.kind("x") == "Repo:x"
         assert Repo.kind_inner("y") == "Repo:y"
+        assert repo.kind_inner("z") == "Repo:z"
         assert Repo.join("a") == "ax"
         assert repo.join("a", b="b") == "ab"
         assert Repo.join_inner("a", "x") == "ax"
@@ -138,6 +139,7 @@ def test_methods_classmethods_and_staticmethods(context_dir: Path) -> None:
         ("kind", {"name": "x"}),
         ("kind", {"name": "x"}),
         ("kind_inner", {"name": "y"}),
+        ("kind_inner", {"name": "z"}),
         ("join", {"a": "a", "b": "x"}),
         ("join", {"a": "a", "b": "b"}),
         ("join_inner", {"a": "a", "b": "x"}),

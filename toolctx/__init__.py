@@ -23,7 +23,7 @@ from toolctx.errors import (
     ToolctxWarning,
 )
 from toolctx.hashing import hash_query
-from toolctx.models import ContextPointer, ErrorInfo, StorageKind, StoredContext
+from toolctx.models import CallMetadata, ContextPointer, ErrorInfo, StorageKind, StoredContext
 from toolctx.sessions import ContextSession, current_session, session
 
 try:
@@ -32,6 +32,7 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - running from a sour
     __version__ = "0.0.0"
 
 __all__ = [
+    "CallMetadata",
     "ConfigError",
     "ContextPointer",
     "ContextSession",

@@ -36,7 +36,7 @@ def open_sessions() -> list[ContextSession]:
     """Sessions whose ``with`` block is still open: entered anywhere, or active in this context."""
     found = entered_sessions()
     active = active_session.get()
-    if active is not None and all(active is not s for s in found):
+    if active is not None and not active.closed and all(active is not s for s in found):
         found.append(active)
     return found
 

@@ -1,0 +1,116 @@
+"""Keeping a session and resuming it, in this process or another, after a crash."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+
+from tests.conftest import files_under
+from tests.sessions.helpers import BIG, save
+from toolctx import (
+    ConfigError,
+    ContextSession,
+    SessionBusyError,
+    SessionNotFoundError,
+    StorageKind,
+    ToolctxWarning,
+    hash_query,
+    session,
+)
+from toolctx.naming import MANIFEST_NAME
+
+# -- keep and resume ------------------------------------------------------------------------
+
+
+def test_keep_flushes_memory_and_resume_rebuilds_every_pointer(context_dir: Path) -> None:
+    with session(context_dir, keep=True) as s:
+        with s.query("q"), s.task(2):
+            small = save(s, result={"a": 1})
+            big = save(s, tool="big", result=BIG)
+        original = s.get_all_pointers()
+    assert (s.session_dir / MANIFEST_NAME).exists()
+    with ContextSession.resume(s.session_id, context_dir) as resumed:
+        pointers = resumed.get_all_pointers()
+        assert [p.id for p in pointers] == [p.id for p in original]
+        assert [p.query_id for p in pointers] == [hash_query("q")] * 2
+        assert [p.task_id for p in pointers] == [2, 2]
+        assert all(p.storage is StorageKind.DISK for p in pointers)
+        assert [c.result for c in resumed.load_contexts([small.id, big.id])] == [{"a": 1}, BIG]
+        newer = save(resumed, result=BIG)
+        assert newer.id not in {p.id for p in original}
+    assert resumed.session_dir.exists()  # resume keeps by default
+    with ContextSession.resume(s.session_id, context_dir, keep=False) as last:
+        assert len(last) == 3
+    assert files_under(context_dir) == []
+
+
+def test_resume_in_another_process(context_dir: Path) -> None:
+    with session(context_dir, keep=True) as s:
+        save(s, result=BIG)
+        save(s, result="small")
+    code = (
+        "import sys, toolctx\n"
+        "s = toolctx.ContextSession.resume(sys.argv[1], sys.argv[2])\n"
+        "print(sorted(len(str(c.result)) for c in s.load_contexts(s.get_all_pointers())))\n"
+        "s.close()\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, s.session_id, str(context_dir)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[5, 40000]"
+
+
+def test_resume_recovers_files_the_manifest_missed_and_drops_missing_ones(context_dir: Path) -> None:
+    with session(context_dir, keep=True, threshold=0) as s:
+        pointers = [save(s, n=i) for i in range(4)]
+    manifest = s.session_dir / MANIFEST_NAME
+    lines = manifest.read_bytes().splitlines(keepends=True)
+    manifest.write_bytes(lines[0] + lines[1] + lines[2][:20])  # a crash cut the manifest short
+    assert pointers[0].filepath is not None
+    Path(pointers[0].filepath).unlink()
+    (s.session_dir / ".x_0123456789abcdef_1735012345678_9_9f3a1c.json.0123abcd.tmp").write_bytes(b"{partial")
+    resumed = ContextSession.resume(s.session_id, context_dir, keep=False)
+    assert sorted(p.id for p in resumed.get_all_pointers()) == sorted(p.id for p in pointers[1:])
+    assert [c.args["n"] for c in resumed.load_contexts(resumed.get_all_pointers())] == [1, 2, 3]
+    assert len(manifest.read_bytes().splitlines()) == 3  # rewritten whole
+    resumed.close()
+    assert files_under(context_dir) == []
+
+
+def test_resume_errors(context_dir: Path) -> None:
+    with pytest.raises(SessionNotFoundError):
+        ContextSession.resume("no-such-session", context_dir)
+    with pytest.raises(ConfigError, match="session_id"):
+        ContextSession.resume("../etc", context_dir)
+    with session(context_dir, keep=True) as s:
+        save(s, result=BIG)
+        with pytest.raises(SessionBusyError):
+            ContextSession.resume(s.session_id, context_dir)
+    ContextSession.resume(s.session_id, context_dir, keep=False).close()
+
+
+def test_a_fresh_session_never_takes_over_an_existing_directory(context_dir: Path) -> None:
+    (context_dir / "taken").mkdir()
+    (context_dir / "taken" / "user.txt").write_text("mine")
+    with pytest.warns(ToolctxWarning, match="could not store"), session(context_dir, session_id="taken") as s:
+        pointer = save(s, result=BIG)
+    assert pointer.storage is StorageKind.NONE
+    assert (context_dir / "taken" / "user.txt").read_text() == "mine"
+
+
+def test_resume_never_adopts_a_file_of_another_session(context_dir: Path) -> None:
+    with session(context_dir, keep=True) as other:
+        foreign = other.save_context("secret_tool", {}, BIG)
+    with session(context_dir, keep=True) as mine:
+        mine.save_context("fetch", {}, BIG)
+        session_id = mine.session_id
+    # A file copied in from another conversation's directory is not this session's output.
+    (context_dir / session_id / (foreign.filename or "")).write_bytes(Path(foreign.filepath or "").read_bytes())
+    with capture_logs() as logs, session.resume(session_id, context_dir, keep=False) as again:
+        tools = [p.tool_name for p in again.get_all_pointers()]
+    assert tools == ["fetch"]
+    assert any("belongs to session" in str(e.get("reason", "")) for e in logs)

@@ -1,0 +1,162 @@
+"""The session façade: loading, selection and cleanup."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from tests.conftest import files_under
+from tests.sessions.helpers import BIG, save
+from toolctx import (
+    ConfigError,
+    ContextSession,
+    SessionClosedError,
+    StorageKind,
+    session,
+)
+from toolctx.naming import MANIFEST_NAME
+
+# -- loading ---------------------------------------------------------------------------
+
+
+def test_load_accepts_pointers_ids_handles_and_paths(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        small = save(s, result="small")
+        big = save(s, tool="big", result=BIG)
+        assert big.filepath is not None
+        refs: list[Any] = [small, big.id, f"ctx:{small.id}", big.filepath, Path(big.filepath), big.filename]
+        assert [c.result for c in s.load_contexts(refs)] == ["small", BIG, "small", BIG, BIG, BIG]
+        loaded = s.load_contexts([big])[0]
+        assert (loaded.id, loaded.tool_name, loaded.session_id) == (big.id, "big", s.session_id)
+
+
+def test_load_skips_missing_malformed_and_foreign_with_a_logged_warning(context_dir: Path, tmp_path: Path) -> None:
+    with session(context_dir) as s, session(tmp_path / "other") as other:
+        good = save(s, result=BIG)
+        broken = save(s, tool="broken", result=BIG)
+        gone = save(s, tool="gone", result=BIG)
+        foreign = save(other, result="theirs")
+        assert broken.filepath is not None
+        assert gone.filepath is not None
+        assert good.filepath is not None
+        Path(broken.filepath).write_bytes(b'{"format": "toolctx/1", "id": ')
+        Path(gone.filepath).unlink()
+        outside = tmp_path / "x_0123456789abcdef_1735012345678_1_9f3a1c.json"
+        outside.write_bytes(Path(good.filepath).read_bytes())  # a valid document, but not in this session
+        with capture_logs() as logs:
+            loaded = s.load_contexts([broken, good, "nope", gone, foreign, str(outside), "../../etc/passwd"])
+        assert [c.id for c in loaded] == [good.id]
+        skipped = [e for e in logs if e["event"] == "skipped"]
+        assert len(skipped) == 6
+        assert all(e["log_level"] == "warning" for e in skipped)
+        assert sum("belongs to session" in e["reason"] for e in skipped) == 1
+
+
+def test_load_contexts_wants_a_list(context_dir: Path) -> None:
+    s = ContextSession(context_dir)
+    with pytest.raises(ConfigError, match="list"):
+        s.load_contexts("abc")
+
+
+def test_get_pointer(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        pointer = save(s)
+        assert s.get_pointer(pointer.handle) == pointer
+        assert s.get_pointer("missing") is None
+
+
+# -- selection -------------------------------------------------------------------------
+
+
+def test_keyword_strategy_keeps_the_seed_behaviour(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        s.save_context("get_weather", {"city": "Paris"}, 1)
+        apple = s.save_context("get_income_statements", {"ticker": "AAPL", "period": "annual"}, 2)
+        both = s.save_context("get_revenue", {"ticker": "AAPL", "period": "annual"}, 3)
+        ranked = s.select_relevant_contexts("AAPL annual revenue", strategy="keyword")
+        assert [p.id for p in ranked] == [both.id, apple.id]
+        assert [p.id for p in s.select_relevant_contexts("AAPL annual revenue", k=1, strategy="keyword")] == [both.id]
+        assert len(s.select_relevant_contexts("no overlap at all", strategy="keyword")) == 3
+        assert s.select_relevant_contexts("AAPL", pointers=[apple], strategy="keyword") == [apple]
+
+
+@pytest.mark.parametrize("k", [0, -1, 1.5, True])
+def test_select_rejects_bad_k(context_dir: Path, k: object) -> None:
+    with pytest.raises(ConfigError, match="k must be"):
+        ContextSession(context_dir).select_relevant_contexts("q", k=k)  # type: ignore[arg-type]
+
+
+def test_select_rejects_a_non_text_query(context_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="query must be a str"):
+        ContextSession(context_dir).select_relevant_contexts(None)  # type: ignore[arg-type]
+
+
+# -- cleanup ---------------------------------------------------------------------------
+
+
+def test_clear_pointers_keeps_files(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        big = save(s, result=BIG)
+        s.clear_pointers()
+        assert len(s) == 0
+        assert big.filepath is not None
+        assert Path(big.filepath).exists()
+        assert [c.result for c in s.load_contexts([big])] == [BIG]
+
+
+def test_clear_context_dir_removes_files_and_their_pointers_only(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        small = save(s, result="small")
+        big = save(s, result=BIG)
+        (s.session_dir / "user-notes.txt").write_text("mine")
+        s.clear_context_dir()
+        assert [p.id for p in s.get_all_pointers()] == [small.id]
+        assert sorted(p.name for p in s.session_dir.iterdir()) == ["session.lock", "user-notes.txt"]
+        assert big.filepath is not None
+        assert not Path(big.filepath).exists()
+    assert sorted(p.name for p in context_dir.rglob("*")) == [s.session_id, "user-notes.txt"]
+
+
+def test_clear_removes_everything_and_the_session_stays_usable(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        save(s, result=BIG)
+        save(s)
+        s.clear()
+        assert len(s) == 0
+        assert save(s, result=BIG).storage is StorageKind.DISK
+    assert files_under(context_dir) == []
+
+
+def test_leaving_the_block_deletes_what_was_stored_even_on_error(context_dir: Path) -> None:
+    def agent(s: ContextSession) -> None:
+        save(s, result=BIG)
+        raise RuntimeError("agent failed")
+
+    s = session(context_dir)
+    with pytest.raises(RuntimeError, match="agent failed"), s:
+        agent(s)
+    assert files_under(context_dir) == []
+    assert s.closed
+    with pytest.raises(SessionClosedError, match=r"toolctx\.session\(\)"):
+        save(s)
+    with pytest.raises(SessionClosedError), s:
+        pass
+
+
+def test_a_context_dir_full_of_user_files_is_left_alone(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "docs").mkdir(parents=True)
+    (home / "docs" / "thesis.txt").write_text("years of work")
+    (home / "search_0123456789abcdef_1735012345678_1_9f3a1c.json").write_text("looks like ours, is not")
+    (home / MANIFEST_NAME).write_text("not ours either")
+    before = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
+    with session(home) as s:
+        save(s, result=BIG)
+        save(s, result="small")
+        s.clear()
+        save(s, result=BIG)
+    after = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
+    assert after == before
