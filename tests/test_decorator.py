@@ -327,3 +327,13 @@ def test_arguments_are_captured_before_the_tool_mutates_them(context_dir: Path) 
     with session(context_dir):
         appender([1])
         assert pointers()[0].args == {"items": [1]}
+
+
+def test_a_classmethod_passing_the_class_positionally_records_only_the_arguments(context_dir: Path) -> None:
+    # Python 3.13's classmethod calls the function it wraps with the class as the first
+    # argument instead of binding through the wrapper's __get__; this does the same.
+    wrapper = Repo.__dict__["kind_inner"].__func__
+    with session(context_dir) as s:
+        assert wrapper(Repo, "q") == "Repo:q"
+        [pointer] = s.get_all_pointers()
+    assert pointer.args == {"name": "q"}
