@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.postgres_server import PostgresServer
 from toolctx.memory import AgentMemory, MemoryConfig, MemoryStore
-from toolctx.memory.schema import items
+from toolctx.memory._schema import items
 
 DAY = 86_400.0
 TYPES = ["TASK", "CODE", "ERROR", "TEST_RESULT", "PRD_SECTION"]

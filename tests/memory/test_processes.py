@@ -11,7 +11,7 @@ import orjson
 from sqlalchemy import select
 
 from toolctx.memory import MemoryStore, Tier
-from toolctx.memory.schema import checkpoints
+from toolctx.memory._schema import checkpoints
 
 
 def _save_items(url: str, agent_id: str, count: int) -> list[int]:

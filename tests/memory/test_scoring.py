@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from toolctx.errors import ConfigError
 from toolctx.memory import ImportanceScorer, MemoryConfig, ScoreBatch, ScoreState, Tier, TierThresholds
-from toolctx.memory.scoring import score_batch
+from toolctx.memory._scoring import score_batch
 
 weights = st.floats(0.0, 1.0)
 ages = st.floats(-1e6, 1e9, allow_nan=False)

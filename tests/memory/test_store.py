@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy
 from sqlalchemy import insert, select
 
-import toolctx.memory.store as store_module
+import toolctx.memory._store as store_module
 from tests.memory.conftest import FakeClock
 from toolctx.errors import ConfigError, UnknownAgentError, UnknownCheckpointError, UnknownItemError
 from toolctx.memory import (
@@ -24,7 +24,7 @@ from toolctx.memory import (
     Tier,
     content_hash,
 )
-from toolctx.memory.schema import checkpoints, items
+from toolctx.memory._schema import checkpoints, items
 
 
 class ScoredInPython(ImportanceScorer):

@@ -23,9 +23,9 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
     raise ImportError("toolctx.memory needs SQLAlchemy: pip install 'toolctx[memory]'") from exc
 
 from toolctx.errors import UnknownAgentError, UnknownCheckpointError, UnknownItemError
-from toolctx.memory.config import MAX_CONTENT_BYTES, MemoryConfig
-from toolctx.memory.items import DEFAULT_TYPE_WEIGHTS, ContextItem, Tier, content_hash
-from toolctx.memory.results import (
+from toolctx.memory._config import MAX_CONTENT_BYTES, MemoryConfig
+from toolctx.memory._items import DEFAULT_TYPE_WEIGHTS, ContextItem, Tier, content_hash
+from toolctx.memory._results import (
     CheckpointInfo,
     ContextDiff,
     ContextSnapshot,
@@ -34,8 +34,8 @@ from toolctx.memory.results import (
     RestoreResult,
     TierUpdateResult,
 )
-from toolctx.memory.scoring import ImportanceScorer, ScoreBatch, Scorer, ScoreState, TierThresholds
-from toolctx.memory.store import AgentMemory, MemoryStore
+from toolctx.memory._scoring import ImportanceScorer, ScoreBatch, Scorer, ScoreState, TierThresholds
+from toolctx.memory._store import AgentMemory, MemoryStore
 
 __all__ = [
     "DEFAULT_TYPE_WEIGHTS",

@@ -12,6 +12,6 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without FastAPI
     raise ImportError("toolctx.server needs FastAPI and uvicorn: pip install 'toolctx[server]'") from exc
 
-from toolctx.server.app import create_app
+from toolctx.server._app import create_app
 
 __all__ = ["create_app"]

@@ -8,7 +8,7 @@ import orjson
 import xxhash
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolctx.memory.items import ContextItem, Tier
+from toolctx.memory._items import ContextItem, Tier
 
 __all__ = [
     "CheckpointInfo",

@@ -30,8 +30,8 @@ from toolctx.memory import (
     Tier,
     TierUpdateResult,
 )
-from toolctx.memory.results import snapshot_hash
-from toolctx.server.models import (
+from toolctx.memory._results import snapshot_hash
+from toolctx.server._models import (
     DiffRequest,
     ItemOut,
     ItemsResponse,

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from toolctx.errors import ConfigError
-from toolctx.memory.items import Tier
+from toolctx.memory._items import Tier
 
 __all__ = [
     "ImportanceScorer",

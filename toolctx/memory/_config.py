@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from toolctx.errors import ConfigError
-from toolctx.memory.items import DEFAULT_TYPE_WEIGHTS
-from toolctx.memory.scoring import ImportanceScorer, Scorer, ScoreState, TierThresholds
+from toolctx.memory._items import DEFAULT_TYPE_WEIGHTS
+from toolctx.memory._scoring import ImportanceScorer, Scorer, ScoreState, TierThresholds
 
 __all__ = ["MAX_CONTENT_BYTES", "MemoryConfig"]
 

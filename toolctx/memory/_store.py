@@ -39,9 +39,9 @@ from sqlalchemy.exc import IntegrityError
 
 from toolctx._internal import DEBUG, log
 from toolctx.errors import ConfigError, UnknownAgentError, UnknownCheckpointError, UnknownItemError
-from toolctx.memory.config import MemoryConfig
-from toolctx.memory.items import ContextItem, Tier, content_hash, timestamp
-from toolctx.memory.results import (
+from toolctx.memory._config import MemoryConfig
+from toolctx.memory._items import ContextItem, Tier, content_hash, timestamp
+from toolctx.memory._results import (
     CheckpointInfo,
     ContextDiff,
     ContextSnapshot,
@@ -51,8 +51,8 @@ from toolctx.memory.results import (
     TierUpdateResult,
     snapshot_hash,
 )
-from toolctx.memory.schema import agents, checkpoints, contents, create_schema, items, open_engine
-from toolctx.memory.scoring import SECONDS_PER_DAY, ImportanceScorer, ScoreBatch, score_batch
+from toolctx.memory._schema import agents, checkpoints, contents, create_schema, items, open_engine
+from toolctx.memory._scoring import SECONDS_PER_DAY, ImportanceScorer, ScoreBatch, score_batch
 from toolctx.tokens import estimate_tokens
 
 __all__ = ["AgentMemory", "MemoryStore"]
