@@ -37,10 +37,10 @@ import xxhash
 from payloads import SIZES, search_results
 
 import toolctx
-from toolctx.decorator import _Tool
+from toolctx._decorator import _Tool
+from toolctx._serialize import encode
 from toolctx.options import DEFAULT_THRESHOLD
 from toolctx.redaction import default_redactor
-from toolctx.serialize import encode
 
 REPEATS = 7
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from toolctx import ConfigError, StorageKind, ToolctxWarning, current_session, persist_context, session
-from toolctx.hashing import hash_args
+from toolctx._hashing import hash_args
 
 
 @persist_context
@@ -311,7 +311,7 @@ def test_a_storage_failure_never_breaks_the_tool(context_dir: Path, monkeypatch:
 
 
 def test_an_argument_capture_failure_never_breaks_the_tool(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("toolctx.decorator.encode", lambda args, sort_keys: 1 / 0)
+    monkeypatch.setattr("toolctx._decorator.encode", lambda args, sort_keys: 1 / 0)
     with session(context_dir) as s:
         with pytest.warns(ToolctxWarning, match="could not capture the arguments"):
             assert search_code("x", limit=1) == [{"path": "src/x_0.py"}]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolctx.describe import default_description, humanize_tool_name, make_describer
+from toolctx._describe import default_description, humanize_tool_name, make_describer
 from toolctx.errors import ConfigError
 
 

@@ -6,7 +6,7 @@ import datetime as dt
 import pydantic
 import pytest
 
-from toolctx.hashing import hash_args, hash_bytes, hash_query
+from toolctx._hashing import hash_args, hash_bytes, hash_query
 
 
 class Query(pydantic.BaseModel):

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolctx import ToolctxWarning, persist_context, session
-from toolctx.hashing import hash_args
+from toolctx._hashing import hash_args
 
 names = st.text(min_size=1, max_size=80) | st.sampled_from(["../../x", "/etc/passwd", "..", "a\x00b", "x" * 500])
 json_values = st.recursive(

@@ -13,7 +13,7 @@ import pydantic
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolctx.serialize import MAX_DEPTH, encode
+from toolctx._serialize import MAX_DEPTH, encode
 
 
 class Color(enum.Enum):

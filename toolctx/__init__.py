@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from importlib import metadata as _metadata
 
-from toolctx.cleanup import gc
-from toolctx.decorator import persist_context
+from toolctx._decorator import persist_context
+from toolctx._gc import gc
+from toolctx._hashing import hash_query
 from toolctx.errors import (
     ConfigError,
     SessionBusyError,
@@ -22,7 +23,6 @@ from toolctx.errors import (
     ToolctxError,
     ToolctxWarning,
 )
-from toolctx.hashing import hash_query
 from toolctx.models import CallMetadata, ContextPointer, ErrorInfo, StorageKind, StoredContext
 from toolctx.sessions import ContextSession, current_session, session
 

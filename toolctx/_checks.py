@@ -22,12 +22,16 @@ def whole_number(
     name: str, value: object, *, minimum: int = 0, maximum: int | None = None, unit: str | None = None
 ) -> int:
     """``value`` if it is an ``int`` (not a bool) in ``[minimum, maximum]``; ``unit`` names what it counts."""
-    in_range = isinstance(value, int) and minimum <= value and (maximum is None or value <= maximum)
-    if isinstance(value, bool) or not in_range:
-        bounds = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
-        counted = f"whole number of {unit}" if unit else "whole number"
-        raise ConfigError(f"{name} must be a {counted} {bounds}, got {value!r:.80}")
-    return value
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and minimum <= value
+        and (maximum is None or value <= maximum)
+    ):
+        return value
+    bounds = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+    counted = f"whole number of {unit}" if unit else "whole number"
+    raise ConfigError(f"{name} must be a {counted} {bounds}, got {value!r:.80}")
 
 
 def real_number(

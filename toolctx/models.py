@@ -1,7 +1,7 @@
 """Pydantic models for what toolctx stores and hands out.
 
 Only the small metadata goes through pydantic; results are serialised with orjson
-(see :mod:`toolctx.serialize`), so a multi-megabyte result never pays for model
+(see :mod:`toolctx._serialize`), so a multi-megabyte result never pays for model
 validation.
 """
 

@@ -17,7 +17,7 @@ Each redacted value becomes ``"[REDACTED]"``. Turn redaction off with
 ``session(redact=False)``; extend it with ``Redactor(keys=..., patterns=...)``.
 
 Redaction works on the JSON bytes about to be stored. One pass (Hyperscan, see
-:mod:`toolctx._screen`) looks for the literal fragments every rule needs; only
+:mod:`toolctx._secret_scan`) looks for the literal fragments every rule needs; only
 when one is present is the value parsed, walked and re-encoded, so clean outputs
 (the usual case) cost one scan at memory speed.
 """
@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from toolctx._screen import Screen
+from toolctx._secret_scan import Prefilter
 from toolctx.errors import ConfigError
 
 __all__ = [
@@ -128,7 +128,7 @@ class Redactor:
         words = "|".join(re.escape(k) for k in sorted(self.keys, key=len, reverse=True))
         self._key_rule = re.compile(rf"(?:^|_)(?:{words})$") if self.keys else None
         self._string_rule = re.compile("|".join(f"(?:{p.regex})" for p in self.patterns)) if self.patterns else None
-        self._screen = Screen(
+        self._prefilter = Prefilter(
             caseless=(f for k in self.keys for f in _key_fragments(k)),
             exact=(a for p in self.patterns for a in p.anchors),
         )
@@ -141,7 +141,7 @@ class Redactor:
 
     def __call__(self, data: bytes) -> tuple[bytes, bool]:
         """Redact JSON ``data``; returns the bytes to store and whether anything changed."""
-        if not self._always and not self._screen(data):
+        if not self._always and not self._prefilter(data):
             return data, False
         return self._redact_json(data)
 
@@ -152,7 +152,7 @@ class Redactor:
         if len(result_json) <= _JOINED_SCAN_LIMIT:
             # Compact JSON never holds a raw newline and no fragment does either, so
             # nothing can match across the join: one scan answers for both.
-            if not self._screen(args_json + b"\n" + result_json):
+            if not self._prefilter(args_json + b"\n" + result_json):
                 return args_json, result_json
             return self._redact_json(args_json)[0], self._redact_json(result_json)[0]
         return self(args_json)[0], self(result_json)[0]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from toolctx._hashing import hash_query
 from toolctx.errors import ConfigError
-from toolctx.hashing import hash_query
 from toolctx.selection.base import Scored, SelectionState, Strategy, best_first, register
 
 __all__ = ["InQuery", "InTask", "Recency", "in_query", "in_task", "recency"]

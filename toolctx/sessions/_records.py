@@ -26,11 +26,11 @@ from typing import Any
 
 import orjson
 
-from toolctx.describe import default_description
+from toolctx._describe import default_description
+from toolctx._serialize import clean_text
 from toolctx.models import FORMAT, CallMetadata, ContextPointer, ErrorInfo, StorageKind, StoredContext
 from toolctx.naming import POINTER_ID, RAND_DIGITS, context_filename, parse_context_filename
 from toolctx.redaction import Redactor
-from toolctx.serialize import clean_text
 from toolctx.tokens import estimate_tokens
 
 __all__ = [

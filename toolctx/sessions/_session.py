@@ -23,9 +23,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from toolctx._hashing import hash_query
 from toolctx._internal import DEBUG, WARNING, internal_error, log
+from toolctx._serialize import clean_text, encode
 from toolctx.errors import ConfigError, SessionClosedError
-from toolctx.hashing import hash_query
 from toolctx.models import ContextPointer, ErrorInfo, StorageKind, StoredContext
 from toolctx.naming import (
     is_own_file,
@@ -39,7 +40,6 @@ from toolctx.options import DEFAULT_MEMORY_BUDGET, DEFAULT_THRESHOLD, byte_count
 from toolctx.redaction import Redactor, resolve_redactor
 from toolctx.selection import MIN_SCORE_RATIO, SelectionState, as_strategy, select
 from toolctx.selection.base import Candidates, pointer_tokens, utc_now
-from toolctx.serialize import clean_text, encode
 from toolctx.sessions._records import Call, Record, parse_document
 from toolctx.sessions._resume import recover
 from toolctx.sessions._saving import SavePath, current_tags

@@ -1,4 +1,4 @@
-"""A fast "might this contain any of these fragments?" test over bytes.
+"""The redaction prefilter: a fast "might this contain any of these fragments?" test over bytes.
 
 Redaction uses it to skip the (slow) parse-walk-encode of outputs that cannot
 hold a secret. Hyperscan scans all fragments at once in a single pass at memory
@@ -15,10 +15,10 @@ from typing import Any
 
 from toolctx._internal import WARNING, log
 
-__all__ = ["Screen"]
+__all__ = ["Prefilter"]
 
 
-class Screen:
+class Prefilter:
     """Answers whether ``data`` contains any fragment; ``caseless`` ones in any letter case."""
 
     def __init__(self, caseless: Iterable[str], exact: Iterable[str], *, use_hyperscan: bool = True) -> None:

@@ -5,12 +5,12 @@ import threading
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolctx._screen import Screen
+from toolctx._secret_scan import Prefilter
 
 CASELESS = ["token", "api_key", "password"]
 EXACT = ["AKIA", "sk-", "-----BEGIN"]
-fast = Screen(CASELESS, EXACT)
-portable = Screen(CASELESS, EXACT, use_hyperscan=False)
+fast = Prefilter(CASELESS, EXACT)
+portable = Prefilter(CASELESS, EXACT, use_hyperscan=False)
 
 
 def expected(data: bytes) -> bool:
@@ -21,8 +21,8 @@ def expected(data: bytes) -> bool:
 def test_engines() -> None:
     assert fast.engine == "hyperscan"
     assert portable.engine == "re"
-    assert Screen([], []).engine == "none"
-    assert Screen([], [])(b"token") is False
+    assert Prefilter([], []).engine == "none"
+    assert Prefilter([], [])(b"token") is False
 
 
 @given(

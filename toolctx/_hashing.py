@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import xxhash
 
-from toolctx.serialize import Encoded, encode
+from toolctx._serialize import Encoded, encode
 
 if TYPE_CHECKING:
     from toolctx.redaction import Redactor
