@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy
 from sqlalchemy import insert, select
 
-import toolctx.memory._store as store_module
+import toolctx.memory._checkpoints as checkpoints_module
 from tests.memory.conftest import FakeClock
 from toolctx.errors import ConfigError, UnknownAgentError, UnknownCheckpointError, UnknownItemError
 from toolctx.memory import (
@@ -403,7 +403,7 @@ def test_a_failing_flash_save_leaves_everything_as_it_was(
         raise OSError("disk full")
 
     # The hash is computed for the checkpoint row, after every item update of the flash save.
-    monkeypatch.setattr(store_module, "snapshot_hash", broken)
+    monkeypatch.setattr(checkpoints_module, "snapshot_hash", broken)
     with pytest.raises(OSError, match="disk full"):
         agent.flash_save()
     assert sorted(agent.items(archived=True), key=lambda item: item.id) == before
