@@ -1,16 +1,22 @@
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
+from toolctx import _platform, session
 from toolctx.errors import SessionBusyError, SessionNotFoundError
 from toolctx.naming import LOCK_NAME
+from toolctx.options import DEFAULT_CONTEXT_DIR, resolve_context_dir
 from toolctx.storage import LocalStore
+from toolctx.storage.local import read_marker
 
 
 def mode(path: Path) -> int:
@@ -144,3 +150,161 @@ def test_short_writes_are_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert store.get("a.json") == b"0123456789abcdefghijklmnopXYZ"
     assert store.get("m.jsonl") == b"line one\n"
     store.close(remove=True)
+
+
+# -- without the POSIX-only calls (as on Windows) -------------------------------
+
+
+def test_blobs_are_written_whole_without_writev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(os, "writev")
+    store = LocalStore(tmp_path / "s")
+    store.put("a.json", [b"0123456789", b"", b"abc"])
+    store.put("many.json", [b"x"] * 2000)
+    store.append("m.jsonl", b"line one\n")
+    store.append("m.jsonl", b"line two\n")
+    assert store.get("a.json") == b"0123456789abc"
+    assert store.get("many.json") == b"x" * 2000
+    assert store.get("m.jsonl") == b"line one\nline two\n"
+    store.close(remove=True)
+
+
+def test_short_writes_are_completed_without_writev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = os.write
+    calls: list[int] = []
+
+    def dribble(fd: int, data: bytes) -> int:  # at most 7 bytes per call
+        calls.append(fd)
+        return real_write(fd, bytes(data)[:7])
+
+    monkeypatch.delattr(os, "writev")
+    monkeypatch.setattr(os, "write", dribble)
+    store = LocalStore(tmp_path / "s")
+    store.put("a.json", [b"0123456789", b"", b"abcdefghijklmnop", b"XYZ"])
+    store.append("m.jsonl", b"line one\n")
+    monkeypatch.undo()
+    assert len(calls) >= 6  # the portable path was taken, in several writes
+    assert store.get("a.json") == b"0123456789abcdefghijklmnopXYZ"
+    assert store.get("m.jsonl") == b"line one\n"
+    store.close(remove=True)
+
+
+def test_the_owner_marker_is_rewritten_whole_without_pwrite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(os, "pwrite")
+    store = LocalStore(tmp_path / "s")
+    store.put("a.json", [b"1"])
+    assert read_marker(tmp_path / "s") == {"pid": os.getpid(), "host": socket.gethostname(), "since": ANY}
+    store.close()  # rewrites the marker through the same handle: it must start at offset 0 again
+    marker = read_marker(tmp_path / "s")
+    assert marker is not None
+    assert marker["pid"] == os.getpid()
+    assert "closed" in marker
+    reopened = LocalStore(tmp_path / "s", existing=True)
+    assert "closed" not in (read_marker(tmp_path / "s") or {})  # the longer marker was truncated away
+    reopened.close(remove=True)
+
+
+# -- where sessions go when no directory is given -------------------------------
+
+
+@pytest.fixture
+def no_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No TOOLCTX_CONTEXT_DIR, and a private temporary directory; returns the per-user fallback."""
+    monkeypatch.delenv("TOOLCTX_CONTEXT_DIR", raising=False)
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    return tmp_path / "tmp" / f"toolctx-{os.getuid()}" / "context"
+
+
+def test_the_default_is_under_the_home_directory(
+    no_default: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert resolve_context_dir(None) == tmp_path / "home" / ".agent" / "context"
+    assert resolve_context_dir(None) == Path(DEFAULT_CONTEXT_DIR).expanduser()
+
+
+def test_the_environment_and_the_argument_still_win(
+    no_default: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HOME")
+    monkeypatch.setenv("TOOLCTX_CONTEXT_DIR", str(tmp_path / "env"))
+    assert resolve_context_dir(None) == tmp_path / "env"
+    assert resolve_context_dir(tmp_path / "arg") == tmp_path / "arg"
+
+
+@pytest.mark.parametrize("home", ["unset", "empty", "a file", "read-only"])
+def test_without_a_usable_home_sessions_go_to_a_per_user_temporary_folder(
+    no_default: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: str
+) -> None:
+    if home == "unset":
+        monkeypatch.delenv("HOME")
+    elif home == "empty":
+        monkeypatch.setenv("HOME", "")
+    elif home == "a file":
+        (tmp_path / "home").write_text("not a directory")
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    else:  # like the "/" a container gives a user it has no entry for (permission bits do not stop root)
+        (tmp_path / "home").mkdir()
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        real_access = os.access
+        monkeypatch.setattr(os, "access", lambda p, m, **kw: p != tmp_path / "home" and real_access(p, m, **kw))
+    assert resolve_context_dir(None) == no_default
+
+
+def test_a_home_that_cannot_be_found_falls_back_too(
+    no_default: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert resolve_context_dir(None) == no_default
+
+
+def test_a_homeless_session_stores_in_owner_only_folders(no_default: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HOME")
+    with session() as s:
+        s.save_context("fetch", {"n": 1}, "x" * 50_000)
+        assert s.session_dir.parent == no_default
+        assert s.session_dir.is_dir()
+        assert mode(no_default.parent) == mode(no_default) == mode(s.session_dir) == 0o700
+        assert [c.result for c in s.load_contexts(s.get_all_pointers())] == ["x" * 50_000]
+    assert not s.session_dir.exists()
+
+
+@pytest.mark.parametrize("planted", ["someone else's symlink", "a group-writable folder", "a file"])
+def test_a_planted_temporary_folder_is_never_used(
+    no_default: Path, monkeypatch: pytest.MonkeyPatch, planted: str
+) -> None:
+    monkeypatch.delenv("HOME")
+    base = no_default.parent
+    elsewhere = base.parent / "elsewhere"
+    elsewhere.mkdir()
+    if planted == "a file":
+        base.write_text("x")
+    elif planted == "a group-writable folder":
+        base.mkdir()
+        os.chmod(base, 0o770)
+    else:
+        os.symlink(elsewhere, base)
+    chosen = resolve_context_dir(None)
+    assert chosen.parent != base
+    assert chosen.parent.name.startswith(base.name + "-")
+    assert not chosen.parent.exists()
+    assert resolve_context_dir(None) != chosen  # a fresh name each time, never the planted one
+
+
+def test_on_windows_sessions_go_to_local_app_data(
+    no_default: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(_platform, "WINDOWS", True)
+    monkeypatch.setenv("LOCALAPPDATA", str(tmp_path / "AppData" / "Local"))
+    assert resolve_context_dir(None) == tmp_path / "AppData" / "Local" / "toolctx" / "context"
+    monkeypatch.delenv("LOCALAPPDATA")
+    assert resolve_context_dir(None) == no_default

@@ -1,7 +1,7 @@
 """A blob store in a local directory that the store owns while it is open.
 
-- The directory is created on the first write (mode 0700), never before, so a
-  session whose outputs all stay in memory touches no disk.
+- The directory (and any missing parent) is created on the first write, mode
+  0700, never before, so a session whose outputs all stay in memory touches no disk.
 - Blobs are written to a hidden temporary file (mode 0600) and renamed into
   place: a crash leaves either the whole blob or none, plus at most a ``.*.tmp``
   file that is never listed as a blob.
@@ -10,6 +10,9 @@
 - While open, the store holds an exclusive ``flock`` on ``session.lock`` (which
   also records the owner's pid and host), so a second process cannot open the
   same directory and a garbage collector can tell a live session from an orphan.
+  Where there is no ``flock`` (Windows) the recorded pid alone names the owner.
+- What differs between operating systems (vectored writes, locking, probing a
+  pid) lives in :mod:`toolctx._platform`.
 """
 
 from __future__ import annotations
@@ -26,14 +29,10 @@ from pathlib import Path
 
 import orjson
 
+from toolctx._platform import CAN_LOCK, overwrite, pid_alive, try_lock, unlock, write_all
 from toolctx.errors import SessionBusyError, SessionNotFoundError
 from toolctx.naming import LOCK_NAME, is_temp_name
 from toolctx.storage.base import BlobStore, check_name
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows has no flock; the pid marker still names the owner
-    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["LocalStore", "is_held", "read_marker"]
 
@@ -42,7 +41,6 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _WRITE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
 _APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW | _CLOEXEC
 _READ = os.O_RDONLY | _NOFOLLOW | _CLOEXEC
-_IOV_MAX = 1024
 
 
 class LocalStore(BlobStore):
@@ -83,7 +81,7 @@ class LocalStore(BlobStore):
             if self._ready:
                 return
             if not self._created:
-                self.directory.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                _make_private_dirs(self.directory.parent)
                 os.mkdir(self.directory, 0o700)  # fails if it exists: never adopt a folder we did not make
                 self._created = True
                 os.chmod(self.directory, 0o700)
@@ -93,23 +91,19 @@ class LocalStore(BlobStore):
     def _acquire(self) -> None:
         lock_path = self.directory / LOCK_NAME
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise SessionBusyError(
-                    f"session directory {str(self.directory)!r} is held by another live process; "
-                    "wait for it to end or use another session id"
-                ) from None
+        if not try_lock(fd):
+            os.close(fd)
+            raise SessionBusyError(
+                f"session directory {str(self.directory)!r} is held by another live process; "
+                "wait for it to end or use another session id"
+            )
         self._lock_fd = fd
         self._write_marker()
 
     def _write_marker(self, **extra: object) -> None:
         assert self._lock_fd is not None
         marker = orjson.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(), **extra})
-        os.ftruncate(self._lock_fd, 0)
-        os.pwrite(self._lock_fd, marker, 0)
+        overwrite(self._lock_fd, marker)
 
     def close(self, *, remove: bool = False) -> None:
         """Release the directory. Without ``remove`` it is left for a later resume,
@@ -163,7 +157,7 @@ class LocalStore(BlobStore):
         tmp = f"{self._prefix}.{name}.{next(self._temp_ids) & 0xFFFFFFFF:08x}.tmp"
         fd = os.open(tmp, _WRITE_NEW, 0o600)
         try:
-            _write_all(fd, chunks)
+            write_all(fd, chunks)
             if self.durable:
                 os.fsync(fd)
         except BaseException:
@@ -220,7 +214,7 @@ class LocalStore(BlobStore):
             fd = self._append_fds.get(name)
             if fd is None:
                 fd = self._append_fds[name] = os.open(path, _APPEND, 0o600)
-            _write_all(fd, [data])
+            write_all(fd, [data])
             if self.durable:
                 os.fsync(fd)
 
@@ -232,22 +226,18 @@ class LocalStore(BlobStore):
             os.close(fd)
 
 
-def _write_all(fd: int, chunks: Sequence[bytes]) -> None:
-    if len(chunks) > _IOV_MAX:  # writev takes at most IOV_MAX buffers (1024 on Linux)
-        chunks = [b"".join(chunks)]
-    written = os.writev(fd, chunks)
-    if written == sum(map(len, chunks)):
-        return
-    views = [memoryview(c) for c in chunks if c]  # a short write: carry on from where it stopped
-    while views:
-        while views and written >= len(views[0]):
-            written -= len(views[0])
-            views.pop(0)
-        if written:
-            views[0] = views[0][written:]
-            written = 0
-        if views:
-            written = os.writev(fd, views)
+def _make_private_dirs(path: Path) -> None:
+    """Create ``path`` and its missing ancestors owner-only (``Path.mkdir`` gives ancestors the umask's mode)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not path.is_dir():
+            raise
+    except FileNotFoundError:
+        if path.parent == path:
+            raise
+        _make_private_dirs(path.parent)
+        _make_private_dirs(path)
 
 
 def read_marker(directory: str | os.PathLike[str]) -> dict[str, object] | None:
@@ -271,24 +261,12 @@ def is_held(directory: str | os.PathLike[str]) -> bool:
     except FileNotFoundError:
         return False
     try:
-        if fcntl is None:  # pragma: no cover - no flock: fall back to asking whether the pid lives
+        if not CAN_LOCK:  # pragma: no cover - no flock: fall back to asking whether the pid lives
             pid = (read_marker(directory) or {}).get("pid")
-            return isinstance(pid, int) and _pid_alive(pid)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            return isinstance(pid, int) and pid_alive(pid)
+        if not try_lock(fd):
             return True
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        unlock(fd)
         return False
     finally:
         os.close(fd)
-
-
-def _pid_alive(pid: int) -> bool:  # pragma: no cover - only used where flock is missing
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
