@@ -125,3 +125,33 @@ def test_an_application_that_configures_logging_gets_the_record(tmp_path: Path) 
     assert len(logged) == 1
     assert logged[0].startswith("LOGGED toolctx WARNING event='internal_error'")
     assert "ToolctxWarning" in done.stderr
+
+
+WITHOUT_ACCELERATORS = """
+    import sys
+
+    sys.modules["numpy"] = None  # as if not installed: importing them raises ImportError
+    sys.modules["hyperscan"] = None
+    import toolctx
+
+    @toolctx.persist_context
+    def fetch_report(ticker: str) -> str:
+        return f"{ticker} annual revenue " + "x" * 100 * 1024
+
+    @toolctx.persist_context
+    def lookup_price(ticker: str) -> dict:
+        return {"ticker": ticker, "price": 123.4}
+
+    with toolctx.session() as s:
+        big, small = fetch_report("AAPL"), lookup_price("AAPL")
+        pointers = s.get_all_pointers()
+        print([p.storage.value for p in pointers])
+        print([c.result for c in s.load_contexts(pointers)] == [big, small])
+"""
+
+
+def test_the_core_works_without_numpy_and_hyperscan(tmp_path: Path) -> None:
+    done = run_fresh(WITHOUT_ACCELERATORS, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["['disk', 'memory']", "True"]
+    assert done.stderr == ""
