@@ -22,7 +22,7 @@ from eval_set import CALLS, QUERIES
 
 import toolctx
 from toolctx.selection import bm25, keyword, recency
-from toolctx.storage import MemoryStore
+from toolctx.storage import DictStore
 
 STRATEGIES: dict[str, Any] = {
     "keyword (seed)": keyword(),
@@ -33,7 +33,7 @@ STRATEGIES: dict[str, Any] = {
 
 
 def evaluate() -> dict[str, dict[str, float]]:
-    with toolctx.session(store=MemoryStore(), memory_budget=1 << 30) as s:
+    with toolctx.session(store=DictStore(), memory_budget=1 << 30) as s:
         key_of: dict[str, str] = {}
         for key, (tool, args, result) in CALLS.items():
             key_of[s.save_context(tool, args, result).id] = key

@@ -17,7 +17,7 @@ Each redacted value becomes ``"[REDACTED]"``. Turn redaction off with
 ``session(redact=False)``; extend it with ``Redactor(keys=..., patterns=...)``.
 
 Redaction works on the JSON bytes about to be stored. One pass (Hyperscan, see
-:mod:`toolctx._secret_scan`) looks for the literal fragments every rule needs; only
+``toolctx._secret_scan``) looks for the literal fragments every rule needs; only
 when one is present is the value parsed, walked and re-encoded, so clean outputs
 (the usual case) cost one scan at memory speed.
 """

@@ -16,13 +16,13 @@ from toolctx import (
     ToolctxWarning,
     session,
 )
-from toolctx.storage import MemoryStore
+from toolctx.storage import DictStore
 
 # -- stores, events and logs -----------------------------------------------------------------
 
 
 def test_a_memory_store_keeps_everything_off_disk(context_dir: Path) -> None:
-    store = MemoryStore()
+    store = DictStore()
     with session(context_dir, store=store, threshold=0) as s:
         pointer = save(s, result=BIG)
         assert pointer.storage is StorageKind.DISK

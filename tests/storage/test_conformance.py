@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolctx.errors import ConfigError
-from toolctx.storage import BlobStore, LocalStore, MemoryStore
+from toolctx.storage import BlobStore, DictStore, LocalStore
 
 
 class BlobStoreSuite:
@@ -83,10 +83,10 @@ class BlobStoreSuite:
 class TestMemoryStore(BlobStoreSuite):
     @pytest.fixture
     def store(self) -> BlobStore:
-        return MemoryStore()
+        return DictStore()
 
     def test_path_is_none(self) -> None:
-        assert MemoryStore().path("a.json") is None
+        assert DictStore().path("a.json") is None
 
 
 class TestLocalStore(BlobStoreSuite):

@@ -115,7 +115,7 @@ class SelectionState:
 
     @cached_property
     def terms(self) -> list[str]:
-        """The query's search terms (see :func:`toolctx.selection.text.tokenize`)."""
+        """The query's search terms (see :func:`toolctx.selection.tokenize`)."""
         return tokenize(self.query)
 
     @cached_property

@@ -1,4 +1,4 @@
-"""A blob store held in process memory (tests, and sessions that must not touch disk)."""
+"""A blob store in a dict, in process memory (tests, and sessions that must not touch disk)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 from toolctx.storage.base import BlobStore, check_name
 
-__all__ = ["MemoryStore"]
+__all__ = ["DictStore"]
 
 
-class MemoryStore(BlobStore):
+class DictStore(BlobStore):
     """Blobs in a dict. Nothing survives the process; ``resume()`` cannot reopen it."""
 
     def __init__(self) -> None:
@@ -26,7 +26,7 @@ class MemoryStore(BlobStore):
         try:
             return self._blobs[check_name(name)]
         except KeyError:
-            raise FileNotFoundError(f"no blob named {name!r} in this memory store") from None
+            raise FileNotFoundError(f"no blob named {name!r} in this dict store") from None
 
     def delete(self, name: str) -> bool:
         with self._lock:
