@@ -101,8 +101,13 @@ def test_custom_scorers_are_clamped_and_checked() -> None:
         ({"flash_fraction": 1.5}, "flash_fraction"),
         ({"type_weights": {}}, "type_weights is empty"),
         ({"type_weights": {"TASK": 1.5}}, "weight of item type 'TASK'"),
-        ({"type_weights": {"": 0.5}}, "item type names"),
+        ({"type_weights": {"": 0.5}}, "an item type name in type_weights must be a non-empty string"),
+        ({"type_weights": {"  ": 0.5}}, "an item type name in type_weights must be a non-empty string"),
+        ({"type_weights": {"TASK": True}}, r"weight of item type 'TASK' must be a number in \[0, 1\], got True"),
+        ({"flash_fraction": True}, r"flash_fraction must be a number in \(0, 1\], got True"),
         ({"max_content_bytes": 0}, "max_content_bytes"),
+        ({"max_content_bytes": math.nan}, "max_content_bytes must be a whole number of bytes >= 1, got nan"),
+        ({"max_content_bytes": 1.5}, "max_content_bytes must be a whole number of bytes >= 1, got 1.5"),
         ({"scorer": "bm25"}, "scorer must be callable"),
     ],
 )
@@ -118,3 +123,7 @@ def test_bad_thresholds_and_scorer_settings_are_named() -> None:
         ImportanceScorer(decay_days=0)
     with pytest.raises(ConfigError, match="access_factor"):
         ImportanceScorer(access_factor=-1)
+    with pytest.raises(ConfigError, match="decay_days must be a finite number of days > 0, got True"):
+        ImportanceScorer(decay_days=True)
+    with pytest.raises(ConfigError, match=r"hot must be a number in \[0, 1\], got nan"):
+        TierThresholds(hot=math.nan)

@@ -307,10 +307,29 @@ def test_update_changes_content_hash_and_tokens(store: MemoryStore) -> None:
     assert changed.content_hash == content_hash(changed.content) != item.content_hash
     assert changed.tokens > item.tokens
     assert (changed.id, changed.created_at) == (item.id, item.created_at)
-    with pytest.raises(ConfigError, match="integers"):
+    with pytest.raises(ConfigError, match=r"item_id must be a whole number from 1 to \d+, got '1'"):
         agent.get("1")  # type: ignore[arg-type]
     with pytest.raises(UnknownItemError):
         agent.update(10_000, "nothing there")
+
+
+def test_ids_and_limits_the_database_cannot_hold_are_refused_by_name(store: MemoryStore) -> None:
+    agent = store.agent("worker")
+    agent.save("TASK", "x")
+    too_big = 2**63
+    calls = {
+        "item_id": [lambda: agent.get(too_big), lambda: agent.update(too_big, "y")],
+        "checkpoint_id": [lambda: agent.restore(too_big), lambda: agent.diff(too_big)],
+        "limit": [lambda: agent.items(limit=too_big), lambda: agent.load(limit=too_big)],
+    }
+    for name, refused in calls.items():
+        message = rf"{name} must be a whole number from 1 to {too_big - 1}, got {too_big}"
+        for call in refused:
+            with pytest.raises(ConfigError, match=message):
+                call()
+    with pytest.raises(ConfigError, match="item_id must be a whole number from 1"):
+        agent.get(0)
+    assert agent.stats().total_items == 1
 
 
 def test_should_flash_save_at_80_percent(store: MemoryStore) -> None:
@@ -318,7 +337,7 @@ def test_should_flash_save_at_80_percent(store: MemoryStore) -> None:
     assert not agent.should_flash_save(79_999, 100_000)
     assert agent.should_flash_save(80_000, 100_000)
     for current, limit in ((-1, 10), (1, -1), (1.5, 10), (1, 0), (True, 10)):
-        with pytest.raises(ConfigError):
+        with pytest.raises(ConfigError, match=r"(current_tokens|token_limit) must be a whole number of tokens"):
             agent.should_flash_save(current, limit)  # type: ignore[arg-type]
 
 
@@ -376,7 +395,7 @@ def test_restore_puts_the_checkpointed_working_set_back(store: MemoryStore, cloc
     assert not agent.diff(checkpoint).changed
     with pytest.raises(UnknownCheckpointError, match="no checkpoint 999"):
         agent.restore(999)
-    with pytest.raises(ConfigError, match="integers"):
+    with pytest.raises(ConfigError, match=r"checkpoint_id must be a whole number from 1 to \d+, got '1'"):
         agent.restore("1")  # type: ignore[arg-type]
 
 

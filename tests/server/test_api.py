@@ -99,6 +99,7 @@ def test_bad_input_gets_422_or_404_with_a_clear_message(client: TestClient) -> N
         (client.get(BASE, params={"tier": "LUKEWARM"}), 422, "'HOT', 'WARM' or 'COLD'"),
         (client.post(f"{BASE}/diff", json={}), 422, "exactly one of"),
         (client.post(f"{BASE}/restore", json={"checkpoint_id": 41}), 404, "no checkpoint 41"),
+        (client.post(f"{BASE}/restore", json={"checkpoint_id": 2**63}), 422, "checkpoint_id must be a whole number"),
         (client.get("/api/agents/ghost/context/stats"), 404, "no agent 'ghost'"),
         (client.post("/api/agents/ghost/context/flash-save"), 404, "no agent 'ghost'"),
     ]  # fmt: skip

@@ -13,7 +13,7 @@ import orjson
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection
 
-from toolctx.errors import ConfigError, UnknownCheckpointError
+from toolctx.errors import UnknownCheckpointError
 from toolctx.memory._items import ContextItem, timestamp
 from toolctx.memory._results import CheckpointInfo, FlashSaveResult, snapshot_hash
 from toolctx.memory._rows import RECORDED_HASH, chunks, json_rows, mine, to_items
@@ -129,8 +129,6 @@ def list_checkpoints(conn: Connection, agent_id: str) -> list[CheckpointInfo]:
 
 def recorded_rows(conn: Connection, agent_id: str, checkpoint_id: int) -> tuple[list[list[Any]], int]:
     """A checkpoint's rows of item columns (content hashes, no content), and the agent revision they are as of."""
-    if isinstance(checkpoint_id, bool) or not isinstance(checkpoint_id, int):
-        raise ConfigError(f"checkpoint ids are integers, not {checkpoint_id!r}")
     found = conn.execute(
         select(checkpoints.c.payload, checkpoints.c.revision).where(
             checkpoints.c.agent_id == agent_id, checkpoints.c.id == checkpoint_id

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from toolctx._checks import fraction, non_empty_text, whole_number
 from toolctx.errors import ConfigError
-from toolctx.memory._items import DEFAULT_TYPE_WEIGHTS
+from toolctx.memory._items import DEFAULT_TYPE_WEIGHTS, MAX_ITEM_TYPE
 from toolctx.memory._scoring import ImportanceScorer, Scorer, ScoreState, TierThresholds
 
 __all__ = ["MAX_CONTENT_BYTES", "MemoryConfig"]
@@ -37,21 +37,17 @@ class MemoryConfig:
     clock: Callable[[], float] = time.time
 
     def __post_init__(self) -> None:
-        weights = dict(self.type_weights)
+        weights: dict[str, float] = {}
+        for name, weight in dict(self.type_weights).items():
+            non_empty_text("an item type name in type_weights", name, max_length=MAX_ITEM_TYPE)
+            weights[name] = fraction(f"the weight of item type {name!r}", weight)
         if not weights:
             raise ConfigError("type_weights is empty; give at least one item type and its weight")
-        for name, weight in weights.items():
-            if not isinstance(name, str) or not name or len(name) > 64:
-                raise ConfigError(f"item type names are non-empty strings of up to 64 characters, not {name!r}")
-            if not (isinstance(weight, int | float) and math.isfinite(weight) and 0.0 <= weight <= 1.0):
-                raise ConfigError(f"the weight of item type {name!r} must be in [0, 1], not {weight!r}")
         object.__setattr__(self, "type_weights", MappingProxyType(weights))
         if not callable(self.scorer):
             raise ConfigError(f"scorer must be callable (state -> float), not {self.scorer!r}")
-        if not (math.isfinite(self.flash_fraction) and 0.0 < self.flash_fraction <= 1.0):
-            raise ConfigError(f"flash_fraction must be in (0, 1], not {self.flash_fraction!r}")
-        if self.max_content_bytes <= 0:
-            raise ConfigError(f"max_content_bytes must be positive, not {self.max_content_bytes!r}")
+        fraction("flash_fraction", self.flash_fraction, zero=False)
+        whole_number("max_content_bytes", self.max_content_bytes, minimum=1, unit="bytes")
 
     def weight_of(self, item_type: str) -> float:
         """The base weight of ``item_type``, or a clear error naming the known types."""

@@ -8,7 +8,9 @@ from enum import StrEnum
 import xxhash
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["DEFAULT_TYPE_WEIGHTS", "ContextItem", "Tier", "content_hash", "timestamp"]
+__all__ = ["DEFAULT_TYPE_WEIGHTS", "MAX_ITEM_TYPE", "ContextItem", "Tier", "content_hash", "timestamp"]
+
+MAX_ITEM_TYPE = 64  # characters in an item type name
 
 
 class Tier(StrEnum):

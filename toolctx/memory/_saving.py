@@ -7,13 +7,13 @@ item and content hash, where every content an item has had stays.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection
 
+from toolctx._checks import fraction
 from toolctx.errors import ConfigError, UnknownItemError
 from toolctx.memory._config import MemoryConfig
 from toolctx.memory._items import ContextItem, content_hash
@@ -45,14 +45,6 @@ def check_content(content: object, max_bytes: int) -> str:
     return content
 
 
-def _check_score(value: object, name: str = "importance_score") -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(f"{name} must be a number in [0, 1], not {value!r}")
-    if not 0.0 <= value <= 1.0:
-        raise ConfigError(f"{name} must be in [0, 1], not {value!r}")
-    return float(value)
-
-
 def item_row(
     config: MemoryConfig,
     agent_id: str,
@@ -65,7 +57,7 @@ def item_row(
     """A new item's row, checked; its content is under ``"content"`` and goes to its own table."""
     type_weight = config.weight_of(item_type)
     check_content(content, config.max_content_bytes)
-    weight = None if importance_score is None else _check_score(importance_score)
+    weight = None if importance_score is None else fraction("importance_score", importance_score)
     score = type_weight if weight is None else weight
     return {
         "agent_id": agent_id,

@@ -41,18 +41,32 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
 from toolctx.errors import ConfigError
+from toolctx.memory._items import MAX_ITEM_TYPE
 
-__all__ = ["DEFAULT_DB_ENV", "agents", "checkpoints", "contents", "create_schema", "items", "metadata", "open_engine"]
+__all__ = [
+    "DEFAULT_DB_ENV",
+    "MAX_AGENT_ID",
+    "MAX_ID",
+    "agents",
+    "checkpoints",
+    "contents",
+    "create_schema",
+    "items",
+    "metadata",
+    "open_engine",
+]
 
 DEFAULT_DB_ENV = "TOOLCTX_MEMORY_URL"
 _ID = BigInteger().with_variant(Integer, "sqlite")  # SQLite only autoincrements an INTEGER PRIMARY KEY
+MAX_ID = 2**63 - 1  # the largest id (or LIMIT) either database takes: a signed 64-bit integer
+MAX_AGENT_ID = 200
 
 metadata = MetaData()
 
 agents = Table(
     "context_agents",
     metadata,
-    Column("agent_id", String(200), primary_key=True),
+    Column("agent_id", String(MAX_AGENT_ID), primary_key=True),
     Column("created_at", Double, nullable=False),
     # Bumped by every write: the row every writer of an agent locks first, so writes
     # of one agent are serialised across processes on PostgreSQL as on SQLite.
@@ -63,8 +77,8 @@ items = Table(
     "context_items",
     metadata,
     Column("id", _ID, primary_key=True, autoincrement=True),
-    Column("agent_id", String(200), ForeignKey("context_agents.agent_id", ondelete="CASCADE"), nullable=False),
-    Column("item_type", String(64), nullable=False),
+    Column("agent_id", String(MAX_AGENT_ID), ForeignKey("context_agents.agent_id", ondelete="CASCADE"), nullable=False),
+    Column("item_type", String(MAX_ITEM_TYPE), nullable=False),
     Column("content_hash", String(32), nullable=False),
     Column("tokens", Integer, nullable=False),
     Column("weight", Double, nullable=True),
@@ -131,7 +145,7 @@ checkpoints = Table(
     "context_checkpoints",
     metadata,
     Column("id", _ID, primary_key=True, autoincrement=True),
-    Column("agent_id", String(200), ForeignKey("context_agents.agent_id", ondelete="CASCADE"), nullable=False),
+    Column("agent_id", String(MAX_AGENT_ID), ForeignKey("context_agents.agent_id", ondelete="CASCADE"), nullable=False),
     Column("created_at", Double, nullable=False),
     Column("snapshot_hash", String(32), nullable=False),
     Column("item_count", Integer, nullable=False),

@@ -27,6 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from toolctx._checks import fraction, real_number
 from toolctx.errors import ConfigError
 from toolctx.memory._items import Tier
 
@@ -76,10 +77,8 @@ class ImportanceScorer:
     access_factor: float = 0.1
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.decay_days) and self.decay_days > 0):
-            raise ConfigError(f"decay_days must be a positive number of days, not {self.decay_days!r}")
-        if not (math.isfinite(self.access_factor) and self.access_factor >= 0):
-            raise ConfigError(f"access_factor must be zero or positive, not {self.access_factor!r}")
+        real_number("decay_days", self.decay_days, above=0.0, unit="days")
+        real_number("access_factor", self.access_factor, minimum=0.0)
 
     def __call__(self, state: ScoreState, /) -> float:
         decay = math.exp(-max(state.age_days, 0.0) / self.decay_days)
@@ -125,7 +124,9 @@ class TierThresholds:
     warm: float = 0.4
 
     def __post_init__(self) -> None:
-        if not (0.0 <= self.warm <= self.hot <= 1.0):
+        fraction("hot", self.hot)
+        fraction("warm", self.warm)
+        if self.warm > self.hot:
             raise ConfigError(f"tier thresholds need 0 <= warm <= hot <= 1, got warm={self.warm!r}, hot={self.hot!r}")
 
     def tier_of(self, score: float) -> Tier:

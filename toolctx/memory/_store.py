@@ -21,6 +21,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
+from toolctx._checks import non_empty_text, whole_number
 from toolctx._internal import DEBUG, log
 from toolctx.errors import ConfigError, UnknownAgentError
 from toolctx.memory import _checkpoints, _diff, _reading, _saving, _tiers
@@ -36,28 +37,14 @@ from toolctx.memory._results import (
     TierUpdateResult,
 )
 from toolctx.memory._rows import one_item, parse_tier
-from toolctx.memory._schema import agents, create_schema, open_engine
+from toolctx.memory._schema import MAX_AGENT_ID, MAX_ID, agents, create_schema, open_engine
 
 __all__ = ["AgentMemory", "MemoryStore"]
 
-MAX_AGENT_ID = 200
 
-
-def _check_agent_id(agent_id: object) -> str:
-    if not isinstance(agent_id, str) or not agent_id.strip() or len(agent_id) > MAX_AGENT_ID:
-        raise ConfigError(f"agent_id must be a non-empty string of up to {MAX_AGENT_ID} characters, not {agent_id!r}")
-    return agent_id
-
-
-def _check_item_id(item_id: object) -> None:
-    if isinstance(item_id, bool) or not isinstance(item_id, int):
-        raise ConfigError(f"item ids are integers, not {item_id!r}")
-
-
-def _check_limit(limit: object) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
-        raise ConfigError(f"limit must be a positive integer, not {limit!r}")
-    return limit
+def _positive(name: str, value: object) -> int:
+    """An id or a limit: a whole number from 1 to what the database's 64-bit integers hold."""
+    return whole_number(name, value, minimum=1, maximum=MAX_ID)
 
 
 class MemoryStore:
@@ -91,7 +78,7 @@ class MemoryStore:
         With ``create=False`` an agent that has never been registered raises
         :class:`~toolctx.errors.UnknownAgentError` (the HTTP API reads this way).
         """
-        _check_agent_id(agent_id)
+        non_empty_text("agent_id", agent_id, max_length=MAX_AGENT_ID)
         with self.write() as conn:
             if conn.execute(select(agents.c.agent_id).where(agents.c.agent_id == agent_id)).first() is None:
                 if not create:
@@ -203,7 +190,7 @@ class AgentMemory:
 
     def update(self, item_id: int, content: str) -> ContextItem:
         """Replace an item's content (its hash and token estimate follow); a diff reports it as modified."""
-        _check_item_id(item_id)
+        _positive("item_id", item_id)
         _saving.check_content(content, self.config.max_content_bytes)
         with self._write() as (conn, revision):
             return _saving.replace_content(conn, self.agent_id, revision, item_id, content)
@@ -212,7 +199,7 @@ class AgentMemory:
 
     def get(self, item_id: int) -> ContextItem:
         """One item by id, without counting an access."""
-        _check_item_id(item_id)
+        _positive("item_id", item_id)
         with self.store.read() as conn:
             return one_item(conn, self.agent_id, item_id)
 
@@ -221,7 +208,7 @@ class AgentMemory:
     ) -> list[ContextItem]:
         """Items of a tier (or all), best first, without counting an access: for looking, not loading."""
         wanted = None if tier is None else parse_tier(tier)
-        limit = None if limit is None else _check_limit(limit)
+        limit = None if limit is None else _positive("limit", limit)
         with self.store.read() as conn:
             return _reading.list_items(conn, self.agent_id, wanted, archived=archived, limit=limit)
 
@@ -231,7 +218,7 @@ class AgentMemory:
         Archived items are not loaded by tier; :meth:`restore` brings them back.
         """
         wanted = parse_tier(tier)
-        limit = None if limit is None else _check_limit(limit)
+        limit = None if limit is None else _positive("limit", limit)
         with self._write() as (conn, revision):
             loaded = _reading.load_tier(conn, self.agent_id, revision, wanted, limit=limit, now=self.config.clock())
         log(DEBUG, "memory_loaded", agent=self.agent_id, tier=wanted.value, count=len(loaded))
@@ -274,11 +261,8 @@ class AgentMemory:
 
     def should_flash_save(self, current_tokens: int, token_limit: int) -> bool:
         """Whether ``current_tokens`` has reached ``flash_fraction`` (80%) of ``token_limit``."""
-        for name, value in (("current_tokens", current_tokens), ("token_limit", token_limit)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(f"{name} must be a non-negative integer, not {value!r}")
-        if token_limit == 0:
-            raise ConfigError("token_limit is 0; give the model's context window in tokens")
+        whole_number("current_tokens", current_tokens, unit="tokens")
+        whole_number("token_limit", token_limit, minimum=1, unit="tokens")
         return current_tokens >= self.config.flash_fraction * token_limit
 
     def flash_save(self) -> FlashSaveResult:
@@ -305,6 +289,7 @@ class AgentMemory:
         The returned items are as the checkpoint recorded them; the store keeps their
         current content, so :meth:`diff` against the checkpoint shows what changed since.
         """
+        _positive("checkpoint_id", checkpoint_id)
         with self._write() as (conn, revision):
             recorded = _checkpoints.restore(conn, self.agent_id, revision, checkpoint_id)
         log(DEBUG, "memory_restored", agent=self.agent_id, checkpoint=checkpoint_id, count=len(recorded))
@@ -326,5 +311,7 @@ class AgentMemory:
         only the added and modified ones in full. A snapshot without a revision (built by
         hand) is compared with the whole context instead.
         """
+        if not isinstance(previous, ContextSnapshot):
+            _positive("checkpoint_id", previous)
         with self.store.read() as conn:
             return _diff.diff(conn, self.agent_id, previous, self.config.clock())

@@ -8,6 +8,9 @@ import os
 import sys
 from collections.abc import Sequence
 
+from toolctx._checks import whole_number
+from toolctx.errors import ConfigError
+
 TOKEN_ENV = "TOOLCTX_API_TOKEN"
 
 
@@ -31,8 +34,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if not _loopback(args.host) and not args.token:
         parser.error(f"refusing to serve {args.host!r} without a token: pass --token or set ${TOKEN_ENV}")
-    if not 0 < args.port < 65536:
-        parser.error(f"--port must be between 1 and 65535, not {args.port}")
+    try:
+        whole_number("--port", args.port, minimum=1, maximum=65535)
+    except ConfigError as exc:
+        parser.error(str(exc))
     return args
 
 
@@ -40,7 +45,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     import uvicorn
 
-    from toolctx.errors import ConfigError
     from toolctx.memory import MemoryStore
     from toolctx.server import create_app
 
