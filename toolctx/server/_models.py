@@ -8,6 +8,7 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolctx.memory import ContextItem, Tier
+from toolctx.memory._items import MAX_ITEM_TYPE
 
 __all__ = ["DiffRequest", "ItemOut", "ItemsResponse", "LoadRequest", "RestoreRequest", "SaveRequest", "SaveResponse"]
 
@@ -17,7 +18,7 @@ class _Body(BaseModel):
 
 
 class SaveRequest(_Body):
-    item_type: str = Field(min_length=1, max_length=64, examples=["TASK"])
+    item_type: str = Field(min_length=1, max_length=MAX_ITEM_TYPE, examples=["TASK"])
     content: str = Field(min_length=1, examples=["Add retries to the uploader"])
     importance_score: float | None = Field(default=None, ge=0.0, le=1.0)
 
@@ -47,20 +48,8 @@ class ItemOut(BaseModel):
 
     @classmethod
     def of(cls, item: ContextItem) -> ItemOut:
-        return cls(
-            id=item.id,
-            type=item.item_type,
-            content=item.content,
-            score=item.importance_score,
-            tier=item.tier,
-            tokens=item.tokens,
-            access_count=item.access_count,
-            created_at=item.created_at,
-            last_accessed=item.last_accessed,
-            content_hash=item.content_hash,
-            loaded=item.loaded,
-            archived=item.archived,
-        )
+        same = item.model_dump(exclude={"agent_id", "item_type", "importance_score"})
+        return cls(type=item.item_type, score=item.importance_score, **same)
 
 
 class ItemsResponse(BaseModel):
