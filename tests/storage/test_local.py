@@ -83,15 +83,13 @@ def test_writes_do_not_follow_symlinks(tmp_path: Path) -> None:
 
 
 def test_a_failed_write_leaves_no_partial_blob(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from toolctx.storage import local
-
     store = LocalStore(tmp_path / "s")
     store.put("seed.json", [b"1"])
 
     def full_disk(fd: int, buffers: object) -> int:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(local.os, "writev", full_disk)
+    monkeypatch.setattr(os, "writev", full_disk)
     with pytest.raises(OSError, match="No space"):
         store.put("a.json", [b"data"])
     monkeypatch.undo()
@@ -134,15 +132,13 @@ def test_opening_a_missing_or_linked_directory_fails(tmp_path: Path) -> None:
 
 
 def test_short_writes_are_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from toolctx.storage import local
-
     real_writev = os.writev
 
     def dribble(fd: int, buffers: list[bytes]) -> int:  # at most 7 bytes per call, like a slow pipe
         first = bytes(buffers[0])[:7] if buffers else b""
         return real_writev(fd, [first])
 
-    monkeypatch.setattr(local.os, "writev", dribble)
+    monkeypatch.setattr(os, "writev", dribble)
     store = LocalStore(tmp_path / "s")
     store.put("a.json", [b"0123456789", b"", b"abcdefghijklmnop", b"XYZ"])
     store.append("m.jsonl", b"line one\n")
