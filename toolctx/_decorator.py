@@ -29,6 +29,7 @@ from toolctx.options import byte_count
 from toolctx.redaction import REDACTED
 from toolctx.sessions import ContextSession, current_session
 from toolctx.sessions._records import Call
+from toolctx.sessions._saving import SavePath
 
 __all__ = ["persist_context"]
 
@@ -86,9 +87,9 @@ class _Binder:
         return bound
 
 
-# What begin() captures before the tool runs: the session current when the call started
-# and the call itself. A plain tuple: this is on every call's path.
-_Started = tuple[ContextSession, Call]
+# What begin() captures before the tool runs: the save path of the session current when
+# the call started, and the call itself. A plain tuple: this is on every call's path.
+_Started = tuple[SavePath, Call]
 
 
 class _Tool:
@@ -145,7 +146,7 @@ class _Tool:
             session = current_session()
             description = self._description(bound, session) if self.custom_description else None
             call = Call(self.name, self.safe_name, args_json, notes, self.order, description, self.threshold)
-            return session, call
+            return session._saver, call
         except Exception as exc:
             internal_error(f"could not capture the arguments of tool {self.name!r}; this call is not stored", exc)
             return None
@@ -168,11 +169,11 @@ class _Tool:
         """Hand the call to the current session; never raises (but see internal_error)."""
         if started is None or (error is not None and not self.record_errors):
             return
-        session, call = started
-        if session.closed:  # the block ended while the tool ran: keep the call anyway
-            session = current_session()
+        saver, call = started
+        if saver.closed:  # the block ended while the tool ran: keep the call anyway
+            saver = current_session()._saver
         try:
-            session._save(call, result, error)
+            saver.save(call, result, error)
         except Exception as exc:
             internal_error(f"could not store a call of tool {self.name!r}", exc)
 

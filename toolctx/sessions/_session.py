@@ -561,9 +561,6 @@ class ContextSession:
                 internal_error("the on_debug callback raised", exc)
         log(level, event, session=self.session_id, **data)
 
-    def _save(self, call: Call, result: Any, error: BaseException | None) -> Record:
-        """Keep one call (the decorator's entry; ``save_context`` is the public one)."""
-        return self._saver.save(call, result, error)
 
 
 _live_sessions: weakref.WeakSet[ContextSession] = weakref.WeakSet()
