@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import sqlalchemy
@@ -298,6 +300,24 @@ def test_unknown_agents_and_bad_agent_ids(store: MemoryStore) -> None:
             store.agent(bad)  # type: ignore[arg-type]
     store.agent("real")
     assert store.agent("real", create=False).agent_id == "real"
+
+
+def _register_at_once(store: MemoryStore, agent_id: str, threads: int) -> list[str]:
+    barrier = threading.Barrier(threads)
+
+    def register() -> str:
+        barrier.wait()
+        return store.agent(agent_id).agent_id
+
+    with ThreadPoolExecutor(threads) as pool:
+        futures = [pool.submit(register) for _ in range(threads)]
+        return [future.result() for future in futures]
+
+
+def test_threads_registering_one_new_agent_at_once_all_get_it(store: MemoryStore) -> None:
+    for n in range(10):
+        assert _register_at_once(store, f"agent-{n}", 4) == [f"agent-{n}"] * 4
+    assert store.agents() == [f"agent-{n}" for n in range(10)]
 
 
 def test_update_changes_content_hash_and_tokens(store: MemoryStore) -> None:

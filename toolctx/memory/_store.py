@@ -17,7 +17,8 @@ import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -79,11 +80,19 @@ class MemoryStore:
         :class:`~toolctx.errors.UnknownAgentError` (the HTTP API reads this way).
         """
         non_empty_text("agent_id", agent_id, max_length=MAX_AGENT_ID)
-        with self.write() as conn:
-            if conn.execute(select(agents.c.agent_id).where(agents.c.agent_id == agent_id)).first() is None:
-                if not create:
-                    raise UnknownAgentError(f"no agent {agent_id!r} in this memory store; save an item for it first")
-                conn.execute(insert(agents).values(agent_id=agent_id, created_at=self.config.clock(), revision=0))
+        with self.read() as conn:
+            known = conn.execute(select(agents.c.agent_id).where(agents.c.agent_id == agent_id)).first() is not None
+        if not known:
+            if not create:
+                raise UnknownAgentError(f"no agent {agent_id!r} in this memory store; save an item for it first")
+            # Another process may register the same agent at the same moment: the first insert wins.
+            insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
+            with self.write() as conn:
+                conn.execute(
+                    insert(agents)
+                    .values(agent_id=agent_id, created_at=self.config.clock(), revision=0)
+                    .on_conflict_do_nothing(index_elements=[agents.c.agent_id])
+                )
         return AgentMemory(self, agent_id)
 
     def agents(self) -> list[str]:
