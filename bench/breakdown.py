@@ -38,8 +38,8 @@ from payloads import SIZES, search_results
 
 import toolctx
 from toolctx._decorator import _Tool
+from toolctx._defaults import DEFAULT_THRESHOLD
 from toolctx._serialize import encode
-from toolctx.options import DEFAULT_THRESHOLD
 from toolctx.redaction import default_redactor
 
 REPEATS = 7

@@ -47,7 +47,7 @@ import orjson
 from payloads import SIZES, search_results
 
 import toolctx
-from toolctx.options import DEFAULT_THRESHOLD
+from toolctx._defaults import DEFAULT_THRESHOLD
 
 Call = Callable[[int], Any]
 Setup = Callable[[Path, dict[str, Any]], Any]  # a context manager factory yielding a Call

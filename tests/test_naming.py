@@ -4,8 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolctx.errors import ConfigError
-from toolctx.naming import (
+from toolctx._naming import (
     MAX_TOOL_NAME,
     context_filename,
     is_temp_name,
@@ -14,6 +13,7 @@ from toolctx.naming import (
     sanitize_tool_name,
     validate_session_id,
 )
+from toolctx.errors import ConfigError
 
 
 @pytest.mark.parametrize(

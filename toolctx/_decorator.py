@@ -20,12 +20,12 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 import wrapt
 
+from toolctx._defaults import byte_count
 from toolctx._describe import Describer, default_description, make_describer
 from toolctx._internal import internal_error
+from toolctx._naming import sanitize_tool_name
 from toolctx._serialize import clean_text, encode
 from toolctx.errors import ConfigError
-from toolctx.naming import sanitize_tool_name
-from toolctx.options import byte_count
 from toolctx.redaction import REDACTED
 from toolctx.sessions import ContextSession, current_session
 from toolctx.sessions._records import Call

@@ -23,10 +23,10 @@ from datetime import timedelta
 from pathlib import Path
 
 from toolctx._checks import real_number
+from toolctx._defaults import resolve_context_dir
 from toolctx._internal import DEBUG, log
+from toolctx._naming import is_own_file, validate_session_id
 from toolctx.errors import ConfigError, SessionError
-from toolctx.naming import is_own_file, validate_session_id
-from toolctx.options import resolve_context_dir
 from toolctx.storage.local import LocalStore, is_held, read_marker
 
 __all__ = ["gc"]

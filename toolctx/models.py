@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolctx.naming import handle
+from toolctx._naming import handle
 
 __all__ = ["CallMetadata", "ContextPointer", "ErrorInfo", "StorageKind", "StoredContext"]
 

@@ -22,9 +22,9 @@ from typing import Any
 import orjson
 
 from toolctx._checks import whole_number
+from toolctx._naming import HANDLE_PATTERN, handle
 from toolctx.errors import ConfigError
 from toolctx.models import ContextPointer, StoredContext
-from toolctx.naming import HANDLE_PATTERN, handle
 from toolctx.sessions import ContextSession
 from toolctx.tokens import estimate_tokens
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 
 from toolctx import ContextSession, persist_context, session
-from toolctx.naming import MANIFEST_NAME, parse_context_filename
+from toolctx._naming import MANIFEST_NAME, parse_context_filename
 from toolctx.sessions._records import parse_document
 
 PROCESS_SCRIPT = """

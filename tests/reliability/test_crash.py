@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 
 from toolctx import ContextSession
-from toolctx.naming import MANIFEST_NAME, is_temp_name, parse_context_filename
+from toolctx._naming import MANIFEST_NAME, is_temp_name, parse_context_filename
 from toolctx.sessions._records import parse_document
 
 WRITER = Path(__file__).with_name("writer.py")

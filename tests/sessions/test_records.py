@@ -8,7 +8,7 @@ import orjson
 
 from tests.sessions.helpers import BIG
 from toolctx import CallMetadata, ContextPointer, StoredContext, session
-from toolctx.naming import MANIFEST_NAME
+from toolctx._naming import MANIFEST_NAME
 from toolctx.sessions._records import CALL_FIELDS, Call
 
 META = set(CallMetadata.model_fields)

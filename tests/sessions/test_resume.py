@@ -21,7 +21,7 @@ from toolctx import (
     hash_query,
     session,
 )
-from toolctx.naming import MANIFEST_NAME
+from toolctx._naming import MANIFEST_NAME
 
 # -- keep and resume ------------------------------------------------------------------------
 

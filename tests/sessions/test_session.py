@@ -17,7 +17,7 @@ from toolctx import (
     StorageKind,
     session,
 )
-from toolctx.naming import MANIFEST_NAME
+from toolctx._naming import MANIFEST_NAME
 
 # -- loading ---------------------------------------------------------------------------
 

@@ -12,9 +12,9 @@ from unittest.mock import ANY
 import pytest
 
 from toolctx import _platform, session
+from toolctx._defaults import DEFAULT_CONTEXT_DIR, resolve_context_dir
+from toolctx._naming import LOCK_NAME
 from toolctx.errors import SessionBusyError, SessionNotFoundError
-from toolctx.naming import LOCK_NAME
-from toolctx.options import DEFAULT_CONTEXT_DIR, resolve_context_dir
 from toolctx.storage import LocalStore
 from toolctx.storage.local import read_marker
 

@@ -26,18 +26,16 @@ from typing import Any
 
 import orjson
 
+from toolctx._defaults import ARGS_INLINE_LIMIT, INDEX_PREVIEW_CHARS, PREVIEW_CHARS
 from toolctx._describe import default_description
+from toolctx._naming import POINTER_ID, RAND_DIGITS, context_filename, parse_context_filename
 from toolctx._serialize import clean_text
 from toolctx.models import FORMAT, CallMetadata, ContextPointer, ErrorInfo, StorageKind, StoredContext
-from toolctx.naming import POINTER_ID, RAND_DIGITS, context_filename, parse_context_filename
 from toolctx.redaction import Redactor
 from toolctx.tokens import estimate_tokens
 
 __all__ = [
-    "ARGS_INLINE_LIMIT",
     "CALL_FIELDS",
-    "INDEX_PREVIEW_CHARS",
-    "PREVIEW_CHARS",
     "Call",
     "Payload",
     "Record",
@@ -48,13 +46,6 @@ __all__ = [
     "record_from_context",
     "shorten_args",
 ]
-
-ARGS_INLINE_LIMIT = 1024
-"""Pointers keep arguments whole up to this many JSON bytes and shorten larger ones."""
-PREVIEW_CHARS = 200
-"""Characters of a result kept in its pointer's preview."""
-INDEX_PREVIEW_CHARS = 1000
-"""Characters of a result the search index reads (so ranking never reads stored files)."""
 
 _SESSION_FIELDS = frozenset({"id", "session_id", "tool_description", "args", "args_hash", "timestamp"})
 CALL_FIELDS: tuple[str, ...] = tuple(name for name in CallMetadata.model_fields if name not in _SESSION_FIELDS)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from toolctx.naming import MANIFEST_NAME, parse_context_filename
+from toolctx._naming import MANIFEST_NAME, parse_context_filename
 from toolctx.sessions._records import Record, parse_document, parse_manifest_line, record_from_context
 from toolctx.storage import BlobStore
 

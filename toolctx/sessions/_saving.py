@@ -24,15 +24,16 @@ from typing import Any, NamedTuple
 
 import xxhash
 
+from toolctx._defaults import INDEX_PREVIEW_CHARS, PREVIEW_CHARS
 from toolctx._hashing import hash_bytes
 from toolctx._internal import DEBUG, internal_error, log_enabled
+from toolctx._naming import MANIFEST_NAME, new_rand, pointer_id
 from toolctx._serialize import encode
 from toolctx.errors import SessionClosedError
 from toolctx.models import ErrorInfo, StorageKind
-from toolctx.naming import MANIFEST_NAME, new_rand, pointer_id
 from toolctx.redaction import Redactor
 from toolctx.selection import SearchIndex
-from toolctx.sessions._records import INDEX_PREVIEW_CHARS, PREVIEW_CHARS, Call, Payload, Record, error_info, preview_of
+from toolctx.sessions._records import Call, Payload, Record, error_info, preview_of
 from toolctx.storage import BlobStore
 from toolctx.tokens import estimate_tokens
 

@@ -23,12 +23,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from toolctx._defaults import DEFAULT_MEMORY_BUDGET, DEFAULT_THRESHOLD, byte_count, resolve_context_dir
 from toolctx._hashing import hash_query
 from toolctx._internal import DEBUG, WARNING, internal_error, log
-from toolctx._serialize import clean_text, encode
-from toolctx.errors import ConfigError, SessionClosedError
-from toolctx.models import ContextPointer, ErrorInfo, StorageKind, StoredContext
-from toolctx.naming import (
+from toolctx._naming import (
     is_own_file,
     new_session_id,
     parse_context_filename,
@@ -36,7 +34,9 @@ from toolctx.naming import (
     strip_handle,
     validate_session_id,
 )
-from toolctx.options import DEFAULT_MEMORY_BUDGET, DEFAULT_THRESHOLD, byte_count, resolve_context_dir
+from toolctx._serialize import clean_text, encode
+from toolctx.errors import ConfigError, SessionClosedError
+from toolctx.models import ContextPointer, ErrorInfo, StorageKind, StoredContext
 from toolctx.redaction import Redactor, resolve_redactor
 from toolctx.selection import MIN_SCORE_RATIO, SelectionState, as_strategy, select
 from toolctx.selection.base import Candidates, pointer_tokens, utc_now
@@ -560,7 +560,6 @@ class ContextSession:
             except Exception as exc:
                 internal_error("the on_debug callback raised", exc)
         log(level, event, session=self.session_id, **data)
-
 
 
 _live_sessions: weakref.WeakSet[ContextSession] = weakref.WeakSet()

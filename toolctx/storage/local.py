@@ -29,9 +29,9 @@ from pathlib import Path
 
 import orjson
 
+from toolctx._naming import LOCK_NAME, is_temp_name
 from toolctx._platform import CAN_LOCK, overwrite, pid_alive, try_lock, unlock, write_all
 from toolctx.errors import SessionBusyError, SessionNotFoundError
-from toolctx.naming import LOCK_NAME, is_temp_name
 from toolctx.storage.base import BlobStore, check_name
 
 __all__ = ["LocalStore", "is_held", "read_marker"]

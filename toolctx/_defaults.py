@@ -1,4 +1,4 @@
-"""Session defaults and the checks that turn option values into clear errors."""
+"""Every default of the session core, and the context directory they resolve to."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ from toolctx._platform import default_context_dir
 from toolctx.errors import ConfigError
 
 __all__ = [
+    "ARGS_INLINE_LIMIT",
     "DEFAULT_CONTEXT_DIR",
     "DEFAULT_MEMORY_BUDGET",
     "DEFAULT_THRESHOLD",
+    "INDEX_PREVIEW_CHARS",
+    "PREVIEW_CHARS",
     "byte_count",
     "resolve_context_dir",
 ]
@@ -21,6 +24,12 @@ DEFAULT_THRESHOLD = 32 * 1024
 """Results whose JSON form is at least this many bytes go straight to the store."""
 DEFAULT_MEMORY_BUDGET = 4 * 1024 * 1024
 """Bytes of results and arguments a session keeps in memory before spilling the oldest."""
+ARGS_INLINE_LIMIT = 1024
+"""Pointers keep arguments whole up to this many JSON bytes and shorten larger ones."""
+PREVIEW_CHARS = 200
+"""Characters of a result kept in its pointer's preview."""
+INDEX_PREVIEW_CHARS = 1000
+"""Characters of a result the search index reads (so ranking never reads stored files)."""
 DEFAULT_CONTEXT_DIR = "~/.agent/context"
 """Used when neither ``context_dir`` nor ``TOOLCTX_CONTEXT_DIR`` is given, on POSIX with a usable home.
 
