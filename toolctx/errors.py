@@ -9,7 +9,7 @@ matching builtin so existing ``except ValueError`` blocks keep working::
     │   ├── SessionClosedError            the session has already ended
     │   ├── SessionNotFoundError          resume() found no such session directory
     │   └── SessionBusyError              another live process holds the session
-    ├── StorageError (OSError)            a store could not read or write a blob
+    ├── StorageError (OSError)            a store could not read or write a blob (errno kept)
     └── NotFoundError (KeyError)          an id names nothing the caller may see
         ├── UnknownAgentError             no such agent in the memory store
         ├── UnknownItemError              no such context item for this agent

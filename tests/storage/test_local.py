@@ -14,7 +14,7 @@ import pytest
 from toolctx import _platform, session
 from toolctx._defaults import DEFAULT_CONTEXT_DIR, resolve_context_dir
 from toolctx._naming import LOCK_NAME
-from toolctx.errors import SessionBusyError, SessionNotFoundError
+from toolctx.errors import SessionBusyError, SessionNotFoundError, StorageError
 from toolctx.storage import LocalStore
 from toolctx.storage.local import read_marker
 
@@ -304,3 +304,22 @@ def test_on_windows_sessions_go_to_local_app_data(
     assert resolve_context_dir(None) == tmp_path / "AppData" / "Local" / "toolctx" / "context"
     monkeypatch.delenv("LOCALAPPDATA")
     assert resolve_context_dir(None) == no_default
+
+
+def test_an_os_failure_is_a_storage_error_naming_the_blob_and_the_directory(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "s")
+    store.put("a.json", [b"{}"])
+    (tmp_path / "s" / "b.json").mkdir()  # a directory where the blob goes: writing and reading it fail
+    try:
+        with pytest.raises(StorageError, match=r"could not write blob 'b\.json' in '.*s'") as caught:
+            store.put("b.json", [b"{}"])
+        assert isinstance(caught.value, OSError)
+        assert caught.value.errno is not None
+        with pytest.raises(StorageError, match=r"could not read blob 'b\.json'"):
+            store.get("b.json")
+        with pytest.raises(FileNotFoundError):
+            store.get("missing.json")
+        assert store.get("a.json") == b"{}"
+        assert not [p for p in (tmp_path / "s").iterdir() if p.name.endswith(".tmp")]
+    finally:
+        store.close()

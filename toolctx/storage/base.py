@@ -7,25 +7,39 @@ atomic: a reader sees the whole blob or no blob, never a part.
 
 from __future__ import annotations
 
-import re
+import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from toolctx.errors import ConfigError
+from toolctx._checks import safe_name
+from toolctx.errors import SessionError, StorageError
 
-__all__ = ["BlobStore", "check_name"]
+__all__ = ["BlobStore", "check_name", "storage_errors"]
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,254}")
+MAX_BLOB_NAME = 255
 
 
 def check_name(name: str) -> str:
     """Return ``name`` if it is a flat, safe blob name; raise ConfigError otherwise."""
-    if not isinstance(name, str) or _NAME.fullmatch(name) is None or ".." in name:
-        raise ConfigError(
-            f"blob name {name!r:.100} is not allowed: use ASCII letters, digits, '_', '-' and '.', "
-            "starting with a letter or digit, without '..' or path separators"
-        )
-    return name
+    return safe_name("blob name", name, max_length=MAX_BLOB_NAME)
+
+
+@contextlib.contextmanager
+def storage_errors(action: str, name: str, where: object) -> Iterator[None]:
+    """Turn an operating-system failure inside the block into a :class:`~toolctx.StorageError`.
+
+    A missing blob stays ``FileNotFoundError`` and a directory the store will not
+    adopt stays ``FileExistsError`` (callers test for them); session errors pass
+    through. The StorageError is still an ``OSError`` and keeps its errno.
+    """
+    try:
+        yield
+    except (FileNotFoundError, FileExistsError, SessionError, StorageError):
+        raise
+    except OSError as exc:
+        raise StorageError(
+            exc.errno, f"could not {action} blob {name!r} in {str(where)!r}: {exc.strerror or exc}"
+        ) from exc
 
 
 class BlobStore(ABC):

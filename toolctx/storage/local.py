@@ -32,7 +32,7 @@ import orjson
 from toolctx._naming import LOCK_NAME, is_temp_name
 from toolctx._platform import CAN_LOCK, overwrite, pid_alive, try_lock, unlock, write_all
 from toolctx.errors import SessionBusyError, SessionNotFoundError
-from toolctx.storage.base import BlobStore, check_name
+from toolctx.storage.base import BlobStore, check_name, storage_errors
 
 __all__ = ["LocalStore", "is_held", "read_marker"]
 
@@ -145,6 +145,10 @@ class LocalStore(BlobStore):
         return self._prefix + check_name(name)
 
     def put(self, name: str, chunks: Sequence[bytes]) -> None:
+        with storage_errors("write", name, self.directory):
+            self._put(name, chunks)
+
+    def _put(self, name: str, chunks: Sequence[bytes]) -> None:
         final = self._prefix + check_name(name)
         if not self._ready:
             self._ensure()
@@ -176,9 +180,11 @@ class LocalStore(BlobStore):
             self._sync_directory()
 
     def get(self, name: str) -> bytes:
-        fd = os.open(self._prefix + check_name(name), _READ)
-        with open(fd, "rb", closefd=True) as handle:
-            return handle.read()
+        path = self._prefix + check_name(name)
+        with storage_errors("read", name, self.directory):
+            fd = os.open(path, _READ)
+            with open(fd, "rb", closefd=True) as handle:
+                return handle.read()
 
     def delete(self, name: str) -> bool:
         path = self.path(name)
@@ -207,6 +213,10 @@ class LocalStore(BlobStore):
             ]
 
     def append(self, name: str, data: bytes) -> None:
+        with storage_errors("append to", name, self.directory):
+            self._append(name, data)
+
+    def _append(self, name: str, data: bytes) -> None:
         path = self._prefix + check_name(name)
         if not self._ready:
             self._ensure()
