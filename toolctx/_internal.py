@@ -13,7 +13,11 @@ failures of toolctx itself are also reported as a :class:`ToolctxWarning`, which
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import logging
+import os
+import sys
 import warnings
 from typing import Any
 
@@ -70,4 +74,27 @@ def internal_error(message: str, exc: BaseException | None = None, **fields: Any
     if exc is not None:
         fields["error"] = f"{type(exc).__name__}: {exc}"
     log(WARNING, "internal_error", message=message, **fields)
-    warnings.warn(message if exc is None else f"{message} ({type(exc).__name__}: {exc})", ToolctxWarning, stacklevel=3)
+    text = message if exc is None else f"{message} ({type(exc).__name__}: {exc})"
+    warnings.warn(text, ToolctxWarning, stacklevel=_outside_toolctx())
+
+
+@functools.cache
+def _own_dirs() -> tuple[str, ...]:
+    """The folders of toolctx and its framework adapters (located, not imported)."""
+    dirs = [os.path.dirname(__file__)]
+    for adapter in ("toolctx_langchain", "toolctx_openai_agents"):
+        spec = importlib.util.find_spec(adapter)
+        if spec is not None and spec.submodule_search_locations:
+            dirs.extend(spec.submodule_search_locations)
+    return tuple(os.path.join(d, "") for d in dirs)
+
+
+def _outside_toolctx() -> int:
+    """The ``stacklevel`` of the innermost caller outside toolctx, so a warning points at user code."""
+    own = _own_dirs()
+    frame = sys._getframe(2)  # the caller of internal_error
+    level = 2
+    while frame is not None and frame.f_code.co_filename.startswith(own):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level

@@ -1,0 +1,27 @@
+"""toolctx's own failures: reported as a warning that points at the user's code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolctx import ToolctxWarning, persist_context, session
+
+
+@persist_context
+def odd_tool() -> object:
+    return object()  # not JSON: stored in the fallback form, with a warning
+
+
+def test_a_warning_points_at_the_line_that_called_the_tool(context_dir: Path) -> None:
+    with session(context_dir), pytest.warns(ToolctxWarning, match="fallback form") as caught:
+        odd_tool()
+    assert caught[0].filename == __file__
+    assert caught[0].lineno == test_a_warning_points_at_the_line_that_called_the_tool.__code__.co_firstlineno + 2
+
+
+def test_a_warning_from_save_context_points_at_its_caller(context_dir: Path) -> None:
+    with session(context_dir) as s, pytest.warns(ToolctxWarning) as caught:
+        s.save_context("t", {}, object())
+    assert caught[0].filename == __file__
