@@ -26,7 +26,7 @@ test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest --cov=toolctx --cov=toolctx_langchain --cov=toolctx_openai_agents --cov-report=term --cov-fail-under=90
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[bench,langchain,openai-agents,postgres]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	touch $@ $(VENV)/.installed
 
 # Figures for docs/benchmarks.md: per-call cost, stage breakdown, memory, selection,
