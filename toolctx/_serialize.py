@@ -6,18 +6,8 @@ itself; :func:`_default` adds pydantic models, sets (sorted, so equal sets encod
 equally), bytes, decimals and paths.
 
 Only when that fails does the slow path walk the value in Python and store what
-JSON cannot hold in this documented fallback form, adding a note for each kind:
-
-========================================  ============================================
-value                                     stored as
-========================================  ============================================
-bytes, bytearray, memoryview              ``{"$bytes": "<base64>"}``
-integer outside the 64-bit range          its decimal string
-string with lone surrogates               the surrogates as ``\\udXXX`` escapes
-reference cycle                           ``{"$cycle": "<type name>"}`` at the back-reference
-nesting deeper than ``MAX_DEPTH``         ``{"$truncated": "<type name>"}``
-any other object                          ``{"$repr": "<repr, at most 2,000 chars>", "$type": "<module.Qualname>"}``
-========================================  ============================================
+JSON cannot hold in the documented fallback form (listed in
+:class:`toolctx.StoredContext`'s docstring), adding a note for each kind.
 
 NaN and infinities become ``null`` (JSON has no such numbers); this happens on the
 fast path too and adds no note.

@@ -96,8 +96,22 @@ class StoredContext(CallMetadata):
     """One tool call in full: arguments, result (or error) and metadata.
 
     ``result`` is the JSON form of what the tool returned (tuples become lists,
-    pydantic models and dataclasses become objects). Values JSON cannot hold are
-    stored in a documented fallback form and explained in ``notes``.
+    pydantic models and dataclasses become objects, sets sorted lists, decimals and
+    paths strings). Values JSON cannot hold are stored in this fallback form, and
+    ``notes`` says which kinds occurred:
+
+    ========================================  ============================================
+    value                                     stored as
+    ========================================  ============================================
+    bytes, bytearray, memoryview              ``{"$bytes": "<base64>"}``
+    integer outside the 64-bit range          its decimal string
+    string with lone surrogates               the surrogates as ``\\udXXX`` escapes
+    reference cycle                           ``{"$cycle": "<type name>"}`` at the back-reference
+    nesting deeper than 200 levels            ``{"$truncated": "<type name>"}``
+    any other object                          ``{"$repr": "<repr, at most 2,000 chars>", "$type": "<module.Qualname>"}``
+    ========================================  ============================================
+
+    NaN and infinities become ``null`` without a note.
     """
 
     result: Any = None
