@@ -62,12 +62,12 @@ def main(folder: str) -> None:
             print(f"\nStored {len(s)} tool outputs in session {s.session_id}:")
             for p in s.get_all_pointers():
                 place = f"disk: {p.filename}" if p.filepath else "memory"
-                print(f"  ctx:{p.id:<10} {p.size:>7,} B  {p.tool_description:<38} [{place}]")
+                print(f"  {p.handle:<14} {p.size:>7,} B  {p.tool_description:<38} [{place}]")
             on_disk = sorted(f.name for f in s.session_dir.iterdir()) if s.session_dir.exists() else []
             print(f"\nFiles under {s.session_dir}:\n  " + "\n  ".join(on_disk))
 
             selected = s.select_relevant_contexts("read sessions threshold memory", k=2)
-            print("\nSelected for the answer:", ", ".join(f"ctx:{p.id} ({p.tool_description})" for p in selected))
+            print("\nSelected for the answer:", ", ".join(f"{p.handle} ({p.tool_description})" for p in selected))
             best = s.load_contexts(selected[:1])[0]
             source = str(best.result)
             print(f"Loaded {best.tool_description!r} back in full ({len(source):,} characters); it mentions:")

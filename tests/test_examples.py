@@ -21,7 +21,7 @@ def test_quickstart_stores_selects_loads_and_cleans_up(tmp_path: Path) -> None:
     assert "Stored 4 tool outputs" in out
     assert re.search(r"\[disk: read_file_[0-9a-f]{16}_\d+_\d+_[0-9a-f]{6}\.json\]", out)
     assert "[memory]" in out
-    assert "manifest.jsonl" in out
+    assert "session.lock" in out  # the lock that tells a live session from an orphan
     assert "Selected for the answer: ctx:" in out
     assert re.search(r"Loaded 'read [a-z_/]+\.py' back in full", out)
     assert "exists afterwards? False" in out

@@ -114,3 +114,16 @@ def test_resume_never_adopts_a_file_of_another_session(context_dir: Path) -> Non
         tools = [p.tool_name for p in again.get_all_pointers()]
     assert tools == ["fetch"]
     assert any("belongs to session" in str(e.get("reason", "")) for e in logs)
+
+
+def test_only_a_kept_session_lists_its_files_and_one_kept_late_lists_them_at_the_end(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        s.save_context("fetch", {"n": 1}, BIG)
+        assert not (s.session_dir / MANIFEST_NAME).exists()  # it deletes itself: nothing will resume it
+        s.keep = True  # changed its mind
+        s.save_context("fetch", {"n": 2}, "small, in memory until the end")
+        session_id = s.session_id
+    lines = (context_dir / session_id / MANIFEST_NAME).read_bytes().splitlines()
+    assert len(lines) == 2
+    with session.resume(session_id, context_dir, keep=False) as again:
+        assert sorted(p.args["n"] for p in again.get_all_pointers()) == [1, 2]

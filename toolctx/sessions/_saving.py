@@ -3,8 +3,9 @@
 A :class:`SavePath` belongs to one session and holds its records. A result under
 the threshold is kept in memory, within the memory budget; the oldest in-memory
 outputs are spilled to the store when the budget is exceeded; larger results are
-written to the store at once. Every document that reaches the store is listed in
-the manifest.
+written to the store at once. In a kept session every document that reaches the
+store is also listed in the manifest (the others never resume, and recovery reads
+unlisted files anyway).
 
 Per call it serialises the result once, screens the arguments and result for
 secrets (one scan when both are small), hashes the redacted arguments once and
@@ -69,6 +70,7 @@ class SavePath:
         emit: Emit,
         always_emit: bool,
         where: str,
+        listing: bool,
     ) -> None:
         self.session_id = session_id
         self.store = store
@@ -89,6 +91,8 @@ class SavePath:
         self._emit = emit
         self._always_emit = always_emit  # an on_debug callback wants every event, logged or not
         self._where = where
+        # The manifest serves resume(): only a session that is kept lists its files as it goes.
+        self.listing = listing
 
     def save(self, call: Call, result: Any, error: BaseException | ErrorInfo | None) -> Record:
         """Keep one call: the decorator and ``save_context`` both end here.
@@ -223,6 +227,8 @@ class SavePath:
         self._append_manifest(record)
 
     def _append_manifest(self, record: Record) -> None:
+        if not self.listing:
+            return
         try:
             self.store.append(MANIFEST_NAME, record.manifest_line())
         except Exception as exc:
@@ -262,6 +268,17 @@ class SavePath:
             self._memory.clear()
             self.memory_bytes = 0
         self.spill(pending)
+
+    def write_manifest(self) -> None:
+        """List every output in the store, all at once (a session that is kept after all)."""
+        with self.lock:
+            stored = [r for r in self.records.values() if r.storage is _DISK]
+        stored.sort(key=lambda r: (r.timestamp_ns, r.id))
+        try:
+            self.store.put(MANIFEST_NAME, [b"".join(r.manifest_line() for r in stored)])
+        except Exception as exc:
+            internal_error("could not write the session manifest; resume() will scan the directory instead", exc)
+        self.listing = True
 
     def forget(self) -> int:
         """Drop every record held in memory (files already written stay); returns how many."""

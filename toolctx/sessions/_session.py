@@ -1,13 +1,12 @@
 """ContextSession: the façade over a session's save path, lookups, loading and cleanup.
 
-A session owns a :class:`~toolctx.sessions._saving.SavePath` holding one record per
-stored call. A call's
-output lives either in memory, when its JSON form is under ``threshold`` and the
-memory budget allows, or in the session's blob store: by default the directory
+A session owns a save path holding one record per stored call. A call's output
+lives either in memory, when its JSON form is under ``threshold`` and the memory
+budget allows, or in the session's blob store: by default the directory
 ``<context_dir>/<session_id>/``. The budget is enforced by spilling the oldest
 in-memory outputs to the store, so memory stays bounded however long the session
-runs. Everything that reaches the store is also listed in an append-only
-manifest, from which :meth:`ContextSession.resume` rebuilds a kept session.
+runs. A kept session also lists everything in the store in an append-only
+manifest, from which :meth:`ContextSession.resume` rebuilds it.
 """
 
 from __future__ import annotations
@@ -133,6 +132,7 @@ class ContextSession:
             emit=self._event,
             always_emit=on_debug is not None,
             where=str(self.session_dir),
+            listing=self.keep,
         )
         self._tokens: list[Any] = []
         _track(self)
@@ -229,6 +229,8 @@ class ContextSession:
         saver.closed = True
         if self.keep:
             saver.flush()
+            if not saver.listing:  # keep was set after the session started
+                saver.write_manifest()
             saver.store.close()
         else:
             self.clear()

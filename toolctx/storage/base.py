@@ -7,14 +7,14 @@ atomic: a reader sees the whole blob or no blob, never a part.
 
 from __future__ import annotations
 
-import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 from toolctx._checks import safe_name
-from toolctx.errors import SessionError, StorageError
+from toolctx.errors import StorageError
 
-__all__ = ["BlobStore", "check_name", "storage_errors"]
+__all__ = ["BlobStore", "check_name", "raise_storage_error"]
 
 MAX_BLOB_NAME = 255
 
@@ -24,22 +24,17 @@ def check_name(name: str) -> str:
     return safe_name("blob name", name, max_length=MAX_BLOB_NAME)
 
 
-@contextlib.contextmanager
-def storage_errors(action: str, name: str, where: object) -> Iterator[None]:
-    """Turn an operating-system failure inside the block into a :class:`~toolctx.StorageError`.
+def raise_storage_error(action: str, name: str, where: object, exc: OSError) -> NoReturn:
+    """Re-raise an operating-system failure of a store as a :class:`~toolctx.StorageError`.
 
     A missing blob stays ``FileNotFoundError`` and a directory the store will not
-    adopt stays ``FileExistsError`` (callers test for them); session errors pass
-    through. The StorageError is still an ``OSError`` and keeps its errno.
+    adopt stays ``FileExistsError`` (callers test for them). The StorageError is
+    still an ``OSError`` and keeps the errno. Call it from an ``except`` block.
     """
-    try:
-        yield
-    except (FileNotFoundError, FileExistsError, SessionError, StorageError):
-        raise
-    except OSError as exc:
-        raise StorageError(
-            exc.errno, f"could not {action} blob {name!r} in {str(where)!r}: {exc.strerror or exc}"
-        ) from exc
+    if isinstance(exc, (FileNotFoundError, FileExistsError, StorageError)):
+        raise exc
+    message = f"could not {action} blob {name!r} in {str(where)!r}: {exc.strerror or exc}"
+    raise StorageError(exc.errno, message) from exc
 
 
 class BlobStore(ABC):

@@ -32,7 +32,7 @@ import orjson
 from toolctx._naming import LOCK_NAME, is_temp_name
 from toolctx._platform import CAN_LOCK, overwrite, pid_alive, try_lock, unlock, write_all
 from toolctx.errors import SessionBusyError, SessionNotFoundError
-from toolctx.storage.base import BlobStore, check_name, storage_errors
+from toolctx.storage.base import BlobStore, check_name, raise_storage_error
 
 __all__ = ["LocalStore", "is_held", "read_marker"]
 
@@ -145,8 +145,10 @@ class LocalStore(BlobStore):
         return self._prefix + check_name(name)
 
     def put(self, name: str, chunks: Sequence[bytes]) -> None:
-        with storage_errors("write", name, self.directory):
+        try:
             self._put(name, chunks)
+        except OSError as exc:
+            raise_storage_error("write", name, self.directory, exc)
 
     def _put(self, name: str, chunks: Sequence[bytes]) -> None:
         final = self._prefix + check_name(name)
@@ -181,10 +183,12 @@ class LocalStore(BlobStore):
 
     def get(self, name: str) -> bytes:
         path = self._prefix + check_name(name)
-        with storage_errors("read", name, self.directory):
+        try:
             fd = os.open(path, _READ)
             with open(fd, "rb", closefd=True) as handle:
                 return handle.read()
+        except OSError as exc:
+            raise_storage_error("read", name, self.directory, exc)
 
     def delete(self, name: str) -> bool:
         path = self.path(name)
@@ -213,8 +217,10 @@ class LocalStore(BlobStore):
             ]
 
     def append(self, name: str, data: bytes) -> None:
-        with storage_errors("append to", name, self.directory):
+        try:
             self._append(name, data)
+        except OSError as exc:
+            raise_storage_error("append to", name, self.directory, exc)
 
     def _append(self, name: str, data: bytes) -> None:
         path = self._prefix + check_name(name)
