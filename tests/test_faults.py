@@ -142,7 +142,7 @@ def test_a_refusing_disk_never_breaks_the_tool(
         return "x" * 50_000
 
     with session(context_dir) as s:
-        monkeypatch.setattr(f"toolctx.storage.local.os.{target}", refuse_with(code))
+        monkeypatch.setattr(f"toolctx.storage._local.os.{target}", refuse_with(code))
         with pytest.warns(ToolctxWarning, match="could not store the output of tool 'fetch'"):
             assert fetch(1) == "x" * 50_000
         monkeypatch.undo()
@@ -172,7 +172,7 @@ def test_a_context_dir_that_is_a_file_is_refused_gracefully(tmp_path: Path) -> N
 def test_a_failed_spill_keeps_results_in_memory(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with session(context_dir, memory_budget=1_000) as s:
         first = s.save_context("t", {"n": 1}, "a" * 600)
-        monkeypatch.setattr("toolctx.storage.local.os.writev", refuse_with(errno.ENOSPC))
+        monkeypatch.setattr("toolctx.storage._local.os.writev", refuse_with(errno.ENOSPC))
         with pytest.warns(ToolctxWarning, match="stays in memory"):
             s.save_context("t", {"n": 2}, "b" * 600)
         monkeypatch.undo()

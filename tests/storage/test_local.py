@@ -16,7 +16,7 @@ from toolctx._defaults import DEFAULT_CONTEXT_DIR, resolve_context_dir
 from toolctx._naming import LOCK_NAME
 from toolctx.errors import SessionBusyError, SessionNotFoundError, StorageError
 from toolctx.storage import LocalStore
-from toolctx.storage.local import read_marker
+from toolctx.storage._local import read_marker
 
 
 def mode(path: Path) -> int:

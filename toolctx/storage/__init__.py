@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from toolctx.storage._base import BlobStore
 from toolctx.storage._dict import DictStore
-from toolctx.storage.base import BlobStore
-from toolctx.storage.local import LocalStore
+from toolctx.storage._local import LocalStore
 
 __all__ = ["BlobStore", "DictStore", "LocalStore"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from toolctx.storage.base import BlobStore, check_name
+from toolctx.storage._base import BlobStore, check_name
 
 __all__ = ["DictStore"]
 

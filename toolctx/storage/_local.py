@@ -32,7 +32,7 @@ import orjson
 from toolctx._naming import LOCK_NAME, is_temp_name
 from toolctx._platform import CAN_LOCK, overwrite, pid_alive, try_lock, unlock, write_all
 from toolctx.errors import SessionBusyError, SessionNotFoundError
-from toolctx.storage.base import BlobStore, check_name, raise_storage_error
+from toolctx.storage._base import BlobStore, check_name, raise_storage_error
 
 __all__ = ["LocalStore", "is_held", "read_marker"]
 
