@@ -205,12 +205,10 @@ def test_long_previews_are_queued_only_up_to_a_backlog(context_dir: Path, monkey
 
 
 def test_the_index_knows_each_calls_token_estimate(context_dir: Path) -> None:
-    import numpy as np
-
     with session(context_dir) as s:
         pointers = fill(s)
         s.select_relevant_contexts("revenue")
-        tokens = np.frombuffer(s._saver.index._tokens, dtype=np.uint32).tolist()
+        tokens = s._saver.index._tokens.tolist()
         assert tokens == [p.tokens for p in pointers.values()]
 
 
