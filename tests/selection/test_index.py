@@ -1,15 +1,29 @@
+"""The BM25 index: scores, ties, candidates, removal and budgets, with numpy and in pure Python."""
+
 from __future__ import annotations
 
 import math
 import threading
 from collections import Counter
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from toolctx.selection import index as index_module
 from toolctx.selection.index import K1, B, SearchIndex
 from toolctx.selection.text import tokenize
+
+
+@pytest.fixture(scope="module", autouse=True, params=["numpy", "pure-python"])
+def scoring(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test here runs twice: scoring with numpy, and as an install without numpy does."""
+    accelerator = pytest.importorskip("numpy") if request.param == "numpy" else False
+    saved = index_module._numpy
+    index_module._numpy = accelerator
+    yield request.param
+    index_module._numpy = saved
 
 
 def reference_scores(docs: dict[str, tuple[str, str]], query: str) -> dict[str, float]:
@@ -170,3 +184,74 @@ def test_a_budgeted_search_takes_what_fits_best_first() -> None:
     assert [d for d, _ in index.search(["revenu"], budget=515)] == ["mid", "small", "tiny"]
     assert [d for d, _ in index.search(["revenu"], budget=515, k=1)] == ["mid"]
     assert index.search(["revenu"], budget=5) == []
+
+
+vocabulary = st.sampled_from(["revenue", "aapl", "income", "weather", "paris", "code", "error", "price", "q3", "2024"])
+documents = st.lists(
+    st.tuples(
+        st.lists(vocabulary, max_size=6).map(" ".join),
+        st.lists(vocabulary, max_size=10).map(" ".join),
+        st.integers(0, 400),
+    ),
+    min_size=1,
+    max_size=25,
+)
+queries = st.lists(vocabulary, min_size=1, max_size=5)
+
+
+def build_sized(docs: list[tuple[str, str, int]]) -> SearchIndex:
+    index = SearchIndex()
+    for number, (boosted, text, tokens) in enumerate(docs):
+        index.add(f"d{number}", boosted, text, tokens)
+    return index
+
+
+@settings(max_examples=40, deadline=None)
+@given(documents, queries, st.integers(1, 30), st.floats(0.05, 1.0), st.integers(0, 1200), st.data())
+def test_options_only_cut_the_full_ranking(
+    docs: list[tuple[str, str, int]], query: list[str], k: int, ratio: float, budget: int, data: st.DataObject
+) -> None:
+    index = build_sized(docs)
+    ranking = index.search(query)
+    assert [s for _, s in ranking] == sorted((s for _, s in ranking), reverse=True)
+    assert index.search(query, k=k) == ranking[:k]
+    if ranking:
+        best = ranking[0][1]
+        assert index.search(query, min_ratio=ratio) == [(d, s) for d, s in ranking if s >= best * ratio]
+    allowed = set(data.draw(st.lists(st.sampled_from([f"d{n}" for n in range(len(docs))]))))
+    assert index.search(query, candidates=allowed) == [(d, s) for d, s in ranking if d in allowed]
+    # A budget walks the ranking best first, skipping what no longer fits.
+    tokens = {f"d{n}": doc[2] for n, doc in enumerate(docs)}
+    expected, spent = [], 0
+    for doc_id, score in ranking:
+        if spent + tokens[doc_id] <= budget:
+            spent += tokens[doc_id]
+            expected.append((doc_id, score))
+            if len(expected) == k or spent == budget:
+                break
+    assert index.search(query, budget=budget, k=k) == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(documents, queries, st.booleans(), st.data())
+def test_removal_leaves_the_index_a_fresh_one_would_be(
+    docs: list[tuple[str, str, int]], query: list[str], indexed: bool, data: st.DataObject
+) -> None:
+    index = build_sized(docs)
+    if indexed:
+        index.search(["warm"])  # removal then compacts the postings; otherwise it empties the queue
+    gone = set(data.draw(st.lists(st.integers(0, len(docs) - 1), max_size=len(docs))))
+    index.remove(f"d{n}" for n in gone)
+    fresh = SearchIndex()
+    for number, (boosted, text, tokens) in enumerate(docs):
+        if number not in gone:
+            fresh.add(f"d{number}", boosted, text, tokens)
+    # Same idf, same average length, same order among ties: the very same floats.
+    assert index.search(query) == fresh.search(query)
+    assert index.search(query, budget=300, k=4) == fresh.search(query, budget=300, k=4)
+    assert len(index) == len(docs) - len(gone)
+    if gone:  # an id that comes back is the newest document
+        number = min(gone)
+        for target in (index, fresh):
+            target.add(f"d{number}", *docs[number])
+        assert index.search(query) == fresh.search(query)

@@ -6,20 +6,34 @@ text is queued, and tokenized into the postings the next time the index is
 searched (about 0.1 ms per document here, paid once, at answer time).
 
 Postings are compact: one ``array('I')`` per term, each entry the document number
-shifted left by 8 bits plus the term frequency (capped at 255). A search turns
-the postings of the query's terms into numpy views and scores them vectorised,
-so a query over 100,000 documents takes milliseconds.
+shifted left by 8 bits plus the term frequency (capped at 255), in document
+order.
 
 Scoring is Okapi BM25 (k1=1.2, b=0.75) with Lucene's always-positive idf.
 Name, description and argument terms count twice as much as result-preview
 terms.
+
+numpy is optional. The core install scores in pure Python; when numpy can be
+imported (the ``memory`` extra brings it), a search scores the postings of the
+query's terms as numpy views instead. Both paths compute every score in double
+precision with the same operations in the same order, so they return the same
+documents, scores and tie order, bit for bit. numpy is kept because at the sizes
+``bench/selection_speed.py`` uses pure Python is much slower: a search touches
+the postings of every query term (about 10,000 entries over 10,000 documents
+there), which costs ~0.3 µs an entry in Python against a few ns vectorised, so
+a top-10 search of 10,000 documents took several times as long and one of
+100,000 documents over ten times as long. ``remove`` is pure Python either way:
+it only rewrites the span of each posting list between the first and the last
+removed document, which is as fast as numpy's whole-list filtering.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import threading
 from array import array
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -31,6 +45,27 @@ __all__ = ["SearchIndex"]
 K1 = 1.2
 B = 0.75
 _TF_MAX = 255
+
+# numpy once looked for: None until the first search, False when it cannot be imported.
+_numpy: Any = None
+
+
+def _accelerator() -> Any:
+    """The numpy module when it can be imported, else None (looked for once, lazily)."""
+    global _numpy
+    if _numpy is None:
+        try:
+            import numpy
+        except ImportError:
+            _numpy = False
+        else:
+            _numpy = numpy
+    return _numpy or None
+
+
+def _norm(average: float) -> tuple[float, float]:
+    """BM25's length normalisation ``k1 * (1 - b + b * length / average)`` as ``a + c * length``."""
+    return K1 * (1.0 - B), K1 * B / average
 
 
 class SearchIndex:
@@ -107,7 +142,7 @@ class SearchIndex:
         with self._lock:
             gone = set(doc_ids)
             self._pending = [p for p in self._pending if p[0] not in gone]
-            dead = [self._numbers.pop(i) for i in gone if i in self._numbers]
+            dead = {self._numbers.pop(i) for i in gone if i in self._numbers}
             if not dead:
                 return
             for number in dead:
@@ -118,17 +153,24 @@ class SearchIndex:
             if self._live == 0:
                 self._clear()
                 return
-            import numpy as np
-
-            alive = np.ones(len(self._ids), dtype=bool)
-            alive[dead] = False
-            for term in list(self._postings):
-                entries = np.frombuffer(self._postings[term], dtype=np.uint32)
-                kept = entries[alive[entries >> 8]]
-                if len(kept) == 0:
-                    del self._postings[term]
-                elif len(kept) < len(entries):
-                    self._postings[term] = array("I", kept.tobytes())
+            # Postings are in document order: only the span from the first to the last
+            # removed document can hold one, and most lists end before it starts.
+            low, high = min(dead) << 8, (max(dead) + 1) << 8
+            emptied = []
+            for term, bucket in self._postings.items():  # (no copy of the items: it would wake the GC)
+                if bucket[-1] < low:
+                    continue
+                start = bisect_left(bucket, low)
+                stop = bisect_left(bucket, high, start)
+                kept = [entry for entry in bucket[start:stop] if entry >> 8 not in dead]
+                if len(kept) == stop - start:
+                    continue
+                if not kept and stop - start == len(bucket):
+                    emptied.append(term)
+                else:
+                    bucket[start:stop] = array("I", kept)
+            for term in emptied:
+                del self._postings[term]
 
     def clear(self) -> None:
         with self._lock:
@@ -159,63 +201,119 @@ class SearchIndex:
         best first, the documents whose token estimates fit in it together (one that
         does not fit is skipped); ``k`` keeps at most k.
         """
-        import numpy as np
-
         with self._lock:
             if self._pending:
                 self._flush()
-            if not self._live or not query:
-                return []
-            count = len(self._ids)
-            average = self._total_length / self._live
-            lengths = np.frombuffer(self._lengths, dtype=np.float32)
-            scores = np.zeros(count, dtype=np.float32)
-            for term, query_tf in Counter(query).items():
-                bucket = self._postings.get(term)
-                if bucket is None:
-                    continue
-                entries = np.frombuffer(bucket, dtype=np.uint32)
-                numbers = entries >> 8
-                tf = (entries & 0xFF).astype(np.float32)
-                idf = math.log(1.0 + (self._live - len(entries) + 0.5) / (len(entries) + 0.5))
-                norm = K1 * (1.0 - B + B * lengths[numbers] / average)
-                scores[numbers] += (idf * query_tf) * tf * (K1 + 1.0) / (tf + norm)
-                del entries, numbers  # release the buffer views before the next append
-            if candidates is not None:
-                allowed = np.zeros(count, dtype=bool)
-                wanted = [self._numbers[i] for i in candidates if i in self._numbers]
-                allowed[wanted] = True
-                scores[~allowed] = 0.0
-            hits = np.flatnonzero(scores > 0)
-            if min_ratio > 0 and len(hits):
-                hits = hits[scores[hits] >= scores[hits].max() * min_ratio]
+            if not self._total_length or not query or (k is not None and k < 1):
+                return []  # (no document holds a term when the total length is zero)
+            wanted = None if candidates is None else {self._numbers[i] for i in candidates if i in self._numbers}
+            np = _accelerator()
+            if np is None:
+                ranked, scores = self._rank(query, wanted, k, min_ratio, budget)
+            else:
+                ranked, scores = self._rank_numpy(np, query, wanted, k, min_ratio, budget)
             if budget is not None:
-                return self._fit(hits, scores, budget, k)
-            if k is not None and len(hits) > k:
-                # keep every hit that ties with the k-th best, then order exactly below
-                kth = np.partition(scores[hits], len(hits) - k)[len(hits) - k]
-                hits = hits[scores[hits] >= kth]
-            order = np.lexsort((hits, -scores[hits]))
-            ranked = hits[order]
-            if k is not None:
-                ranked = ranked[:k]
+                return self._fit(ranked, scores, budget, k)
             ids = self._ids
-            return [(ids[n] or "", float(scores[n])) for n in ranked.tolist()]
+            return [(ids[n] or "", s) for n, s in zip(ranked, scores, strict=True)]
 
-    def _fit(self, hits: Any, scores: Any, budget: int, k: int | None) -> list[tuple[str, float]]:
-        """Walk the whole ranking best first, taking what fits (caller holds the lock)."""
-        import numpy as np
+    def _terms(self, query: Sequence[str]) -> Iterable[tuple[array[int], float]]:
+        """Each query term's postings and weight: idf x count in the query x (k1 + 1)."""
+        live = self._live
+        for term, query_tf in Counter(query).items():
+            bucket = self._postings.get(term)
+            if bucket is not None:
+                df = len(bucket)
+                yield bucket, math.log(1.0 + (live - df + 0.5) / (df + 0.5)) * query_tf * (K1 + 1.0)
 
-        tokens = np.frombuffer(self._tokens, dtype=np.uint32)
-        hits = hits[tokens[hits] <= budget]
+    def _rank(
+        self, query: Sequence[str], wanted: set[int] | None, k: int | None, min_ratio: float, budget: int | None
+    ) -> tuple[list[int], list[float]]:
+        """Ranked document numbers and their scores, in pure Python (caller holds the lock).
+
+        Every score is computed with the same operations, in the same order, as in
+        :meth:`_rank_numpy`, so the two agree to the last bit.
+        """
+        lengths = self._lengths
+        fixed, per_length = _norm(self._total_length / self._live)
+        scores: dict[int, float] = {}
+        get = scores.get
+        for bucket, weight in self._terms(query):
+            for entry in bucket:
+                number = entry >> 8
+                tf = entry & 0xFF
+                scores[number] = get(number, 0.0) + weight * tf / (tf + (fixed + per_length * lengths[number]))
+        if wanted is not None:
+            scores = {n: s for n, s in scores.items() if n in wanted}
+        if min_ratio > 0 and scores:
+            floor = max(scores.values()) * min_ratio
+            scores = {n: s for n, s in scores.items() if s >= floor}
+        # In document order, which the stable sort below keeps among ties.
+        if budget is not None:
+            tokens = self._tokens
+            numbers = sorted(n for n in scores if tokens[n] <= budget)
+        elif k is not None and len(scores) > k:
+            kth = heapq.nlargest(k, scores.values())[-1]  # keep every hit tying with the k-th best
+            numbers = sorted(n for n, s in scores.items() if s >= kth)
+        else:
+            numbers = sorted(scores)
+        ranked = sorted(numbers, key=scores.__getitem__, reverse=True)  # reverse=True stays stable
+        if budget is None and k is not None:
+            ranked = ranked[:k]
+        return ranked, [scores[n] for n in ranked]
+
+    def _rank_numpy(
+        self,
+        np: Any,
+        query: Sequence[str],
+        wanted: set[int] | None,
+        k: int | None,
+        min_ratio: float,
+        budget: int | None,
+    ) -> tuple[list[int], list[float]]:
+        """:meth:`_rank` vectorised with numpy (caller holds the lock)."""
+        lengths = np.frombuffer(self._lengths, dtype=np.float32)
+        fixed, per_length = _norm(self._total_length / self._live)
+        scores = np.zeros(len(self._ids), dtype=np.float64)
+        for bucket, weight in self._terms(query):
+            entries = np.frombuffer(bucket, dtype=np.uint32)
+            numbers = entries >> 8
+            tf = (entries & 0xFF).astype(np.float64)
+            norm = fixed + per_length * lengths[numbers].astype(np.float64)
+            scores[numbers] += weight * tf / (tf + norm)
+            del entries  # release the buffer views before the postings or lengths next change
+        del lengths
+        if wanted is not None:
+            allowed = np.zeros(len(scores), dtype=bool)
+            allowed[list(wanted)] = True
+            scores[~allowed] = 0.0
+        hits = np.flatnonzero(scores > 0)
+        if min_ratio > 0 and len(hits):
+            hits = hits[scores[hits] >= scores[hits].max() * min_ratio]
+        if budget is not None:
+            tokens = np.frombuffer(self._tokens, dtype=np.uint32)
+            hits = hits[tokens[hits] <= budget]
+            del tokens
+        elif k is not None and len(hits) > k:
+            # keep every hit that ties with the k-th best, then order exactly below
+            kth = np.partition(scores[hits], len(hits) - k)[len(hits) - k]
+            hits = hits[scores[hits] >= kth]
         ranked = hits[np.lexsort((hits, -scores[hits]))]
+        if budget is None and k is not None:
+            ranked = ranked[:k]
+        return ranked.tolist(), scores[ranked].tolist()
+
+    def _fit(self, ranked: list[int], scores: list[float], budget: int, k: int | None) -> list[tuple[str, float]]:
+        """Walk the whole ranking best first, taking what fits (caller holds the lock)."""
+        tokens = self._tokens
         chosen: list[tuple[str, float]] = []
         spent = 0
-        for number, cost in zip(ranked.tolist(), tokens[ranked].tolist(), strict=True):
+        for number, score in zip(ranked, scores, strict=True):
+            cost = tokens[number]
             if spent + cost > budget:
                 continue
             spent += cost
-            chosen.append((self._ids[number] or "", float(scores[number])))
+            chosen.append((self._ids[number] or "", score))
             if len(chosen) == k or spent == budget:
                 break
         return chosen
