@@ -1,6 +1,7 @@
 """Selection latency and index memory at 1k, 10k and 100k stored calls.
 
-    python bench/selection_speed.py
+    python bench/selection_speed.py                  # numpy scores the postings when it is installed
+    python bench/selection_speed.py --without-numpy  # as the core install does, in pure Python
 
 For each size, a session stores synthetic calls drawn from a catalogue of tools
 (names, arguments and results built from a vocabulary of ~2,000 words and
@@ -18,12 +19,16 @@ from __future__ import annotations
 
 import random
 import statistics
+import sys
 import time
 import tracemalloc
 from typing import Any
 
+if "--without-numpy" in sys.argv:
+    sys.modules["numpy"] = None  # type: ignore[assignment]  # what an install without numpy sees
+
 import toolctx
-from toolctx.storage import MemoryStore
+from toolctx.storage import DictStore
 
 TOOLS = [
     ("search_code", ["query", "path"]),
@@ -77,7 +82,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def stored_session(size: int) -> Any:
-    s = toolctx.session(store=MemoryStore(), memory_budget=1 << 34, redact=False)
+    s = toolctx.session(store=DictStore(), memory_budget=1 << 34, redact=False)
     for tool, args, result in make_calls(size):
         s.save_context(tool, args, result)
     return s
@@ -86,14 +91,15 @@ def stored_session(size: int) -> Any:
 def index_memory(size: int) -> float:
     """Bytes the index holds once built (tracemalloc, in a pass of its own: it slows allocation)."""
     with stored_session(size) as s:
-        s._index.search(["warmup"])  # numpy and first-use costs out of the way
-        queued = [(r.id, r.search_text, r.preview, r.tokens) for r in s._records.values()]
-        s._index.clear()
+        index = s._saver.index
+        index.search(["warmup"])  # numpy and first-use costs out of the way
+        queued = [(r.id, r.search_text, r.index_text(), r.tokens) for r in s._saver.records.values()]
+        index.clear()
         tracemalloc.start()
         before = tracemalloc.get_traced_memory()[0]
         for entry in queued:
-            s._index.add(*entry)
-        s._index.search(["warmup"])
+            index.add(*entry)
+        index.search(["warmup"])
         held = tracemalloc.get_traced_memory()[0] - before
         tracemalloc.stop()
         return held / 1e6
@@ -102,7 +108,7 @@ def index_memory(size: int) -> float:
 def measure(size: int) -> dict[str, float]:
     with stored_session(size) as s:
         start = time.perf_counter()
-        s._index.search(["warmup"])  # the first search indexes every call saved so far
+        s._saver.index.search(["warmup"])  # the first search indexes every call saved so far
         build = time.perf_counter() - start
         asked = questions(60)
         for question in asked[:5]:
@@ -123,11 +129,14 @@ def measure(size: int) -> dict[str, float]:
             "top10_median_ms": statistics.median(top10),
             "top10_p90_ms": percentile(top10, 0.9),
             "budget_median_ms": statistics.median(budgeted),
-            "terms": float(len(s._index._postings)),
+            "terms": float(len(s._saver.index._postings)),
         }
 
 
 def main() -> None:
+    from toolctx.selection.index import _accelerator
+
+    print(f"Scoring with {'numpy' if _accelerator() is not None else 'pure Python (no numpy)'}.\n")
     print(
         "| stored calls | index build (s) | index memory (MB) | distinct terms | top-10 median (ms) | top-10 p90 (ms) "
         "| budget 2,000 tokens median (ms) |"
