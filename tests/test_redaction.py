@@ -5,6 +5,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from toolctx import ConfigError, persist_context, session
 from toolctx.redaction import REDACTED, Redactor, SecretPattern, default_redactor
@@ -162,3 +164,55 @@ def test_redaction_can_be_turned_off(context_dir: Path) -> None:
 def test_bad_redact_option(context_dir: Path) -> None:
     with pytest.raises(ConfigError, match="redact must be"):
         session(context_dir, redact="yes")  # type: ignore[arg-type]
+
+
+SECRETS_LIST = list(SECRETS.values())
+KEYS = st.sampled_from(["q", "token", "apiKey", "note", "max_tokens", "password", "x"])
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=30) | st.sampled_from(SECRETS_LIST),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(KEYS, children, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(json_values)
+def test_running_only_the_rules_whose_fragments_were_found_redacts_like_every_rule(value: Any) -> None:
+    redactor = default_redactor()
+    data = orjson.dumps(value)
+    out, changed = redactor(data)
+    everything = redactor.redact_value(orjson.loads(data))
+    assert orjson.loads(out) == everything
+    assert changed == (everything != orjson.loads(data))
+    args_out, result_out = redactor.redact_call(orjson.dumps({"q": value}), data)
+    assert orjson.loads(result_out) == everything
+    assert orjson.loads(args_out) == redactor.redact_value({"q": orjson.loads(data)})
+
+
+def test_a_key_word_in_a_string_result_costs_no_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    redactor = Redactor()
+    source = orjson.dumps("def refresh_token(password):\n    return secret_store[password]  # token")
+    monkeypatch.setattr("toolctx.redaction.orjson.loads", lambda *_: pytest.fail("the output was parsed"))
+    out, changed = redactor(source)
+    assert out is source
+    assert not changed
+
+
+def test_an_anchor_runs_only_its_own_pattern(monkeypatch: pytest.MonkeyPatch) -> None:
+    redactor = Redactor()
+    data = orjson.dumps({"log": "task-1 passed; " + SECRETS["openai"]})
+    out, changed = redactor(data)
+    assert changed
+    assert SECRETS["openai"].split()[1] not in out.decode()
+    rule = redactor._rule_for(redactor._prefilter.found(data))
+    assert rule is not None
+    assert rule.pattern == "(?:" + next(p.regex for p in redactor.patterns if p.name == "sk-key") + ")"
+
+
+def test_a_subclass_overriding_redact_value_still_sees_every_output_with_a_fragment() -> None:
+    class Upper(Redactor):
+        def redact_value(self, value: Any) -> Any:
+            return super().redact_value(value.upper() if isinstance(value, str) else value)
+
+    out, changed = Upper()(orjson.dumps("a token here"))
+    assert changed
+    assert orjson.loads(out) == "A TOKEN HERE"

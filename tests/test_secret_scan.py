@@ -20,7 +20,7 @@ def expected(data: bytes) -> bool:
 
 def test_engines() -> None:
     assert fast.engine == "hyperscan"
-    assert portable.engine == "re"
+    assert portable.engine == "python"
     assert Prefilter([], []).engine == "none"
     assert Prefilter([], [])(b"token") is False
 
@@ -51,3 +51,14 @@ def test_scans_from_many_threads_at_once() -> None:
     for thread in threads:
         thread.join()
     assert errors == []
+
+
+@given(
+    st.binary(max_size=200),
+    st.lists(st.sampled_from([*CASELESS, *EXACT, "TOKEN", "Api_Key", "akia", "SK-", "tok en"]), max_size=4),
+)
+def test_both_engines_find_exactly_the_fragments_present(noise: bytes, inserted: list[str]) -> None:
+    data = noise + b" ".join(f.encode() for f in inserted) + noise
+    lowered = data.lower()
+    present = {f for f in CASELESS if f.encode() in lowered} | {f for f in EXACT if f.encode() in data}
+    assert fast.found(data) == portable.found(data) == present

@@ -2,8 +2,10 @@
 
 Redaction uses it to skip the (slow) parse-walk-encode of outputs that cannot
 hold a secret. Hyperscan scans all fragments at once in a single pass at memory
-speed; where it cannot load (a platform without a wheel, a CPU without SSSE3)
-one compiled ``re`` alternation gives the same answers, several times slower.
+speed; where it cannot load (a platform without a wheel, a CPU without SSSE3, or
+the ``fast`` extra not installed) plain ``bytes`` searches give the same answers,
+several times slower. :meth:`Prefilter.found` says which fragments occur, so
+redaction runs only the rules those fragments belong to.
 """
 
 from __future__ import annotations
@@ -19,16 +21,18 @@ __all__ = ["Prefilter"]
 
 
 class Prefilter:
-    """Answers whether ``data`` contains any fragment; ``caseless`` ones in any letter case."""
+    """Finds which fragments occur in ``data``; ``caseless`` ones in any (ASCII) letter case."""
 
     def __init__(self, caseless: Iterable[str], exact: Iterable[str], *, use_hyperscan: bool = True) -> None:
         self.caseless = sorted(set(caseless))
         self.exact = sorted(set(exact))
+        self.fragments = (*self.caseless, *self.exact)
         self.engine = "none"
         self._local = threading.local()
         self._database: Any = None
-        self._regex: re.Pattern[bytes] | None = None
-        if not (self.caseless or self.exact):
+        self._lowered = tuple(f.lower().encode() for f in self.caseless)
+        self._encoded = tuple(f.encode() for f in self.exact)
+        if not self.fragments:
             return
         if use_hyperscan:
             try:
@@ -37,15 +41,13 @@ class Prefilter:
                 return
             except Exception as exc:  # ImportError, or hyperscan refusing this CPU
                 log(WARNING, "slow_secret_scan", reason=f"{type(exc).__name__}: {exc}")
-        parts = [f"(?i:{re.escape(f)})" for f in self.caseless] + [re.escape(f) for f in self.exact]
-        self._regex = re.compile("|".join(parts).encode())
-        self.engine = "re"
+        self.engine = "python"
 
     def _compile_hyperscan(self) -> Any:
         import hyperscan
 
-        expressions = [re.escape(f).encode() for f in self.caseless + self.exact]
-        single = hyperscan.HS_FLAG_SINGLEMATCH
+        expressions = [re.escape(f).encode() for f in self.fragments]
+        single = hyperscan.HS_FLAG_SINGLEMATCH  # each fragment reported once
         flags = [single | hyperscan.HS_FLAG_CASELESS] * len(self.caseless) + [single] * len(self.exact)
         database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         database.compile(expressions=expressions, ids=list(range(len(expressions))), flags=flags)
@@ -53,20 +55,45 @@ class Prefilter:
         self._scratch_type = hyperscan.Scratch
         return database
 
+    def _scratch(self) -> Any:
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:  # scratch space may not be shared between threads
+            scratch = self._local.scratch = self._scratch_type(self._database)
+        return scratch
+
     def __call__(self, data: bytes) -> bool:
+        """Whether any fragment occurs in ``data`` (stops at the first)."""
         if self._database is not None:
-            scratch = getattr(self._local, "scratch", None)
-            if scratch is None:  # scratch space may not be shared between threads
-                scratch = self._local.scratch = self._scratch_type(self._database)
             try:
-                self._database.scan(data, match_event_handler=_stop, scratch=scratch)
+                self._database.scan(data, match_event_handler=_stop, scratch=self._scratch())
             except self._terminated:
                 return True
             return False
-        if self._regex is not None:
-            return self._regex.search(data) is not None
-        return False
+        if not self.fragments:
+            return False
+        if any(f in data for f in self._encoded):
+            return True
+        lowered = data.lower()
+        return any(f in lowered for f in self._lowered)
+
+    def found(self, data: bytes) -> frozenset[str]:
+        """The fragments that occur in ``data``, in one pass."""
+        if self._database is not None:
+            ids: list[int] = []
+            self._database.scan(data, match_event_handler=_collect, context=ids, scratch=self._scratch())
+            fragments = self.fragments
+            return frozenset(fragments[i] for i in ids)
+        if not self.fragments:
+            return frozenset()
+        lowered = data.lower()
+        hits = [f for f, low in zip(self.caseless, self._lowered, strict=True) if low in lowered]
+        hits += [f for f, raw in zip(self.exact, self._encoded, strict=True) if raw in data]
+        return frozenset(hits)
 
 
 def _stop(*_: object) -> bool:
     return True  # the first match answers the question: stop scanning
+
+
+def _collect(fragment_id: int, start: int, end: int, flags: int, found: list[int]) -> None:
+    found.append(fragment_id)

@@ -17,9 +17,12 @@ Each redacted value becomes ``"[REDACTED]"``. Turn redaction off with
 ``session(redact=False)``; extend it with ``Redactor(keys=..., patterns=...)``.
 
 Redaction works on the JSON bytes about to be stored. One pass (Hyperscan, see
-``toolctx._secret_scan``) looks for the literal fragments every rule needs; only
-when one is present is the value parsed, walked and re-encoded, so clean outputs
-(the usual case) cost one scan at memory speed.
+``toolctx._secret_scan``) finds which of the literal fragments the rules need are
+present, and only their rules run: clean outputs (the usual case) cost that one
+scan; a key word in output that holds no keys (source code that mentions
+``token`` in a plain string result) costs nothing more; an anchor such as
+``sk-`` runs only its own pattern. Only then is the value parsed, walked and,
+if a secret was found, re-encoded.
 """
 
 from __future__ import annotations
@@ -128,41 +131,76 @@ class Redactor:
         words = "|".join(re.escape(k) for k in sorted(self.keys, key=len, reverse=True))
         self._key_rule = re.compile(rf"(?:^|_)(?:{words})$") if self.keys else None
         self._string_rule = re.compile("|".join(f"(?:{p.regex})" for p in self.patterns)) if self.patterns else None
-        self._prefilter = Prefilter(
-            caseless=(f for k in self.keys for f in _key_fragments(k)),
-            exact=(a for p in self.patterns for a in p.anchors),
-        )
-        # A pattern without anchors cannot be pre-screened: then every output takes the slow path.
-        self._always = any(not p.anchors for p in self.patterns)
+        key_fragments = {f for k in self.keys for f in _key_fragments(k)}
+        self._prefilter = Prefilter(caseless=key_fragments, exact=(a for p in self.patterns for a in p.anchors))
+        self._key_fragments = frozenset(key_fragments)
+        # Which patterns each anchor stands for; a pattern without anchors cannot be
+        # pre-screened, so it runs on every output.
+        self._anchored: dict[str, set[int]] = {}
+        for index, pattern in enumerate(self.patterns):
+            for anchor in pattern.anchors:
+                self._anchored.setdefault(anchor, set()).add(index)
+        self._unanchored = frozenset(i for i, p in enumerate(self.patterns) if not p.anchors)
+        self._custom = type(self).redact_value is not Redactor.redact_value
         self._is_secret_key = functools.lru_cache(maxsize=4096)(self._match_key)
+        self._rule_of = functools.lru_cache(maxsize=256)(self._compile_rule)
 
     def __repr__(self) -> str:
         return f"Redactor(keys={list(self.keys)}, patterns={[p.name for p in self.patterns]})"
 
     def __call__(self, data: bytes) -> tuple[bytes, bool]:
-        """Redact JSON ``data``; returns the bytes to store and whether anything changed."""
-        if not self._always and not self._prefilter(data):
-            return data, False
-        return self._redact_json(data)
+        """Redact JSON ``data`` (as orjson writes it); returns the bytes to store and whether anything changed."""
+        return self._redact_json(data, self._prefilter.found(data))
 
     def redact_call(self, args_json: bytes, result_json: bytes) -> tuple[bytes, bytes]:
         """Redact a call's argument and result JSON, with one scan when both are small."""
-        if self._always:
-            return self._redact_json(args_json)[0], self._redact_json(result_json)[0]
         if len(result_json) <= _JOINED_SCAN_LIMIT:
             # Compact JSON never holds a raw newline and no fragment does either, so
             # nothing can match across the join: one scan answers for both.
-            if not self._prefilter(args_json + b"\n" + result_json):
+            found = self._prefilter.found(args_json + b"\n" + result_json)
+            if not found and not self._unanchored:
                 return args_json, result_json
-            return self._redact_json(args_json)[0], self._redact_json(result_json)[0]
+            return self._redact_json(args_json, found)[0], self._redact_json(result_json, found)[0]
         return self(args_json)[0], self(result_json)[0]
 
-    def _redact_json(self, data: bytes) -> tuple[bytes, bool]:
+    def _redact_json(self, data: bytes, found: frozenset[str]) -> tuple[bytes, bool]:
+        """Apply the rules whose fragments were found: the walk is skipped when none can match."""
+        if not found and not self._unanchored:
+            return data, False
+        keys = self._custom or not found.isdisjoint(self._key_fragments)
+        rule = self._rule_for(found)
+        if rule is None and (not keys or data[:1] not in (b"{", b"[")):
+            return data, False  # only key words were found, and a lone string or number has no keys
         value = orjson.loads(data)
-        redacted = self.redact_value(value)
+        redacted = self.redact_value(value) if self._custom else self._walk(value, keys, rule)
         if redacted == value:
             return data, False
         return orjson.dumps(redacted), True
+
+    def _rule_for(self, found: frozenset[str]) -> re.Pattern[str] | None:
+        if self._custom:
+            return self._string_rule
+        chosen = set(self._unanchored)
+        for fragment in found:
+            chosen.update(self._anchored.get(fragment, ()))
+        return self._rule_of(frozenset(chosen))
+
+    def _compile_rule(self, chosen: frozenset[int]) -> re.Pattern[str] | None:
+        if not chosen:
+            return None
+        return re.compile("|".join(f"(?:{self.patterns[i].regex})" for i in sorted(chosen)))
+
+    def _walk(self, value: Any, keys: bool, rule: re.Pattern[str] | None) -> Any:
+        if isinstance(value, str):
+            return value if rule is None else rule.sub(self._replace_match, value)
+        if isinstance(value, dict):
+            return {
+                k: self.replacement if keys and v is not None and self.is_secret_key(k) else self._walk(v, keys, rule)
+                for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [self._walk(v, keys, rule) for v in value]
+        return value
 
     def _match_key(self, key: str) -> bool:
         if self._key_rule is None:
@@ -190,17 +228,8 @@ class Redactor:
         return self.replacement
 
     def redact_value(self, value: Any) -> Any:
-        """A redacted copy of a JSON value (dicts, lists, strings, numbers)."""
-        if isinstance(value, str):
-            return self.redact_text(value)
-        if isinstance(value, dict):
-            return {
-                k: self.replacement if self.is_secret_key(k) and v is not None else self.redact_value(v)
-                for k, v in value.items()
-            }
-        if isinstance(value, list):
-            return [self.redact_value(v) for v in value]
-        return value
+        """A redacted copy of a JSON value (dicts, lists, strings, numbers), by every rule."""
+        return self._walk(value, True, self._string_rule)
 
 
 @functools.cache
