@@ -36,15 +36,56 @@ from array import array
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from toolctx.selection.text import tokenize
 
-__all__ = ["SearchIndex"]
+__all__ = ["Document", "SearchIndex"]
 
 K1 = 1.2
 B = 0.75
 _TF_MAX = 255
+
+
+class Document(Protocol):
+    """What the index reads of a document when it indexes it: its id, size and texts."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def tokens(self) -> int:
+        """The document's size, for budgeted searches."""
+        ...
+
+    def search_text(self) -> str:
+        """Name, description and arguments: their terms count double."""
+        ...
+
+    def index_text(self) -> str:
+        """The start of the output."""
+        ...
+
+
+class _Texts:
+    """A document given as texts, or as functions returning them."""
+
+    __slots__ = ("_boosted", "_text", "id", "tokens")
+
+    def __init__(
+        self, doc_id: str, boosted: str | Callable[[], str], text: str | Callable[[], str], tokens: int
+    ) -> None:
+        self.id = doc_id
+        self._boosted = boosted
+        self._text = text
+        self.tokens = tokens
+
+    def search_text(self) -> str:
+        return self._boosted() if callable(self._boosted) else self._boosted
+
+    def index_text(self) -> str:
+        return self._text() if callable(self._text) else self._text
+
 
 # numpy once looked for: None until the first search, False when it cannot be imported.
 _numpy: Any = None
@@ -78,7 +119,7 @@ class SearchIndex:
         self._lengths = array("f")
         self._tokens = array("I")  # document number -> its token estimate, for budgets
         self._postings: dict[str, array[int]] = {}
-        self._pending: list[tuple[str, str | Callable[[], str], str | Callable[[], str], int]] = []
+        self._pending: list[Document | _Texts] = []
         self._live = 0
         self._total_length = 0.0
 
@@ -95,11 +136,14 @@ class SearchIndex:
         (building a description costs time the call path need not spend).
         ``tokens`` is the document's size for budgeted searches.
         """
-        entry = (doc_id, boosted, text, min(tokens, 0xFFFFFFFF))
+        self.add_document(_Texts(doc_id, boosted, text, tokens))
+
+    def add_document(self, document: Document) -> None:
+        """Queue a document that gives its own texts when indexed (nothing is copied now)."""
         lock = self._lock
         lock.acquire()  # (cheaper than ``with``: this runs on every saved call)
         try:
-            self._pending.append(entry)
+            self._pending.append(document)
         finally:
             lock.release()
 
@@ -110,13 +154,15 @@ class SearchIndex:
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
-        for doc_id, boosted, text, tokens in pending:
+        for document in pending:
+            doc_id = document.id
             if doc_id in self._numbers:
                 continue
-            counts = Counter(tokenize(boosted() if callable(boosted) else boosted))
+            counts = Counter(tokenize(document.search_text()))
             for term in counts:
                 counts[term] *= 2
-            counts.update(tokenize(text() if callable(text) else text))
+            counts.update(tokenize(document.index_text()))
+            tokens = min(document.tokens, 0xFFFFFFFF)
             number = len(self._ids)
             if number >= 1 << 24:
                 raise OverflowError("a search index holds at most 16,777,216 documents")
@@ -141,7 +187,7 @@ class SearchIndex:
         """Drop documents; the postings are compacted at once so idf stays exact."""
         with self._lock:
             gone = set(doc_ids)
-            self._pending = [p for p in self._pending if p[0] not in gone]
+            self._pending = [p for p in self._pending if p.id not in gone]
             dead = {self._numbers.pop(i) for i in gone if i in self._numbers}
             if not dead:
                 return

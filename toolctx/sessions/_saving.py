@@ -139,7 +139,7 @@ class SavePath:
         if size < threshold and self.memory_budget:
             # The preview and the index's text come from the payload when needed: nothing is copied twice.
             self._keep_in_memory(record, (memoryview(data).tobytes(), error, notes))
-            self.index.add(record.id, record.search_text, record.index_text, record.tokens)
+            self.index.add_document(record)
         else:
             # The output leaves memory: capture what the index and the pointer need now. Past a
             # backlog of calls never searched, the index gets only the pointer's 200 characters.
