@@ -134,7 +134,7 @@ def measure(size: int) -> dict[str, float]:
 
 
 def main() -> None:
-    from toolctx.selection.index import _accelerator
+    from toolctx.selection._index import _accelerator
 
     print(f"Scoring with {'numpy' if _accelerator() is not None else 'pure Python (no numpy)'}.\n")
     print(

@@ -40,8 +40,6 @@ exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 nitpicky = True
 # Known broken references, each exactly, until the docstrings or exports change:
 nitpick_ignore = [
-    # BM25's docstring points at a module that is not part of the public API.
-    ("py:mod", "toolctx.selection.index"),
     # SelectionState.candidates is annotated with a class toolctx.selection does not export.
     ("py:class", "Candidates"),
     # LangChain's AgentMiddleware annotates ``tools`` with a name it imports only for type checkers.

@@ -47,3 +47,29 @@ def test_the_memory_and_server_packages_export_sorted_names_that_exist() -> None
         assert package.__all__ == sorted(package.__all__, key=lambda name: (not name.isupper(), name))
         for name in package.__all__:
             assert hasattr(package, name), (package.__name__, name)
+
+
+PUBLIC_MODULES = {
+    "toolctx",
+    "toolctx.errors",
+    "toolctx.memory",
+    "toolctx.models",
+    "toolctx.redaction",
+    "toolctx.selection",
+    "toolctx.server",
+    "toolctx.server.__main__",
+    "toolctx.sessions",
+    "toolctx.standins",
+    "toolctx.storage",
+    "toolctx.testing",
+    "toolctx.tokens",
+}
+
+
+def test_every_module_outside_the_public_ones_is_private() -> None:
+    """A reader can tell the API from the name: anything else starts with an underscore."""
+    import pkgutil
+
+    names = {"toolctx"} | {m.name for m in pkgutil.walk_packages(toolctx.__path__, "toolctx.")}
+    public = {n for n in names if not any(part.startswith("_") and part != "__main__" for part in n.split("."))}
+    assert public == PUBLIC_MODULES

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolctx.selection import index as index_module
-from toolctx.selection.index import K1, B, SearchIndex
-from toolctx.selection.text import tokenize
+from toolctx.selection import _index as index_module
+from toolctx.selection._index import K1, B, SearchIndex
+from toolctx.selection._text import tokenize
 
 
 @pytest.fixture(scope="module", autouse=True, params=["numpy", "pure-python"])

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolctx.selection import index as index_module
-from toolctx.selection.index import SearchIndex
+from toolctx.selection import _index as index_module
+from toolctx.selection._index import SearchIndex
 
 numpy = pytest.importorskip("numpy")
 
@@ -105,8 +105,8 @@ SCRIPT = textwrap.dedent(
     import json, sys
     sys.modules["numpy"] = None  # as if numpy were not installed: importing it fails
     import toolctx
-    from toolctx.selection import index as index_module
-    from toolctx.selection.index import SearchIndex
+    from toolctx.selection import _index as index_module
+    from toolctx.selection._index import SearchIndex
 
     index = SearchIndex()
     for number in range(60):

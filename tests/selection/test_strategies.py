@@ -18,7 +18,7 @@ from toolctx.selection import (
     keyword,
     recency,
 )
-from toolctx.selection.base import Candidates
+from toolctx.selection._base import Candidates
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolctx.selection.text import STOP_WORDS, tokenize
+from toolctx.selection._text import STOP_WORDS, tokenize
 
 
 @pytest.mark.parametrize(

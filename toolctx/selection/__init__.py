@@ -13,14 +13,14 @@ into the pointers to load (minimum-score cut, ``k``, token budget). The session'
 
 from __future__ import annotations
 
+from toolctx.selection._base import Scored, SelectionState, Strategy, as_strategy
 from toolctx.selection._bm25 import BM25, bm25, document_text
+from toolctx.selection._index import SearchIndex
 from toolctx.selection._keyword import Keyword, keyword, keyword_terms
 from toolctx.selection._llm import LLM, SYSTEM_PROMPT, llm, parse_context_ids
 from toolctx.selection._recency import InQuery, InTask, Recency, in_query, in_task, recency
 from toolctx.selection._select import MIN_SCORE_RATIO, select
-from toolctx.selection.base import Scored, SelectionState, Strategy, as_strategy
-from toolctx.selection.index import SearchIndex
-from toolctx.selection.text import tokenize
+from toolctx.selection._text import tokenize
 
 __all__ = [
     "BM25",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import orjson
 
 from toolctx.models import ContextPointer
-from toolctx.selection.base import Scored, SelectionState, Strategy, pointer_tokens, register
-from toolctx.selection.index import SearchIndex
+from toolctx.selection._base import Scored, SelectionState, Strategy, pointer_tokens, register
+from toolctx.selection._index import SearchIndex
 
 __all__ = ["BM25", "bm25", "document_text"]
 
@@ -18,7 +18,7 @@ def document_text(pointer: ContextPointer) -> tuple[str, str]:
 
 
 class BM25(Strategy):
-    """Okapi BM25 (see :mod:`toolctx.selection.index`).
+    """Okapi BM25 over the session's incremental search index.
 
     Uses the session's incremental index when the state carries one; otherwise
     it indexes the candidates for this one query.

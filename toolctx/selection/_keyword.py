@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from toolctx.selection.base import Scored, SelectionState, Strategy, best_first, register
+from toolctx.selection._base import Scored, SelectionState, Strategy, best_first, register
 
 __all__ = ["Keyword", "keyword", "keyword_terms"]
 

@@ -29,8 +29,8 @@ from toolctx._checks import real_number, whole_number
 from toolctx._internal import WARNING, log
 from toolctx.errors import ConfigError
 from toolctx.models import ContextPointer
+from toolctx.selection._base import Scored, SelectionState, Strategy, as_strategy
 from toolctx.selection._bm25 import BM25
-from toolctx.selection.base import Scored, SelectionState, Strategy, as_strategy
 
 __all__ = ["LLM", "SYSTEM_PROMPT", "llm", "parse_context_ids"]
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from toolctx._hashing import hash_query
 from toolctx.errors import ConfigError
-from toolctx.selection.base import Scored, SelectionState, Strategy, best_first, register
+from toolctx.selection._base import Scored, SelectionState, Strategy, best_first, register
 
 __all__ = ["InQuery", "InTask", "Recency", "in_query", "in_task", "recency"]
 

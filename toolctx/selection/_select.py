@@ -7,8 +7,8 @@ import dataclasses
 from toolctx._checks import fraction, whole_number
 from toolctx._internal import DEBUG, log
 from toolctx.models import ContextPointer
+from toolctx.selection._base import Scored, SelectionState, Strategy
 from toolctx.selection._recency import Recency
-from toolctx.selection.base import Scored, SelectionState, Strategy
 
 __all__ = ["MIN_SCORE_RATIO", "select", "validate_limits"]
 

@@ -38,7 +38,7 @@ from toolctx.errors import ConfigError, SessionClosedError
 from toolctx.models import ContextPointer, ErrorInfo, StorageKind, StoredContext
 from toolctx.redaction import Redactor, resolve_redactor
 from toolctx.selection import MIN_SCORE_RATIO, SelectionState, as_strategy, select
-from toolctx.selection.base import Candidates, pointer_tokens, utc_now
+from toolctx.selection._base import Candidates, pointer_tokens, utc_now
 from toolctx.sessions._records import Call, Record, parse_document
 from toolctx.sessions._resume import recover
 from toolctx.sessions._saving import SavePath, current_tags

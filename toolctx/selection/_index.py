@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
-from toolctx.selection.text import tokenize
+from toolctx.selection._text import tokenize
 
 __all__ = ["Document", "SearchIndex"]
 

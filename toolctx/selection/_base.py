@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from toolctx._checks import real_number
 from toolctx.errors import ConfigError
 from toolctx.models import ContextPointer
-from toolctx.selection.text import tokenize
+from toolctx.selection._text import tokenize
 
 if TYPE_CHECKING:
-    from toolctx.selection.index import SearchIndex
+    from toolctx.selection._index import SearchIndex
 
 __all__ = [
     "Candidates",
