@@ -78,17 +78,21 @@ class Prefilter:
 
     def found(self, data: bytes) -> frozenset[str]:
         """The fragments that occur in ``data``, in one pass."""
-        if self._database is not None:
+        database = self._database
+        if database is not None:
             ids: list[int] = []
-            self._database.scan(data, match_event_handler=_collect, context=ids, scratch=self._scratch())
-            fragments = self.fragments
-            return frozenset(fragments[i] for i in ids)
+            scratch = getattr(self._local, "scratch", None) or self._scratch()
+            database.scan(data, match_event_handler=_collect, context=ids, scratch=scratch)
+            return frozenset(map(self.fragments.__getitem__, ids)) if ids else _NOTHING
         if not self.fragments:
             return frozenset()
         lowered = data.lower()
         hits = [f for f, low in zip(self.caseless, self._lowered, strict=True) if low in lowered]
         hits += [f for f, raw in zip(self.exact, self._encoded, strict=True) if raw in data]
         return frozenset(hits)
+
+
+_NOTHING: frozenset[str] = frozenset()
 
 
 def _stop(*_: object) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections import OrderedDict
+from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, NamedTuple
@@ -83,7 +83,7 @@ class SavePath:
         self.records: dict[str, Record] = {}
         self.calls: dict[str, str] = {}  # framework call id -> record id
         self.memory_bytes = 0
-        self._memory: OrderedDict[str, Record] = OrderedDict()
+        self._memory: deque[Record] = deque()  # outputs held in memory, oldest first
         self._written: dict[str, str] = {}  # identical-output key -> file already holding it
         self._ids = itertools.count()
         # Ids begin, and file names end, with this per-session random part; a forked child gets its own.
@@ -172,7 +172,7 @@ class SavePath:
         lock.acquire()  # (cheaper than ``with`` on this hot path)
         try:
             self.records[record.id] = record
-            self._memory[record.id] = record
+            self._memory.append(record)
             self.memory_bytes += record.size + len(record.call.args_json)
             evicted = self._evict_over_budget() if self.memory_bytes > self.memory_budget else None
         finally:
@@ -205,7 +205,7 @@ class SavePath:
         """Pop the oldest in-memory records until the budget holds (caller holds the lock)."""
         evicted: list[Record] = []
         while self.memory_bytes > self.memory_budget and self._memory:
-            _, oldest = self._memory.popitem(last=False)
+            oldest = self._memory.popleft()
             self.memory_bytes -= oldest.size + len(oldest.call.args_json)
             evicted.append(oldest)
         return evicted
@@ -258,13 +258,13 @@ class SavePath:
             with self.lock:
                 for record in failed:
                     if record.id in self.records:
-                        self._memory[record.id] = record
+                        self._memory.append(record)
                         self.memory_bytes += record.size + len(record.call.args_json)
 
     def flush(self) -> None:
         """Write every in-memory output to the store (a kept session ending)."""
         with self.lock:
-            pending = list(self._memory.values())
+            pending = list(self._memory)
             self._memory.clear()
             self.memory_bytes = 0
         self.spill(pending)
