@@ -41,6 +41,7 @@ from toolctx._decorator import _Tool
 from toolctx._defaults import DEFAULT_THRESHOLD
 from toolctx._serialize import encode
 from toolctx.redaction import default_redactor
+from toolctx.sessions._records import Call
 
 REPEATS = 7
 
@@ -77,12 +78,12 @@ def breakdown(payload: dict[str, Any], directory: Path) -> dict[str, float]:
     row["hash"] = per_call(lambda: xxhash.xxh3_64_hexdigest(args_json), number)
     row["serialise"] = per_call(lambda: memoryview(encode(payload)[0]).tobytes(), number)
     with toolctx.session(directory, memory_budget=1 << 40) as s:
-        save = s._save
+        save = s._saver.save
         # Distinct arguments per call, as in real use: a repeat of an identical call is not rewritten.
         distinct = iter(
             [encode({"page": i, "query": "quarterly revenue"}, sort_keys=True)[0] for i in range(number * REPEATS + 1)]
         )
-        whole = per_call(lambda: save("search", "search", next(distinct), None, payload, None, None), number)
+        whole = per_call(lambda: save(Call("search", "search", next(distinct)), payload, None), number)
         stage = "record" if in_memory else "record + write"
         row[stage] = whole - row["serialise"] - row["redact"] - row["hash"]
         pointer = s.get_all_pointers()[-1]
