@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -216,3 +217,21 @@ def test_a_subclass_overriding_redact_value_still_sees_every_output_with_a_fragm
     out, changed = Upper()(orjson.dumps("a token here"))
     assert changed
     assert orjson.loads(out) == "A TOKEN HERE"
+
+
+def test_without_hyperscan_the_same_secrets_are_redacted_the_same_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "hyperscan", None)  # as in a core install without toolctx[fast]
+    portable = Redactor()
+    assert portable._prefilter.engine == "python"
+    fast = default_redactor()
+    assert fast._prefilter.engine == "hyperscan"
+    values: list[Any] = [
+        *SECRETS.values(),
+        {"api_key": "k", "nested": [{"clientSecret": "s", "note": SECRETS["jwt"]}]},
+        "def refresh_token(password): ...",
+        {"max_tokens": 5, "q": "plain"},
+    ]
+    for value in values:
+        data = orjson.dumps(value)
+        assert portable(data) == fast(data)
+        assert portable.redact_call(b'{"token":"t"}', data) == fast.redact_call(b'{"token":"t"}', data)
