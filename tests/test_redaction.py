@@ -222,7 +222,7 @@ def test_a_subclass_overriding_redact_value_still_sees_every_output_with_a_fragm
 def test_without_hyperscan_the_same_secrets_are_redacted_the_same_way(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "hyperscan", None)  # as in a core install without toolctx[fast]
     portable = Redactor()
-    assert portable._prefilter.engine == "python"
+    assert portable._prefilter.engine == "re"
     fast = default_redactor()
     assert fast._prefilter.engine == "hyperscan"
     values: list[Any] = [

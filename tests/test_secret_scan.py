@@ -20,7 +20,7 @@ def expected(data: bytes) -> bool:
 
 def test_engines() -> None:
     assert fast.engine == "hyperscan"
-    assert portable.engine == "python"
+    assert portable.engine == "re"
     assert Prefilter([], []).engine == "none"
     assert Prefilter([], [])(b"token") is False
 

@@ -3,8 +3,8 @@
 Redaction uses it to skip the (slow) parse-walk-encode of outputs that cannot
 hold a secret. Hyperscan scans all fragments at once in a single pass at memory
 speed; where it cannot load (a platform without a wheel, a CPU without SSSE3, or
-the ``fast`` extra not installed) plain ``bytes`` searches give the same answers,
-several times slower. :meth:`Prefilter.found` says which fragments occur, so
+the ``fast`` extra not installed) one compiled ``re`` alternation gives the same
+answers, several times slower. :meth:`Prefilter.found` says which fragments occur, so
 redaction runs only the rules those fragments belong to.
 """
 
@@ -32,6 +32,8 @@ class Prefilter:
         self._database: Any = None
         self._lowered = tuple(f.lower().encode() for f in self.caseless)
         self._encoded = tuple(f.encode() for f in self.exact)
+        self._caseless_re: re.Pattern[bytes] | None = None  # over the lowered data
+        self._exact_re: re.Pattern[bytes] | None = None
         if not self.fragments:
             return
         if use_hyperscan:
@@ -41,7 +43,13 @@ class Prefilter:
                 return
             except Exception as exc:  # ImportError, or hyperscan refusing this CPU
                 log(WARNING, "slow_secret_scan", reason=f"{type(exc).__name__}: {exc}")
-        self.engine = "python"
+        # Lowering the data once and matching lowered fragments is about ten times
+        # faster in ``re`` than one alternation of case-insensitive groups.
+        if self._lowered:
+            self._caseless_re = re.compile(b"|".join(re.escape(f) for f in self._lowered))
+        if self._encoded:
+            self._exact_re = re.compile(b"|".join(re.escape(f) for f in self._encoded))
+        self.engine = "re"
 
     def _compile_hyperscan(self) -> Any:
         import hyperscan
@@ -69,24 +77,21 @@ class Prefilter:
             except self._terminated:
                 return True
             return False
-        if not self.fragments:
-            return False
-        if any(f in data for f in self._encoded):
-            return True
-        lowered = data.lower()
-        return any(f in lowered for f in self._lowered)
+        return (self._exact_re is not None and self._exact_re.search(data) is not None) or (
+            self._caseless_re is not None and self._caseless_re.search(data.lower()) is not None
+        )
 
     def found(self, data: bytes) -> frozenset[str]:
-        """The fragments that occur in ``data``, in one pass."""
+        """The fragments that occur in ``data`` (one pass with Hyperscan)."""
         database = self._database
         if database is not None:
             ids: list[int] = []
             scratch = getattr(self._local, "scratch", None) or self._scratch()
             database.scan(data, match_event_handler=_collect, context=ids, scratch=scratch)
             return frozenset(map(self.fragments.__getitem__, ids)) if ids else _NOTHING
-        if not self.fragments:
-            return frozenset()
-        lowered = data.lower()
+        if not self(data):
+            return _NOTHING
+        lowered = data.lower()  # something is there (rare): say exactly what
         hits = [f for f, low in zip(self.caseless, self._lowered, strict=True) if low in lowered]
         hits += [f for f, raw in zip(self.exact, self._encoded, strict=True) if raw in data]
         return frozenset(hits)
