@@ -337,3 +337,19 @@ def test_a_classmethod_passing_the_class_positionally_records_only_the_arguments
         assert wrapper(Repo, "q") == "Repo:q"
         [pointer] = s.get_all_pointers()
     assert pointer.args == {"name": "q"}
+
+
+def test_a_tool_outliving_its_session_never_fails_when_no_default_session_can_start(
+    context_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse() -> None:
+        raise ConfigError("TOOLCTX_CONTEXT_DIR points nowhere usable")
+
+    @persist_context
+    def slow() -> str:
+        s.close()  # the block's session ends while the tool runs
+        monkeypatch.setattr("toolctx.sessions._current.ContextSession", refuse)  # and no default can start
+        return "done"
+
+    with session(context_dir) as s, pytest.warns(ToolctxWarning, match="could not store a call"):
+        assert slow() == "done"

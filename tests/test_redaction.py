@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -235,3 +236,22 @@ def test_without_hyperscan_the_same_secrets_are_redacted_the_same_way(monkeypatc
         data = orjson.dumps(value)
         assert portable(data) == fast(data)
         assert portable.redact_call(b'{"token":"t"}', data) == fast.redact_call(b'{"token":"t"}', data)
+
+
+def test_a_subclass_overriding_redact_text_or_is_secret_key_is_applied_to_stored_outputs() -> None:
+    class Ssn(Redactor):
+        def redact_text(self, text: str) -> str:
+            return re.sub(r"\d{3}-\d{2}-\d{4}", "[SSN]", super().redact_text(text))
+
+        def is_secret_key(self, key: str) -> bool:
+            return key == "ssn" or super().is_secret_key(key)
+
+    redactor = Ssn()
+    _, result = redactor.redact_call(b'{"q":"token"}', orjson.dumps({"note": "ssn 123-45-6789", "ssn": "x"}))
+    assert orjson.loads(result) == {"note": "ssn [SSN]", "ssn": REDACTED}
+
+
+def test_a_bearer_token_in_any_letter_case_is_redacted() -> None:
+    for scheme in ("Bearer", "bEARER", "BeArEr"):
+        out = redact({"header": f"Authorization: {scheme} abcdefghijklmnop1234"})
+        assert out == {"header": f"Authorization: {scheme} {REDACTED}"}

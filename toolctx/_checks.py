@@ -77,12 +77,7 @@ def safe_name(what: str, value: object, *, max_length: int) -> str:
     It must start with a letter or digit and hold no ``..``, so it can never be a
     path separator, a parent reference or a hidden file.
     """
-    if (
-        not isinstance(value, str)
-        or len(value) > max_length
-        or _SAFE_NAME.fullmatch(value) is None
-        or ".." in value
-    ):
+    if not isinstance(value, str) or len(value) > max_length or _SAFE_NAME.fullmatch(value) is None or ".." in value:
         raise ConfigError(
             f"{what} {value!r:.100} is not allowed: use 1-{max_length} ASCII letters, digits, '_', '-' or '.', "
             "starting with a letter or digit and without '..'"

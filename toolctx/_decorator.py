@@ -170,9 +170,9 @@ class _Tool:
         if started is None or (error is not None and not self.record_errors):
             return
         saver, call = started
-        if saver.closed:  # the block ended while the tool ran: keep the call anyway
-            saver = current_session()._saver
         try:
+            if saver.closed:  # the block ended while the tool ran: keep the call anyway
+                saver = current_session()._saver
             saver.save(call, result, error)
         except Exception as exc:
             internal_error(f"could not store a call of tool {self.name!r}", exc)

@@ -58,12 +58,14 @@ class SecretPattern:
 
     ``regex`` matches it; if it has a capturing group, only the group is replaced
     (``Bearer [REDACTED]``). ``anchors`` are literal fragments every match
-    contains; without them the slow path runs on every output.
+    contains, in any (ASCII) letter case with ``caseless=True``; without anchors
+    the pattern runs on every output.
     """
 
     name: str
     regex: str
     anchors: tuple[str, ...]
+    caseless: bool = False
 
 
 DEFAULT_KEYS: tuple[str, ...] = (
@@ -82,7 +84,7 @@ DEFAULT_KEYS: tuple[str, ...] = (
 """Key names (in snake case) whose values are secret when a key ends with them."""
 
 DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
-    SecretPattern("bearer", r"(?i:bearer)\s+([A-Za-z0-9._~+/\-]{8,}=*)", ("Bearer", "bearer", "BEARER")),
+    SecretPattern("bearer", r"(?i:bearer)\s+([A-Za-z0-9._~+/\-]{8,}=*)", ("bearer",), caseless=True),
     SecretPattern("sk-key", r"\bsk-[A-Za-z0-9_\-]{20,}", ("sk-",)),
     SecretPattern("stripe", r"\b[rs]k_live_[A-Za-z0-9]{16,}", ("k_live_",)),
     SecretPattern("aws-key-id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", ("AKIA", "ASIA")),
@@ -101,6 +103,7 @@ DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
     ),
 )
 
+_HOOKS = ("redact_value", "redact_text", "is_secret_key", "_replace_match", "_match_key")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[\-. ]+")
 
@@ -116,7 +119,10 @@ class Redactor:
 
     ``keys``: snake-case names; a dict key (or argument name) is secret when, once
     split into words, it ends with one of them. ``patterns``: secret formats found
-    inside strings. Subclass and override :meth:`redact_value` for anything else.
+    inside strings. Subclass and override :meth:`redact_value`, :meth:`redact_text`
+    or :meth:`is_secret_key` for anything else: an override runs on every output in
+    which the scan found a key word or an anchor (or always, with a pattern that
+    has no anchors).
     """
 
     def __init__(
@@ -132,7 +138,10 @@ class Redactor:
         self._key_rule = re.compile(rf"(?:^|_)(?:{words})$") if self.keys else None
         self._string_rule = re.compile("|".join(f"(?:{p.regex})" for p in self.patterns)) if self.patterns else None
         key_fragments = {f for k in self.keys for f in _key_fragments(k)}
-        self._prefilter = Prefilter(caseless=key_fragments, exact=(a for p in self.patterns for a in p.anchors))
+        self._prefilter = Prefilter(
+            caseless=key_fragments | {a for p in self.patterns if p.caseless for a in p.anchors},
+            exact=(a for p in self.patterns if not p.caseless for a in p.anchors),
+        )
         self._key_fragments = frozenset(key_fragments)
         # Which patterns each anchor stands for; a pattern without anchors cannot be
         # pre-screened, so it runs on every output.
@@ -141,7 +150,9 @@ class Redactor:
             for anchor in pattern.anchors:
                 self._anchored.setdefault(anchor, set()).add(index)
         self._unanchored = frozenset(i for i, p in enumerate(self.patterns) if not p.anchors)
-        self._custom = type(self).redact_value is not Redactor.redact_value
+        # A subclass that changes how values, strings or keys are judged gets the full
+        # walk through its own methods whenever the scan found anything.
+        self._custom = any(getattr(type(self), name) is not getattr(Redactor, name) for name in _HOOKS)
         self._is_secret_key = functools.lru_cache(maxsize=4096)(self._match_key)
         self._rule_of = functools.lru_cache(maxsize=256)(self._compile_rule)
 
@@ -229,7 +240,16 @@ class Redactor:
 
     def redact_value(self, value: Any) -> Any:
         """A redacted copy of a JSON value (dicts, lists, strings, numbers), by every rule."""
-        return self._walk(value, True, self._string_rule)
+        if isinstance(value, str):
+            return self.redact_text(value)
+        if isinstance(value, dict):
+            return {
+                k: self.replacement if v is not None and self.is_secret_key(k) else self.redact_value(v)
+                for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [self.redact_value(v) for v in value]
+        return value
 
 
 @functools.cache

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from toolctx import ToolctxWarning
 from toolctx.selection import _index as index_module
 from toolctx.selection._index import K1, B, SearchIndex
 from toolctx.selection._text import tokenize
@@ -255,3 +256,24 @@ def test_removal_leaves_the_index_a_fresh_one_would_be(
         for target in (index, fresh):
             target.add(f"d{number}", *docs[number])
         assert index.search(query) == fresh.search(query)
+
+
+def test_a_document_whose_text_fails_is_indexed_by_id_and_the_rest_of_the_batch_survives() -> None:
+    class Broken:
+        id = "broken"
+        tokens = 1
+
+        def search_text(self) -> str:
+            raise RuntimeError("describer failed")
+
+        def index_text(self) -> str:
+            return ""
+
+    index = SearchIndex()
+    index.add("a", "alpha report", "")
+    index.add_document(Broken())
+    index.add("b", "beta report", "")
+    with pytest.warns(ToolctxWarning, match="could not read the text of 'broken'"):
+        found = index.search(["report"])
+    assert sorted(i for i, _ in found) == ["a", "b"]
+    assert len(index) == 3

@@ -160,3 +160,17 @@ def test_a_context_dir_full_of_user_files_is_left_alone(tmp_path: Path) -> None:
         save(s, result=BIG)
     after = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
     assert after == before
+
+
+def test_a_shared_file_replaced_by_another_sessions_document_is_not_loaded(context_dir: Path) -> None:
+    with session(context_dir) as other:
+        foreign = other.save_context("fetch", {"u": 1}, BIG + "other conversation")
+        foreign_bytes = Path(foreign.filepath or "").read_bytes()
+    with session(context_dir) as s:
+        first = s.save_context("fetch", {"u": 1}, BIG)
+        again = s.save_context("fetch", {"u": 1}, BIG)  # identical: shares the first file
+        assert again.filename == first.filename
+        Path(first.filepath or "").write_bytes(foreign_bytes)
+        with capture_logs() as logs:
+            assert s.load_contexts([again, first]) == []
+    assert sum("belongs to session" in str(e.get("reason", "")) for e in logs) == 2

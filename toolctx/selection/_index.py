@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+from toolctx._internal import internal_error
 from toolctx.selection._text import tokenize
 
 __all__ = ["Document", "SearchIndex"]
@@ -158,10 +159,15 @@ class SearchIndex:
             doc_id = document.id
             if doc_id in self._numbers:
                 continue
-            counts = Counter(tokenize(document.search_text()))
+            try:
+                boosted, text = document.search_text(), document.index_text()
+            except Exception as exc:  # one document's failure must not drop the rest of the batch
+                internal_error(f"could not read the text of {doc_id!r} for the search index; indexed by id only", exc)
+                boosted, text = doc_id, ""
+            counts = Counter(tokenize(boosted))
             for term in counts:
                 counts[term] *= 2
-            counts.update(tokenize(document.index_text()))
+            counts.update(tokenize(text))
             tokens = min(document.tokens, 0xFFFFFFFF)
             number = len(self._ids)
             if number >= 1 << 24:

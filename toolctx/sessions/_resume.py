@@ -4,7 +4,9 @@ The manifest lists every stored context, one JSON line each, appended after the
 file it names was written. A crash can cut the last line short, or come between
 writing a file and listing it, so recovery trusts the files: a listed entry
 whose file is gone is dropped, a file nobody listed is read and added, and an
-unreadable line is skipped (its file, if whole, is found by the scan).
+unreadable line is skipped (its file, if whole, is found by the scan). A repeated
+identical call shares the file of the first one, so only the manifest knows it:
+without a manifest line it is not recovered (its output is, under the first call).
 """
 
 from __future__ import annotations

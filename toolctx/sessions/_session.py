@@ -433,6 +433,9 @@ class ContextSession:
                     context = record.context(self.session_id, payload)
                 else:
                     context = parse_document(self._saver.store.get(record.filename))
+                    if context.session_id != self.session_id:
+                        self._skip(str(ref), f"document belongs to session {context.session_id}")
+                        return None
                     if context.id != record.id:  # a repeated identical call sharing an earlier file
                         metadata = record.metadata(self.session_id, context.args)
                         context = context.model_copy(update=metadata)
