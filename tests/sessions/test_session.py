@@ -1,12 +1,10 @@
-"""The session façade: loading, selection and cleanup."""
+"""The session façade: selection and cleanup."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-from structlog.testing import capture_logs
 
 from tests.conftest import files_under
 from tests.sessions.helpers import BIG, save
@@ -18,55 +16,6 @@ from toolctx import (
     session,
 )
 from toolctx._naming import MANIFEST_NAME
-
-# -- loading ---------------------------------------------------------------------------
-
-
-def test_load_accepts_pointers_ids_handles_and_paths(context_dir: Path) -> None:
-    with session(context_dir) as s:
-        small = save(s, result="small")
-        big = save(s, tool="big", result=BIG)
-        assert big.filepath is not None
-        refs: list[Any] = [small, big.id, f"ctx:{small.id}", big.filepath, Path(big.filepath), big.filename]
-        assert [c.result for c in s.load_contexts(refs)] == ["small", BIG, "small", BIG, BIG, BIG]
-        loaded = s.load_contexts([big])[0]
-        assert (loaded.id, loaded.tool_name, loaded.session_id) == (big.id, "big", s.session_id)
-
-
-def test_load_skips_missing_malformed_and_foreign_with_a_logged_warning(context_dir: Path, tmp_path: Path) -> None:
-    with session(context_dir) as s, session(tmp_path / "other") as other:
-        good = save(s, result=BIG)
-        broken = save(s, tool="broken", result=BIG)
-        gone = save(s, tool="gone", result=BIG)
-        foreign = save(other, result="theirs")
-        assert broken.filepath is not None
-        assert gone.filepath is not None
-        assert good.filepath is not None
-        Path(broken.filepath).write_bytes(b'{"format": "toolctx/1", "id": ')
-        Path(gone.filepath).unlink()
-        outside = tmp_path / "x_0123456789abcdef_1735012345678_1_9f3a1c.json"
-        outside.write_bytes(Path(good.filepath).read_bytes())  # a valid document, but not in this session
-        with capture_logs() as logs:
-            loaded = s.load_contexts([broken, good, "nope", gone, foreign, str(outside), "../../etc/passwd"])
-        assert [c.id for c in loaded] == [good.id]
-        skipped = [e for e in logs if e["event"] == "skipped"]
-        assert len(skipped) == 6
-        assert all(e["log_level"] == "warning" for e in skipped)
-        assert sum("belongs to session" in e["reason"] for e in skipped) == 1
-
-
-def test_load_contexts_wants_a_list(context_dir: Path) -> None:
-    s = ContextSession(context_dir)
-    with pytest.raises(ConfigError, match="list"):
-        s.load_contexts("abc")
-
-
-def test_get_pointer(context_dir: Path) -> None:
-    with session(context_dir) as s:
-        pointer = save(s)
-        assert s.get_pointer(pointer.handle) == pointer
-        assert s.get_pointer("missing") is None
-
 
 # -- selection -------------------------------------------------------------------------
 
@@ -160,17 +109,3 @@ def test_a_context_dir_full_of_user_files_is_left_alone(tmp_path: Path) -> None:
         save(s, result=BIG)
     after = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
     assert after == before
-
-
-def test_a_shared_file_replaced_by_another_sessions_document_is_not_loaded(context_dir: Path) -> None:
-    with session(context_dir) as other:
-        foreign = other.save_context("fetch", {"u": 1}, BIG + "other conversation")
-        foreign_bytes = Path(foreign.filepath or "").read_bytes()
-    with session(context_dir) as s:
-        first = s.save_context("fetch", {"u": 1}, BIG)
-        again = s.save_context("fetch", {"u": 1}, BIG)  # identical: shares the first file
-        assert again.filename == first.filename
-        Path(first.filepath or "").write_bytes(foreign_bytes)
-        with capture_logs() as logs:
-            assert s.load_contexts([again, first]) == []
-    assert sum("belongs to session" in str(e.get("reason", "")) for e in logs) == 2

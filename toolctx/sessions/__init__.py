@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from toolctx.sessions._current import current_session, reset_default_session, session
-from toolctx.sessions._session import ContextRef, ContextSession, OnDebug
+from toolctx.sessions._loading import ContextRef
+from toolctx.sessions._session import ContextSession, OnDebug
 
 __all__ = ["ContextRef", "ContextSession", "OnDebug", "current_session", "reset_default_session", "session"]

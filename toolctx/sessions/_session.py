@@ -28,9 +28,7 @@ from toolctx._internal import DEBUG, WARNING, internal_error, log
 from toolctx._naming import (
     is_own_file,
     new_session_id,
-    parse_context_filename,
     sanitize_tool_name,
-    strip_handle,
     validate_session_id,
 )
 from toolctx._serialize import clean_text, encode
@@ -39,15 +37,14 @@ from toolctx.models import ContextPointer, ErrorInfo, StorageKind, StoredContext
 from toolctx.redaction import Redactor, resolve_redactor
 from toolctx.selection import MIN_SCORE_RATIO, SelectionState, as_strategy, select
 from toolctx.selection._base import Candidates, pointer_tokens, utc_now
-from toolctx.sessions._records import Call, Record, parse_document
+from toolctx.sessions._loading import ContextRef, Loader
+from toolctx.sessions._records import Call, Record
 from toolctx.sessions._resume import recover
 from toolctx.sessions._saving import SavePath, current_tags
 from toolctx.storage import BlobStore, LocalStore
 
 __all__ = ["ContextRef", "ContextSession", "OnDebug", "active_session", "sole_entered_session"]
 
-ContextRef = ContextPointer | str | os.PathLike[str]
-"""What load and selection accept: a pointer, its id (``"ctx:"`` prefix allowed) or a file path."""
 
 OnDebug = Callable[[str, dict[str, Any]], None]
 
@@ -134,6 +131,7 @@ class ContextSession:
             where=str(self.session_dir),
             listing=self.keep,
         )
+        self._loader = Loader(self._saver, self.session_id, self.session_dir, self._skip)
         self._tokens: list[Any] = []
         _track(self)
 
@@ -338,7 +336,7 @@ class ContextSession:
 
     def get_pointer(self, ref: ContextRef) -> ContextPointer | None:
         """The current pointer for a pointer, id or path of this session, or None."""
-        record = self._resolve(ref)
+        record = self._loader.resolve(ref)
         return None if record is None else self._pointer(record)
 
     def select_relevant_contexts(
@@ -416,69 +414,11 @@ class ContextSession:
             raise ConfigError("load_contexts() takes a list of pointers, ids or paths; wrap a single one in a list")
         loaded: list[StoredContext] = []
         for ref in refs:
-            context = self._load_one(ref)
+            context = self._loader.load(ref)
             if context is not None:
+                self._event(DEBUG, "loaded", id=context.id, tool=context.tool_name)
                 loaded.append(context)
         return loaded
-
-    def _load_one(self, ref: ContextRef) -> StoredContext | None:
-        if isinstance(ref, ContextPointer) and ref.session_id != self.session_id:
-            self._skip(ref.id, f"pointer belongs to session {ref.session_id}, not {self.session_id}")
-            return None
-        record = self._resolve(ref)
-        try:
-            if record is not None:
-                payload = record.payload
-                if payload is not None:
-                    context = record.context(self.session_id, payload)
-                else:
-                    context = parse_document(self._saver.store.get(record.filename))
-                    if context.session_id != self.session_id:
-                        self._skip(str(ref), f"document belongs to session {context.session_id}")
-                        return None
-                    if context.id != record.id:  # a repeated identical call sharing an earlier file
-                        metadata = record.metadata(self.session_id, context.args)
-                        context = context.model_copy(update=metadata)
-            else:
-                name = self._path_name(ref.filepath if isinstance(ref, ContextPointer) else ref)
-                if name is None:
-                    self._skip(str(ref), "not a context of this session")
-                    return None
-                context = parse_document(self._saver.store.get(name))
-        except Exception as exc:
-            self._skip(str(ref), f"{type(exc).__name__}: {exc}")
-            return None
-        if context.session_id != self.session_id:
-            self._skip(str(ref), f"document belongs to session {context.session_id}")
-            return None
-        self._event(DEBUG, "loaded", id=context.id, tool=context.tool_name)
-        return context
-
-    def _resolve(self, ref: ContextRef) -> Record | None:
-        records = self._saver.records
-        if isinstance(ref, ContextPointer):
-            return records.get(ref.id)
-        if isinstance(ref, str):
-            record = records.get(strip_handle(ref))
-            if record is not None:
-                return record
-        name = self._path_name(ref)
-        parsed = parse_context_filename(name) if name else None
-        return records.get(parsed.pointer_id) if parsed else None
-
-    def _path_name(self, ref: object) -> str | None:
-        """The file name of ``ref`` if it is a path to a context file of this session."""
-        if not isinstance(ref, (str, os.PathLike)):
-            return None
-        path = Path(ref)
-        if not path.is_absolute():
-            path = self.session_dir / path
-        if parse_context_filename(path.name) is None:
-            return None
-        store_path = self._saver.store.path(path.name)
-        if store_path is None or os.path.realpath(path.parent) != os.path.realpath(Path(store_path).parent):
-            return None
-        return path.name
 
     def _skip(self, ref: str, reason: str) -> None:
         self._event(WARNING, "skipped", ref=ref[:200], reason=reason)

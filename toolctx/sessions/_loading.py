@@ -1,0 +1,93 @@
+"""Finding a stored call from what a caller holds, and loading it in full.
+
+A caller may hold a :class:`~toolctx.ContextPointer`, its id (as a handle
+``ctx:<id>`` or bare) or the path of a context file. Only this session's calls
+are ever found: a pointer or document of another session, or a path outside this
+session's store, is skipped with the reason, never read into the result.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from toolctx._naming import parse_context_filename, strip_handle
+from toolctx.models import ContextPointer, StoredContext
+from toolctx.sessions._records import Record, parse_document
+from toolctx.sessions._saving import SavePath
+
+__all__ = ["ContextRef", "Loader"]
+
+ContextRef = ContextPointer | str | os.PathLike[str]
+"""What load and selection accept: a pointer, its id (``"ctx:"`` prefix allowed) or a file path."""
+
+
+class Loader:
+    """Resolves references to one session's records and loads them."""
+
+    def __init__(self, saver: SavePath, session_id: str, session_dir: Path, skip: Callable[[str, str], None]) -> None:
+        self._saver = saver
+        self.session_id = session_id
+        self.session_dir = session_dir
+        self._skip = skip
+
+    def load(self, ref: ContextRef) -> StoredContext | None:
+        """The stored call ``ref`` names in full, or None (told to ``skip`` with the reason)."""
+        if isinstance(ref, ContextPointer) and ref.session_id != self.session_id:
+            self._skip(ref.id, f"pointer belongs to session {ref.session_id}, not {self.session_id}")
+            return None
+        record = self.resolve(ref)
+        try:
+            if record is not None:
+                payload = record.payload
+                if payload is not None:
+                    context = record.context(self.session_id, payload)
+                else:
+                    context = parse_document(self._saver.store.get(record.filename))
+                    if context.session_id != self.session_id:
+                        self._skip(str(ref), f"document belongs to session {context.session_id}")
+                        return None
+                    if context.id != record.id:  # a repeated identical call sharing an earlier file
+                        metadata = record.metadata(self.session_id, context.args)
+                        context = context.model_copy(update=metadata)
+            else:
+                name = self.path_name(ref.filepath if isinstance(ref, ContextPointer) else ref)
+                if name is None:
+                    self._skip(str(ref), "not a context of this session")
+                    return None
+                context = parse_document(self._saver.store.get(name))
+        except Exception as exc:
+            self._skip(str(ref), f"{type(exc).__name__}: {exc}")
+            return None
+        if context.session_id != self.session_id:
+            self._skip(str(ref), f"document belongs to session {context.session_id}")
+            return None
+        return context
+
+    def resolve(self, ref: ContextRef) -> Record | None:
+        """The record ``ref`` names: a pointer, an id or handle, or a path of this session's store."""
+        records = self._saver.records
+        if isinstance(ref, ContextPointer):
+            return records.get(ref.id)
+        if isinstance(ref, str):
+            record = records.get(strip_handle(ref))
+            if record is not None:
+                return record
+        name = self.path_name(ref)
+        parsed = parse_context_filename(name) if name else None
+        return records.get(parsed.pointer_id) if parsed else None
+
+    def path_name(self, ref: object) -> str | None:
+        """The file name of ``ref`` if it is a path to a context file of this session."""
+        if not isinstance(ref, (str, os.PathLike)):
+            return None
+        path = Path(ref)
+        if not path.is_absolute():
+            path = self.session_dir / path
+        if parse_context_filename(path.name) is None:
+            return None
+        store_path = self._saver.store.path(path.name)
+        if store_path is None or os.path.realpath(path.parent) != os.path.realpath(Path(store_path).parent):
+            return None
+        return path.name
