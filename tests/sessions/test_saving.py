@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -16,6 +18,8 @@ from toolctx import (
     hash_query,
     session,
 )
+from toolctx._naming import MANIFEST_NAME
+from toolctx.storage import DictStore
 
 # -- saving and pointers ---------------------------------------------------------------
 
@@ -205,3 +209,39 @@ def test_bad_context_dir_and_store(tmp_path: Path) -> None:
         session(tmp_path, store=object())  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="on_debug"):
         session(tmp_path, on_debug="print")  # type: ignore[arg-type]
+
+
+class ClearedWhileWriting(DictStore):
+    """A store that runs ``hook`` once, right after writing an output: a clear from another thread."""
+
+    hook: Any = None
+
+    def put(self, name: str, chunks: Sequence[bytes]) -> None:
+        super().put(name, chunks)
+        if self.hook is not None and name != MANIFEST_NAME:
+            hook, self.hook = self.hook, None
+            hook()
+
+
+def test_an_output_written_while_the_store_is_cleared_is_written_again_and_stays_loadable() -> None:
+    store = ClearedWhileWriting()
+    with session(store=store, threshold=0) as s:
+        s.save_context("fetch", {"n": 0}, "first")
+        store.hook = s.clear_context_dir
+        pointer = s.save_context("fetch", {"n": 1}, "written during a clear")
+        assert store.hook is None  # the clear ran
+        assert pointer.filename in store.list()
+        assert [c.result for c in s.load_contexts(s.get_all_pointers())] == ["written during a clear"]
+        again = s.save_context("fetch", {"n": 1}, "written during a clear")  # shares a file that exists
+        assert s.load_contexts([again])[0].result == "written during a clear"
+
+
+def test_an_output_spilled_while_the_store_is_cleared_is_spilled_again() -> None:
+    store = ClearedWhileWriting()
+    with session(store=store, memory_budget=300) as s:
+        first = s.save_context("note", {"n": 0}, "a" * 200)
+        store.hook = s.clear_context_dir
+        s.save_context("note", {"n": 1}, "b" * 200)  # over the budget: the first one is spilled
+        assert store.hook is None
+        assert s.get_pointer(first.id) is not None
+        assert [c.result for c in s.load_contexts([first.id])] == ["a" * 200]

@@ -28,7 +28,7 @@ import xxhash
 from toolctx._defaults import INDEX_PREVIEW_CHARS, PREVIEW_CHARS
 from toolctx._hashing import hash_bytes
 from toolctx._internal import DEBUG, internal_error, log_enabled
-from toolctx._naming import MANIFEST_NAME, new_rand, pointer_id
+from toolctx._naming import MANIFEST_NAME, is_own_file, new_rand, pointer_id
 from toolctx._serialize import encode
 from toolctx.errors import SessionClosedError
 from toolctx.models import ErrorInfo, StorageKind
@@ -83,6 +83,7 @@ class SavePath:
         self.records: dict[str, Record] = {}
         self.calls: dict[str, str] = {}  # framework call id -> record id
         self.memory_bytes = 0
+        self._generation = 0  # changes each time the store is cleared
         self._memory: deque[Record] = deque()  # outputs held in memory, oldest first
         self._written: dict[str, str] = {}  # identical-output key -> file already holding it
         self._ids = itertools.count()
@@ -189,17 +190,24 @@ class SavePath:
             if error is not None
             else f"{record.call.safe_name}:{record.args_hash}:{xxhash.xxh3_128_hexdigest(data)}"
         )
-        existing = self._written.get(same) if same is not None else None
-        if existing is not None:
-            record._filename = existing
-            record.on_disk()
-            self._append_manifest(record)
-        else:
-            self._write(record, payload)
-            if same is not None and record.storage is _DISK:
-                self._written[same] = record.filename
-        with self.lock:
-            self.records[record.id] = record
+        full_args = record.call.args_json
+        while True:
+            generation = self._generation
+            existing = self._written.get(same) if same is not None else None
+            if existing is not None:
+                record._filename = existing
+                record.on_disk()
+                self._append_manifest(record)
+            else:
+                self._write(record, payload)
+            with self.lock:
+                if generation == self._generation:
+                    if existing is None and same is not None and record.storage is _DISK:
+                        self._written[same] = record.filename
+                    self.records[record.id] = record
+                    return
+            # The store was cleared while this was written, perhaps deleting the file: write it again.
+            record._filename, record.call.args_json, record.storage = None, full_args, _NONE
 
     def _evict_over_budget(self) -> list[Record]:
         """Pop the oldest in-memory records until the budget holds (caller holds the lock)."""
@@ -246,12 +254,17 @@ class SavePath:
             if payload is None:
                 continue
             try:
-                self.store.put(record.filename, record.document(self.session_id, payload))
+                while True:
+                    generation = self._generation
+                    self.store.put(record.filename, record.document(self.session_id, payload))
+                    with self.lock:
+                        if generation == self._generation:  # not cleared meanwhile: the file is there
+                            record.on_disk()
+                            break
             except Exception as exc:
                 failed.append(record)
                 internal_error(f"could not spill context {record.id} to {self._where!r}; it stays in memory", exc)
                 continue
-            record.on_disk()
             self._append_manifest(record)
             self._emit(DEBUG, "spilled", id=record.id, size=record.size)
         if failed:
@@ -291,14 +304,21 @@ class SavePath:
         self.index.clear()
         return count
 
-    def forget_stored(self) -> None:
-        """Drop the records whose output is in the store (before its files are deleted)."""
+    def clear_store(self) -> int:
+        """Delete the session's files and the records of what they hold; returns how many files.
+
+        The lock is held throughout, so a call being written meanwhile sees the
+        clear when it registers, and writes its file again after it.
+        """
         with self.lock:
             gone = [k for k, r in self.records.items() if r.storage is not _MEMORY]
             for key in gone:
                 del self.records[key]
             self._written.clear()
+            removed = sum(self.store.delete(name) for name in self.store.list() if is_own_file(name))
+            self._generation += 1
         self.index.remove(gone)
+        return removed
 
     def restore(self, records: list[Record]) -> None:
         """Take over records rebuilt from the store (resume), numbering new calls after them."""

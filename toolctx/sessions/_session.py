@@ -26,7 +26,6 @@ from toolctx._defaults import DEFAULT_MEMORY_BUDGET, DEFAULT_THRESHOLD, byte_cou
 from toolctx._hashing import hash_query
 from toolctx._internal import DEBUG, WARNING, internal_error, log
 from toolctx._naming import (
-    is_own_file,
     new_session_id,
     sanitize_tool_name,
     validate_session_id,
@@ -436,12 +435,7 @@ class ContextSession:
         Only files toolctx names and writes are deleted: anything else in the
         directory, and the ``context_dir`` itself, is left alone.
         """
-        self._saver.forget_stored()
-        store = self._saver.store
-        removed = 0
-        for name in store.list():
-            if is_own_file(name):
-                removed += store.delete(name)
+        removed = self._saver.clear_store()
         self._event(DEBUG, "cleared", what="files", count=removed)
 
     def clear(self) -> None:
