@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.selection.test_index import documents, vocabulary
 from toolctx.selection import _index as index_module
 from toolctx.selection._index import SearchIndex
 
@@ -41,16 +42,6 @@ def both_ways(index: SearchIndex, query: list[str], **options: Any) -> list[tupl
     return plain
 
 
-vocabulary = st.sampled_from(["revenue", "aapl", "income", "paris", "code", "error", "price", "q3", "2024", "tests"])
-documents = st.lists(
-    st.tuples(
-        st.lists(vocabulary, max_size=6).map(" ".join),
-        st.lists(vocabulary, max_size=12).map(" ".join),
-        st.integers(0, 300),
-    ),
-    min_size=1,
-    max_size=30,
-)
 options = st.fixed_dictionaries(
     {},
     optional={
