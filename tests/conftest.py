@@ -19,13 +19,17 @@ settings.load_profile(os.environ.get("TOOLCTX_HYPOTHESIS_PROFILE") or ("ci" if o
 
 @pytest.fixture(autouse=True)
 def _isolated_toolctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Point the default context_dir at a temporary folder and check no session leaks out."""
+    """Point the default context_dir at a temporary folder; check no session or toolctx warning leaks out."""
     monkeypatch.setenv("TOOLCTX_CONTEXT_DIR", str(tmp_path / "default-context"))
     structlog.reset_defaults()
+    toolctx.testing.escalated_warnings()
     yield
     leaked = toolctx.testing.reset()
     structlog.reset_defaults()
     assert leaked == [], f"sessions still open after the test: {leaked!r}"
+    # filterwarnings = error: toolctx holds its warnings back from tool calls; fail on them here.
+    escalated = toolctx.testing.escalated_warnings()
+    assert escalated == [], f"toolctx warnings escalated to errors during the test: {escalated!r}"
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import warnings
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -353,3 +355,225 @@ def test_a_tool_outliving_its_session_never_fails_when_no_default_session_can_st
 
     with session(context_dir) as s, pytest.warns(ToolctxWarning, match="could not store a call"):
         assert slow() == "done"
+
+
+# -- persisting never breaks the tool -----------------------------------------------------
+
+
+class _Boom(BaseException):
+    """Raised by a value's own code: not an Exception, so only a catch-all sees it."""
+
+
+class _ReprRaises:
+    def __repr__(self) -> str:
+        raise _Boom("repr")
+
+
+class _TolistRaises:
+    def tolist(self) -> list[int]:
+        raise _Boom("tolist")
+
+    def __repr__(self) -> str:
+        return "<tolist raises>"
+
+
+class _StrRaises(Exception):
+    def __str__(self) -> str:
+        raise _Boom("str")
+
+
+def test_warnings_made_errors_never_reach_the_tool_call(context_dir: Path) -> None:
+    import toolctx.testing
+
+    @persist_context
+    def opaque() -> object:
+        return _TolistRaises()  # not JSON: stored in the fallback form, with a warning
+
+    with session(context_dir) as s, warnings.catch_warnings():
+        warnings.simplefilter("error")  # python -W error, pytest's filterwarnings = error
+        result = opaque()
+        assert len(s) == 1  # stored all the same
+    assert isinstance(result, _TolistRaises)
+    held = toolctx.testing.escalated_warnings()
+    assert len(held) == 1
+    assert "not plain JSON" in held[0]
+    assert toolctx.testing.escalated_warnings() == []  # taken once
+
+
+def test_a_write_failure_under_warnings_as_errors_still_returns_the_result(
+    context_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolctx.testing
+
+    def broken_put(self: Any, name: str, chunks: Any, **kwargs: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("toolctx.storage._local.LocalStore.put", broken_put)
+    with session(context_dir, threshold=0), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert search_code("x", limit=2) == [{"path": "src/x_0.py"}, {"path": "src/x_1.py"}]
+    assert any("could not store the output" in text for text in toolctx.testing.escalated_warnings())
+
+
+@pytest.mark.parametrize(
+    ("result", "stored"),
+    [
+        (_ReprRaises(), {"$repr": "<repr failed: _Boom>", "$type": f"{__name__}._ReprRaises"}),
+        (_TolistRaises(), {"$repr": "<tolist raises>", "$type": f"{__name__}._TolistRaises"}),
+    ],
+    ids=["__repr__", "tolist"],
+)
+def test_a_base_exception_from_the_results_own_code_stays_inside_toolctx(
+    context_dir: Path, result: object, stored: dict[str, str]
+) -> None:
+    @persist_context
+    def tool() -> object:
+        return result
+
+    with session(context_dir) as s:
+        with pytest.warns(ToolctxWarning, match="fallback form"):
+            returned = tool()
+        [context] = s.load_contexts(s.get_all_pointers())
+    assert returned is result
+    assert context.result == stored
+
+
+def test_a_base_exception_from_the_tools_exception_str_stays_inside_toolctx(context_dir: Path) -> None:
+    @persist_context
+    def fails() -> None:
+        raise _StrRaises()
+
+    with session(context_dir) as s:
+        with pytest.raises(_StrRaises):
+            fails()
+        [pointer] = s.get_all_pointers()
+    assert pointer.is_error
+
+
+def test_keyboard_interrupt_from_the_results_own_code_still_stops_the_program(context_dir: Path) -> None:
+    class Interrupting:
+        def __repr__(self) -> str:
+            raise KeyboardInterrupt
+
+    @persist_context
+    def tool() -> object:
+        return Interrupting()
+
+    with session(context_dir), pytest.raises(KeyboardInterrupt):
+        tool()
+
+
+# -- generator tools ------------------------------------------------------------------------
+
+
+def test_a_generator_tool_is_stored_as_what_it_yielded(context_dir: Path) -> None:
+    @persist_context
+    def rows(n: int) -> Iterator[dict[str, int]]:
+        for i in range(n):
+            yield {"row": i}
+
+    with session(context_dir) as s:
+        produced = rows(3)
+        assert inspect.isgenerator(produced)
+        assert len(s) == 0  # stored when it finishes, not when it is created
+        assert list(produced) == [{"row": 0}, {"row": 1}, {"row": 2}]
+        [context] = s.load_contexts(s.get_all_pointers())
+    assert context.args == {"n": 3}
+    assert context.result == [{"row": 0}, {"row": 1}, {"row": 2}]
+
+
+def test_a_generator_passes_sends_throws_and_its_return_value_through(context_dir: Path) -> None:
+    @persist_context
+    def echo() -> Generator[str, str, str]:
+        received = yield "ready"
+        while received != "stop":
+            try:
+                received = yield f"echo {received}"
+            except ValueError as exc:
+                received = yield f"caught {exc}"
+        return "bye"
+
+    with session(context_dir) as s:
+        gen = echo()
+        assert next(gen) == "ready"
+        assert gen.send("a") == "echo a"
+        assert gen.throw(ValueError("bad")) == "caught bad"
+        with pytest.raises(StopIteration) as stop:
+            gen.send("stop")
+        assert stop.value.value == "bye"
+        [context] = s.load_contexts(s.get_all_pointers())
+    assert context.result == ["ready", "echo a", "caught bad"]
+
+
+def test_a_generator_closed_early_or_failing_stores_what_it_yielded_so_far(context_dir: Path) -> None:
+    @persist_context
+    def numbers(fail_at: int) -> Iterator[int]:
+        for i in range(10):
+            if i == fail_at:
+                raise RuntimeError(f"failed at {i}")
+            yield i
+
+    with session(context_dir) as s:
+        gen = numbers(99)
+        assert [next(gen), next(gen)] == [0, 1]
+        gen.close()
+        with pytest.raises(RuntimeError, match="failed at 2"):
+            list(numbers(2))
+        closed, failed = s.load_contexts(s.get_all_pointers())
+    assert closed.result == [0, 1]
+    assert closed.error is None
+    assert failed.result == [0, 1]
+    assert failed.error is not None
+    assert failed.error.message == "failed at 2"
+
+
+def test_an_async_generator_tool_is_stored_as_what_it_yielded(context_dir: Path) -> None:
+    @persist_context
+    async def ticks(n: int) -> AsyncIterator[int]:
+        for i in range(n):
+            await asyncio.sleep(0)
+            yield i
+
+    async def consume() -> list[int]:
+        return [i async for i in ticks(3)]
+
+    with session(context_dir) as s:
+        assert inspect.isasyncgenfunction(ticks)
+        assert asyncio.run(consume()) == [0, 1, 2]
+        [context] = s.load_contexts(s.get_all_pointers())
+    assert context.result == [0, 1, 2]
+
+
+def test_an_async_generator_closed_early_or_thrown_into_is_passed_through(context_dir: Path) -> None:
+    @persist_context
+    async def counter() -> AsyncGenerator[int, None]:
+        i = 0
+        while True:
+            try:
+                yield i
+            except ValueError:
+                i = 100
+            i += 1
+
+    async def drive() -> list[int]:
+        gen = counter()
+        seen = [await gen.__anext__(), await gen.__anext__()]
+        seen.append(await gen.athrow(ValueError("reset")))
+        await gen.aclose()
+        return seen
+
+    with session(context_dir) as s:
+        assert asyncio.run(drive()) == [0, 1, 101]
+        [context] = s.load_contexts(s.get_all_pointers())
+    assert context.result == [0, 1, 101]
+
+
+def test_a_function_returning_a_generator_is_stored_as_what_it_yields(context_dir: Path) -> None:
+    @persist_context
+    def squares(n: int) -> Iterator[int]:
+        return (i * i for i in range(n))
+
+    with session(context_dir) as s:
+        assert sum(squares(4)) == 14
+        [context] = s.load_contexts(s.get_all_pointers())
+    assert context.result == [0, 1, 4, 9]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import structlog.testing
 
 from toolctx import ToolctxWarning, persist_context, session
 
@@ -25,3 +26,17 @@ def test_a_warning_from_save_context_points_at_its_caller(context_dir: Path) -> 
     with session(context_dir) as s, pytest.warns(ToolctxWarning) as caught:
         s.save_context("t", {}, object())
     assert caught[0].filename == __file__
+
+
+def test_an_escalated_warning_is_held_back_and_logged_never_raised() -> None:
+    import warnings
+
+    import toolctx.testing
+    from toolctx._internal import internal_error
+
+    with warnings.catch_warnings(), structlog.testing.capture_logs() as logs:
+        warnings.simplefilter("error")
+        internal_error("the disk is full", OSError(28, "No space left on device"))
+    assert toolctx.testing.escalated_warnings() == ["the disk is full (OSError: [Errno 28] No space left on device)"]
+    assert [entry["event"] for entry in logs] == ["internal_error", "warning_escalated"]
+    assert logs[1]["log_level"] == "error"

@@ -193,3 +193,27 @@ def test_encode_never_raises_and_always_gives_valid_json(value: object) -> None:
     encoded = encode(value)
     orjson.loads(encoded[0])
     assert encode(value, sort_keys=True)[0] == encode(value, sort_keys=True)[0]
+
+
+class _Interrupt(BaseException):
+    pass
+
+
+def test_a_base_exception_from_a_values_own_code_falls_back_instead_of_escaping() -> None:
+    class Model(pydantic.BaseModel):
+        name: str
+
+        @pydantic.field_serializer("name")
+        def _explode(self, value: str) -> str:
+            raise _Interrupt("serialiser")
+
+    class Listing(dict[str, int]):
+        def items(self) -> object:  # type: ignore[override]
+            raise _Interrupt("items")
+
+    data, notes = encode({"model": Model(name="x"), "listing": Listing(a=1)})
+    decoded = orjson.loads(data)
+    assert decoded["model"] == {"name": "x"}  # the fallback reads the model's fields itself
+    listing_type = f"{__name__}.{Listing.__qualname__}"
+    assert decoded["listing"] == {"$repr": "<reading it raised _Interrupt>", "$type": listing_type}
+    assert any("could not be read" in note for note in notes)

@@ -9,13 +9,22 @@ The wrapper (built on wrapt) keeps the tool's name, docstring, signature and
 type, so LangChain's ``@tool`` and the Agents SDK's ``@function_tool`` see the
 same function. Persisting never changes what the caller gets: the tool's own
 result or exception comes through unchanged, and toolctx's own failures are
-logged and warned about instead of raised.
+logged and warned about instead of raised, even when a warnings filter makes
+warnings errors, and even when the value's own code (a ``__repr__``, say) raises
+a ``BaseException``. Only ``KeyboardInterrupt`` passes through: the user asked the
+program to stop.
+
+A generator tool (sync or async, or a function returning a generator) hands
+back a generator that passes everything through (values sent in, exceptions
+thrown in, closing) and is stored once, when it finishes, raises or is closed,
+as the list of the items it yielded.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Generator
+from types import GeneratorType
 from typing import Any, ParamSpec, TypeVar, overload
 
 import wrapt
@@ -147,7 +156,9 @@ class _Tool:
             description = self._description(bound, session) if self.custom_description else None
             call = Call(self.name, self.safe_name, args_json, notes, self.order, description, self.threshold)
             return session._saver, call
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # even a BaseException from the arguments' own code stays in here
             internal_error(f"could not capture the arguments of tool {self.name!r}; this call is not stored", exc)
             return None
 
@@ -160,7 +171,9 @@ class _Tool:
             text = self.describe(bound)
             if not isinstance(text, str):
                 raise TypeError(f"the description callable returned {type(text).__name__}, not str")
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
             internal_error(f"the description of tool {self.name!r} failed; using the default one", exc)
             return default_description(self.name, bound)
         return clean_text(text if redactor is None else redactor.redact_text(text))
@@ -174,7 +187,9 @@ class _Tool:
             if saver.closed:  # the block ended while the tool ran: keep the call anyway
                 saver = current_session()._saver
             saver.save(call, result, error)
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a result's or exception's own code may raise anything
             internal_error(f"could not store a call of tool {self.name!r}", exc)
 
     def sync_wrapper(
@@ -186,6 +201,8 @@ class _Tool:
         except Exception as exc:
             self.end(started, None, exc)
             raise
+        if type(result) is GeneratorType:  # a generator tool: store what it yields
+            return self._recorded(started, result)
         self.end(started, result, None)
         return result
 
@@ -200,6 +217,79 @@ class _Tool:
             raise
         self.end(started, result, None)
         return result
+
+    def async_generator_wrapper(
+        self, wrapped: Callable[..., AsyncGenerator[Any, Any]], instance: Any, args: tuple[Any, ...], kwargs: Any
+    ) -> AsyncGenerator[Any, Any]:
+        started = self.begin(instance, args, kwargs)
+        try:
+            generator = wrapped(*args, **kwargs)
+        except Exception as exc:
+            self.end(started, None, exc)
+            raise
+        return self._recorded_async(started, generator)
+
+    def _recorded(self, started: _Started | None, generator: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
+        """Pass ``generator`` through (values sent, exceptions thrown, closing) and store what it yielded.
+
+        The call is stored once, when the generator finishes, raises or is closed:
+        its result is the list of the items it yielded up to then.
+        """
+        items: list[Any] = []
+        error: Exception | None = None
+        advance: Callable[[Any], Any] = generator.send
+        value: Any = None
+        try:
+            while True:
+                try:
+                    item = advance(value)
+                except StopIteration as stop:
+                    return stop.value
+                items.append(item)
+                try:
+                    value = yield item
+                except GeneratorExit:
+                    generator.close()
+                    raise
+                except BaseException as exc:  # thrown in by the consumer: the tool's generator handles it
+                    advance, value = generator.throw, exc
+                else:
+                    advance = generator.send
+        except Exception as exc:
+            error = exc
+            raise
+        finally:
+            self.end(started, items, error)
+
+    async def _recorded_async(
+        self, started: _Started | None, generator: AsyncGenerator[Any, Any]
+    ) -> AsyncGenerator[Any, Any]:
+        """:meth:`_recorded` for an async generator."""
+        items: list[Any] = []
+        error: Exception | None = None
+        advance: Callable[[Any], Awaitable[Any]] = generator.asend
+        value: Any = None
+        try:
+            while True:
+                try:
+                    item = await advance(value)
+                except StopAsyncIteration:
+                    return
+                items.append(item)
+                try:
+                    value = yield item
+                except GeneratorExit:
+                    await generator.aclose()
+                    raise
+                except BaseException as exc:
+                    advance, value = generator.athrow, exc
+                else:
+                    advance = generator.asend
+        except Exception as exc:
+            error = exc
+            raise
+        finally:
+            self.end(started, items, error)
 
 
 @overload
@@ -267,7 +357,11 @@ def persist_context(
             threshold=threshold,
             record_errors=record_errors,
         )
-        wrapper = tool.async_wrapper if inspect.iscoroutinefunction(inner) else tool.sync_wrapper
+        wrapper: Callable[..., Any] = tool.sync_wrapper
+        if inspect.isasyncgenfunction(inner):
+            wrapper = tool.async_generator_wrapper
+        elif inspect.iscoroutinefunction(inner):
+            wrapper = tool.async_wrapper
         return wrapt.FunctionWrapper(target, wrapper)
 
     if func is None:

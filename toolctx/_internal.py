@@ -19,22 +19,24 @@ import logging
 import os
 import sys
 import warnings
+from collections import deque
 from typing import Any
 
 import structlog
 
 from toolctx.errors import ToolctxWarning
 
-__all__ = ["DEBUG", "WARNING", "internal_error", "log", "log_enabled"]
+__all__ = ["DEBUG", "ERROR", "WARNING", "describe_error", "escalated", "internal_error", "log", "log_enabled"]
 
 DEBUG = logging.DEBUG
 INFO = logging.INFO
 WARNING = logging.WARNING
+ERROR = logging.ERROR
 
 _stdlib_logger = logging.getLogger("toolctx")
 _stdlib_logger.addHandler(logging.NullHandler())  # the logging HOWTO's advice for libraries
 _bridge: Any = None
-_METHODS = {DEBUG: "debug", INFO: "info", WARNING: "warning"}
+_METHODS = {DEBUG: "debug", INFO: "info", WARNING: "warning", ERROR: "error"}
 
 
 def _logger() -> Any:
@@ -64,18 +66,46 @@ def log(level: int, event: str, **fields: Any) -> None:
 def internal_error(message: str, exc: BaseException | None = None, **fields: Any) -> None:
     """Report a failure of toolctx itself without disturbing the user's tool call.
 
-    The failure is logged and emitted as a :class:`ToolctxWarning`. If the caller's
-    warnings filter has turned toolctx warnings into errors (pytest's
-    ``filterwarnings = error`` does), the escalated warning is re-raised instead of
-    being reported twice.
+    The failure is logged and emitted as a :class:`ToolctxWarning`. A warnings
+    filter that turns it into an error (``python -W error``, pytest's
+    ``filterwarnings = error``) cannot make the tool call fail: the escalated
+    warning is caught here and logged as ``warning_escalated`` instead, at
+    ``ERROR`` level, so a test suite can still fail on it (see
+    :func:`toolctx.testing.escalated_warnings`).
     """
-    if isinstance(exc, Warning):
-        raise exc
     if exc is not None:
-        fields["error"] = f"{type(exc).__name__}: {exc}"
+        fields["error"] = f"{type(exc).__name__}: {describe_error(exc)}"
     log(WARNING, "internal_error", message=message, **fields)
-    text = message if exc is None else f"{message} ({type(exc).__name__}: {exc})"
-    warnings.warn(text, ToolctxWarning, stacklevel=_outside_toolctx())
+    text = message if exc is None else f"{message} ({fields['error']})"
+    try:
+        warnings.warn(text, ToolctxWarning, stacklevel=_outside_toolctx())
+    except Warning:  # the caller's filters escalated it: never raise into the tool call
+        _escalated.append(text)
+        log(ERROR, "warning_escalated", message=text)
+
+
+_escalated: deque[str] = deque(maxlen=1000)  # the newest escalated warnings, oldest first
+
+
+def escalated() -> list[str]:
+    """Take the warnings the caller's filters escalated and toolctx held back, oldest first."""
+    taken: list[str] = []
+    while _escalated:
+        try:
+            taken.append(_escalated.popleft())
+        except IndexError:  # taken by another thread meanwhile
+            break
+    return taken
+
+
+def describe_error(exc: BaseException) -> str:
+    """``str(exc)``, or a placeholder when even that fails."""
+    try:
+        return str(exc)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return f"<str() of {type(exc).__name__} failed>"
 
 
 @functools.cache

@@ -39,7 +39,6 @@ _REPR_LIMIT = 2000
 _OPTIONS = orjson.OPT_SERIALIZE_NUMPY
 _SORTED = _OPTIONS | orjson.OPT_SORT_KEYS
 _NON_STR = orjson.OPT_NON_STR_KEYS
-_ERRORS = (TypeError, orjson.JSONEncodeError, RecursionError, ValueError)
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 _ORJSON_NATIVE = (dt.datetime, dt.date, dt.time, uuid.UUID)
 
@@ -85,11 +84,15 @@ def encode(obj: Any, *, sort_keys: bool = False) -> Encoded:
     option = _SORTED if sort_keys else _OPTIONS
     try:
         return orjson.dumps(obj, default=_default, option=option), ()
-    except _ERRORS:
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # not plain JSON, or the value's own code failed (a pydantic serialiser, say)
         pass
     try:
         return orjson.dumps(obj, default=_default, option=option | _NON_STR), ()
-    except _ERRORS:
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
         pass
     notes: dict[str, None] = {}
     safe = _Fallback(notes).convert(obj, 0, set())
@@ -155,6 +158,11 @@ class _Fallback:
         active.add(marker)
         try:
             return self.container(obj, depth + 1, active)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # the value's own code failed while it was read
+            self.note("values that could not be read were stored as {'$repr', '$type'} naming the error")
+            return {"$repr": f"<reading it raised {type(exc).__qualname__}>", "$type": _type_name(obj)}
         finally:
             active.discard(marker)
 
@@ -177,12 +185,19 @@ class _Fallback:
         tolist = getattr(type(obj), "tolist", None)
         if callable(tolist):
             try:
-                return self.convert(tolist(obj), depth, active)
-            except Exception:
+                listed = tolist(obj)
+            except KeyboardInterrupt:
+                raise
+            except BaseException:
                 pass
-        name = f"{type(obj).__module__}.{type(obj).__qualname__}"
+            else:
+                return self.convert(listed, depth, active)
         self.note("values that are not JSON-serialisable were stored as {'$repr', '$type'}")
-        return {"$repr": self.string(_safe_repr(obj)), "$type": name}
+        return {"$repr": self.string(_safe_repr(obj)), "$type": _type_name(obj)}
+
+
+def _type_name(obj: Any) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
 def _safe_repr(obj: Any) -> str:
@@ -191,7 +206,9 @@ def _safe_repr(obj: Any) -> str:
         return f"<{type(obj).__module__}.{type(obj).__qualname__} object>"
     try:
         text = repr(obj)
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the value's own __repr__; it must not fail the tool call
         return f"<repr failed: {type(exc).__name__}>"
     return text if len(text) <= _REPR_LIMIT else text[:_REPR_LIMIT] + "…"
 
@@ -199,5 +216,7 @@ def _safe_repr(obj: Any) -> str:
 def _safe_str(obj: Any) -> str:
     try:
         return str(obj)
-    except Exception:
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
         return _safe_repr(obj)

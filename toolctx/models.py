@@ -109,7 +109,10 @@ class StoredContext(CallMetadata):
     reference cycle                           ``{"$cycle": "<type name>"}`` at the back-reference
     nesting deeper than 200 levels            ``{"$truncated": "<type name>"}``
     any other object                          ``{"$repr": "<repr, at most 2,000 chars>", "$type": "<module.Qualname>"}``
+    a container whose own code raises         ``{"$repr": "<reading it raised Name>", "$type": "<module.Qualname>"}``
     ========================================  ============================================
+
+    A generator tool's result is the list of the items it yielded.
 
     NaN and infinities become ``null`` without a note.
     """

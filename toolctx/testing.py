@@ -13,10 +13,13 @@
     def _clean_toolctx():
         yield
         toolctx.testing.reset()
+        assert toolctx.testing.escalated_warnings() == []
 
 :func:`session_for_test` opens a session in a directory of the test's and checks,
 when it ends, that the test left no other session open; :func:`reset` ends the
-process-wide default session and reports sessions a test left open.
+process-wide default session and reports sessions a test left open;
+:func:`escalated_warnings` returns the toolctx warnings that a ``-W error`` filter
+turned into errors, which toolctx holds back rather than raise into a tool call.
 """
 
 from __future__ import annotations
@@ -26,10 +29,11 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from toolctx._internal import escalated
 from toolctx.sessions import ContextSession, reset_default_session
 from toolctx.sessions._session import active_session, entered_sessions
 
-__all__ = ["open_sessions", "reset", "session_for_test"]
+__all__ = ["escalated_warnings", "open_sessions", "reset", "session_for_test"]
 
 
 def open_sessions() -> list[ContextSession]:
@@ -39,6 +43,17 @@ def open_sessions() -> list[ContextSession]:
     if active is not None and not active.closed and all(active is not s for s in found):
         found.append(active)
     return found
+
+
+def escalated_warnings() -> list[str]:
+    """The toolctx warnings a filter escalated to errors since the last call, oldest first.
+
+    Persisting never breaks a tool: under ``python -W error`` or pytest's
+    ``filterwarnings = error``, a :class:`toolctx.ToolctxWarning` is not raised into
+    the tool call but logged and kept here (the newest 1,000). Assert that this is
+    empty after each test to fail on them all the same.
+    """
+    return escalated()
 
 
 def reset() -> list[ContextSession]:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from toolctx import ConfigError, ContextPointer, ContextSession, session
 from toolctx.selection import (
     SelectionState,
+    Strategy,
     as_strategy,
     bm25,
     in_query,
@@ -122,6 +123,35 @@ def test_plain_callables_are_strategies(catalogue: ContextSession) -> None:
     assert ids(sneaky(state(pointers, "q"))) == ["get_stock_price"]  # only candidates can be chosen
     combined = bm25() + (lambda st: [(p, 1.0) for p in st.candidates if p.tool_name == "get_weather"])
     assert "get_weather" in ids(combined(state(pointers, "AAPL")))
+
+
+@pytest.mark.parametrize(
+    ("returns", "message"),
+    [
+        (lambda st: None, "returned None; return a list of pointers"),
+        (lambda st: 3, "returned 3; return a list of pointers"),
+        (lambda st: ["get_weather"], "returned the item 'get_weather'"),
+        (lambda st: [(st.candidates[0], "high")], "score selection strategy '<lambda>' gave must be a finite"),
+        (lambda st: [(st.candidates[0], float("nan"))], "must be a finite number"),
+    ],
+    ids=["None", "a number", "names", "a text score", "a NaN score"],
+)
+def test_a_callable_strategy_returning_the_wrong_thing_gets_a_clear_error(
+    catalogue: ContextSession, returns: Any, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        catalogue.select_relevant_contexts("weather", strategy=returns)
+
+
+def test_a_strategy_class_returning_the_wrong_thing_gets_a_clear_error(catalogue: ContextSession) -> None:
+    class Broken(Strategy):
+        name = "broken"
+
+        def rank(self, state: Any) -> Any:
+            return None
+
+    with pytest.raises(ConfigError, match=r"selection strategy broken\(\) returned None; a Strategy's rank"):
+        catalogue.select_relevant_contexts("weather", strategy=Broken())
 
 
 @pytest.mark.parametrize("bad", ["bm42", 42, None])

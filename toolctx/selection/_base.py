@@ -222,17 +222,30 @@ class _Callable(Strategy):
         self.name = getattr(func, "__name__", "callable")
 
     def rank(self, state: SelectionState) -> list[Scored]:
-        items = list(self.func(state))
+        returned = self.func(state)
+        try:
+            items = list(returned)
+        except TypeError:
+            raise ConfigError(
+                f"selection strategy {self.name!r} returned {returned!r:.80}; "
+                "return a list of pointers (best first) or of (pointer, score) pairs"
+            ) from None
         known = set(state.candidates.ids)
         scored: list[Scored] = []
         for position, item in enumerate(items):
             if isinstance(item, ContextPointer):  # a plain list of pointers: its order is the ranking
                 pointer, score = item, float(len(items) - position)
+            elif isinstance(item, tuple) and len(item) == 2:
+                pointer = item[0]
+                score = real_number(f"the score selection strategy {self.name!r} gave", item[1])
             else:
-                pointer, score = item
+                raise ConfigError(
+                    f"selection strategy {self.name!r} returned the item {item!r:.80}; "
+                    "return pointers or (pointer, score) pairs"
+                )
             if not isinstance(pointer, ContextPointer) or pointer.id not in known:
                 continue  # a strategy may only choose among the candidates
-            scored.append(Scored(pointer, float(score)))
+            scored.append(Scored(pointer, score))
         return best_first(scored, state)
 
 

@@ -6,6 +6,7 @@ import dataclasses
 
 from toolctx._checks import fraction, whole_number
 from toolctx._internal import DEBUG, log
+from toolctx.errors import ConfigError
 from toolctx.models import ContextPointer
 from toolctx.selection._base import Scored, SelectionState, Strategy
 from toolctx.selection._recency import Recency
@@ -51,6 +52,11 @@ def select(state: SelectionState, strategy: Strategy, min_score_ratio: float = M
 
 def _ranking(state: SelectionState, strategy: Strategy) -> list[Scored]:
     ranked = strategy(state)
+    if not isinstance(ranked, list) or not all(isinstance(s, Scored) for s in ranked):
+        raise ConfigError(
+            f"selection strategy {strategy!r} returned {ranked!r:.80}; a Strategy's rank() returns a list of "
+            "Scored(pointer, score), best first"
+        )
     if not ranked and not state.terms:
         log(DEBUG, "selection_fallback", reason="the query has no search terms", query=state.query[:200])
         ranked = Recency()(state)

@@ -28,6 +28,7 @@ import orjson
 
 from toolctx._defaults import ARGS_INLINE_LIMIT, INDEX_PREVIEW_CHARS, PREVIEW_CHARS
 from toolctx._describe import default_description
+from toolctx._internal import describe_error
 from toolctx._naming import POINTER_ID, RAND_DIGITS, context_filename, parse_context_filename
 from toolctx._serialize import clean_text
 from toolctx.models import FORMAT, CallMetadata, ContextPointer, ErrorInfo, StorageKind, StoredContext
@@ -351,11 +352,14 @@ def error_info(error: BaseException | ErrorInfo, redactor: Redactor | None = Non
     if isinstance(error, ErrorInfo):
         kind, message, text = error.type, error.message, error.traceback
     else:
-        kind, text = type(error).__qualname__, "".join(traceback.format_exception(error))
+        kind = type(error).__qualname__
+        message = describe_error(error)
         try:
-            message = str(error)
-        except Exception:
-            message = f"<str() of {kind} failed>"
+            text = "".join(traceback.format_exception(error))
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # the exception's own __str__ raised something traceback does not catch
+            text = None
 
     def clean(value: str) -> str:
         value = clean_text(value)
