@@ -30,18 +30,30 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty database of each kind: every conformance test runs on both."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'memory.db'}"
-        return
-    url: str = request.getfixturevalue("postgres_url")
+def _emptied(url: str) -> str:
     reset = MemoryStore(url)
     with reset.engine.begin() as conn:
         conn.execute(text("TRUNCATE context_checkpoints, context_items, context_agents RESTART IDENTITY CASCADE"))
     reset.close()
-    yield url
+    return url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database of each kind: every conformance test runs on both."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'memory.db'}"
+    return _emptied(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture(params=["sqlite-file", "sqlite://", ":memory:", "postgresql"])
+def any_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Every kind of database URL a store accepts: a SQLite file, in-memory SQLite (both ways), PostgreSQL."""
+    if request.param == "sqlite-file":
+        return str(tmp_path / "memory.db")
+    if request.param == "postgresql":
+        return _emptied(request.getfixturevalue("postgres_url"))
+    return str(request.param)
 
 
 @pytest.fixture

@@ -295,11 +295,29 @@ def test_agents_cannot_see_or_touch_each_others_items(store: MemoryStore) -> Non
 def test_unknown_agents_and_bad_agent_ids(store: MemoryStore) -> None:
     with pytest.raises(UnknownAgentError, match="no agent 'ghost'"):
         store.agent("ghost", create=False)
-    for bad in ("", "   ", "x" * 201, None, 7):
+    for bad in ("", "   ", "x" * 201, None, 7, "nul\x00", "half a pair \ud800"):
         with pytest.raises(ConfigError, match="agent_id"):
             store.agent(bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="agent_id"):
+            AgentMemory(store, bad, create_on_write=True)  # type: ignore[arg-type]
     store.agent("real")
     assert store.agent("real", create=False).agent_id == "real"
+    assert store.agents() == ["real"]
+
+
+def test_an_agent_created_on_write_is_registered_by_its_first_write_only(store: MemoryStore) -> None:
+    lazy = AgentMemory(store, "lazy", create_on_write=True)
+    with pytest.raises(ConfigError, match="unknown item_type"):
+        lazy.save("NOTE", "refused")
+    with pytest.raises(ConfigError, match="content is empty"):
+        lazy.save("TASK", "  ")
+    assert store.agents() == []  # a refused save registers nothing
+    with pytest.raises(UnknownAgentError, match="no agent 'lazy'"):
+        AgentMemory(store, "lazy").save("TASK", "not registered, not created")
+    item = lazy.save("TASK", "the first write registers the agent")
+    assert store.agents() == ["lazy"]
+    assert store.agent("lazy", create=False).get(item.id).content == "the first write registers the agent"
+    assert AgentMemory(store, "lazy", create_on_write=True).save("TASK", "and later ones find it").id > item.id
 
 
 def _register_at_once(store: MemoryStore, agent_id: str, threads: int) -> list[str]:

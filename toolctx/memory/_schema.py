@@ -51,6 +51,7 @@ __all__ = [
     "checkpoints",
     "contents",
     "create_schema",
+    "in_memory",
     "items",
     "metadata",
     "open_engine",
@@ -187,12 +188,32 @@ def _normalise(url: str | os.PathLike[str] | URL) -> URL:
     raise ConfigError(f"memory stores run on SQLite or PostgreSQL, not {backend!r} (from {parsed!r})")
 
 
+def in_memory(url: URL) -> bool:
+    """Whether a SQLite URL names an in-memory database: every connection to it must be the same one."""
+    database = url.database or ""
+    if database in ("", ":memory:"):
+        return True
+    if str(url.query.get("uri", "")).lower() not in ("true", "1"):
+        return False
+    return database.startswith("file::memory:") or url.query.get("mode") == "memory" or "mode=memory" in database
+
+
 def open_engine(url: str | os.PathLike[str] | URL | Engine | None) -> Engine:
-    """An engine for ``url``: a path or ``sqlite:///`` URL, a ``postgresql://`` URL, or an Engine."""
+    """An engine for ``url``: a path or ``sqlite:///`` URL, a ``postgresql://`` URL, or an Engine.
+
+    An in-memory SQLite database gets one connection (each new one would be another,
+    empty database), which the store then lends to one thread at a time.
+    """
     if isinstance(url, Engine):
         if url.dialect.name not in ("sqlite", "postgresql"):
             raise ConfigError(f"memory stores run on SQLite or PostgreSQL, not {url.dialect.name!r}")
         if url.dialect.name == "sqlite":
+            if in_memory(url.url) and not isinstance(url.pool, StaticPool):
+                raise ConfigError(
+                    f"the in-memory SQLite engine {url.url.render_as_string()!r} uses {type(url.pool).__name__}, "
+                    "so threads would each see another database or none; create it with "
+                    "poolclass=StaticPool and connect_args={'check_same_thread': False}, or pass the URL 'sqlite://'"
+                )
             _configure_sqlite(url)
         return url
     if url is None:
@@ -207,7 +228,7 @@ def open_engine(url: str | os.PathLike[str] | URL | Engine | None) -> Engine:
             raise ImportError("PostgreSQL memory stores need psycopg: pip install 'toolctx[postgres]'") from exc
         return create_engine(parsed, pool_pre_ping=True)
     kwargs: dict[str, Any] = {"connect_args": {"timeout": 60.0, "check_same_thread": False}}
-    if parsed.database in (None, "", ":memory:"):
+    if in_memory(parsed):
         kwargs["poolclass"] = StaticPool  # one connection, or every checkout would see a new empty database
     engine = create_engine(parsed, **kwargs)
     _configure_sqlite(engine)

@@ -6,6 +6,13 @@ so writes of one agent are serialised across threads and processes on PostgreSQL
 tier update is all or nothing. Every statement filters by ``agent_id``: an agent
 cannot read or change another agent's items or checkpoints, even by guessing ids.
 
+Each transaction has a connection of its own, taken from the engine's pool, so
+threads never share one mid-transaction. Reads are plain read transactions: on a
+SQLite file (in WAL mode) and on PostgreSQL they see the last commit without waiting
+for a writer. An in-memory SQLite database lives in its one connection, which the
+store lends to one transaction at a time. A process forked from one holding a store
+opens connections of its own instead of sharing its parent's.
+
 :class:`AgentMemory` checks what it is given, opens the transaction and logs; the
 statements themselves live in one module per job: saving, reading, tiers,
 checkpoints and diff.
@@ -14,8 +21,11 @@ checkpoints and diff.
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -38,7 +48,7 @@ from toolctx.memory._results import (
     TierUpdateResult,
 )
 from toolctx.memory._rows import one_item, parse_tier
-from toolctx.memory._schema import MAX_AGENT_ID, MAX_ID, agents, create_schema, open_engine
+from toolctx.memory._schema import MAX_AGENT_ID, MAX_ID, agents, create_schema, in_memory, open_engine
 
 __all__ = ["AgentMemory", "MemoryStore"]
 
@@ -46,6 +56,42 @@ __all__ = ["AgentMemory", "MemoryStore"]
 def _positive(name: str, value: object) -> int:
     """An id or a limit: a whole number from 1 to what the database's 64-bit integers hold."""
     return whole_number(name, value, minimum=1, maximum=MAX_ID)
+
+
+def _agent_id(value: object) -> str:
+    """An agent id both databases can hold: text of up to 200 characters, without NUL or lone surrogates."""
+    agent_id = non_empty_text("agent_id", value, max_length=MAX_AGENT_ID)
+    if "\x00" in agent_id or not _encodable(agent_id):
+        raise ConfigError(f"agent_id must be text without NUL characters or lone surrogates, got {agent_id!r:.80}")
+    return agent_id
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+# Stores alive in this process, so a forked child can drop the connections it inherited.
+_STORES: weakref.WeakSet[MemoryStore] = weakref.WeakSet()
+_FORK_HOOK = threading.Lock()
+_fork_hooked = False
+
+
+def _track(store: MemoryStore) -> None:
+    global _fork_hooked
+    with _FORK_HOOK:
+        _STORES.add(store)
+        if not _fork_hooked and hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_after_fork_in_child)
+            _fork_hooked = True
+
+
+def _after_fork_in_child() -> None:
+    for store in list(_STORES):
+        store._forked()
 
 
 class MemoryStore:
@@ -63,7 +109,31 @@ class MemoryStore:
         self.config = config or MemoryConfig()
         self._owns_engine = not isinstance(url, Engine)
         self.engine = open_engine(url)
+        self._shared_connection = self.dialect == "sqlite" and in_memory(self.engine.url)
+        self._turn = self._new_turn()
         create_schema(self.engine)
+        _track(self)
+
+    def _new_turn(self) -> AbstractContextManager[Any]:
+        # Re-entrant, so a thread that nests a read in its own write gets SQLite's error, not a deadlock.
+        return threading.RLock() if self._shared_connection else nullcontext()
+
+    def _forked(self) -> None:
+        """In a forked child: forget the parent's pooled connections (a socket or file lock cannot be shared).
+
+        An in-memory database is the child's own copy, so its one connection stays, with a
+        new lock; a transaction another thread of the parent had open in it is rolled back.
+        """
+        self._turn = self._new_turn()
+        if not self._shared_connection:
+            self.engine.dispose(close=False)
+            return
+        raw = self.engine.raw_connection()
+        try:
+            if raw.driver_connection is not None and raw.driver_connection.in_transaction:
+                raw.driver_connection.rollback()
+        finally:
+            raw.close()
 
     @property
     def dialect(self) -> str:
@@ -79,21 +149,24 @@ class MemoryStore:
         With ``create=False`` an agent that has never been registered raises
         :class:`~toolctx.errors.UnknownAgentError` (the HTTP API reads this way).
         """
-        non_empty_text("agent_id", agent_id, max_length=MAX_AGENT_ID)
+        _agent_id(agent_id)
         with self.read() as conn:
             known = conn.execute(select(agents.c.agent_id).where(agents.c.agent_id == agent_id)).first() is not None
         if not known:
             if not create:
                 raise UnknownAgentError(f"no agent {agent_id!r} in this memory store; save an item for it first")
-            # Another process may register the same agent at the same moment: the first insert wins.
-            insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
             with self.write() as conn:
-                conn.execute(
-                    insert(agents)
-                    .values(agent_id=agent_id, created_at=self.config.clock(), revision=0)
-                    .on_conflict_do_nothing(index_elements=[agents.c.agent_id])
-                )
+                self._register(conn, agent_id)
         return AgentMemory(self, agent_id)
+
+    def _register(self, conn: Connection, agent_id: str) -> None:
+        # Another process may register the same agent at the same moment: the first insert wins.
+        insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
+        conn.execute(
+            insert(agents)
+            .values(agent_id=agent_id, created_at=self.config.clock(), revision=0)
+            .on_conflict_do_nothing(index_elements=[agents.c.agent_id])
+        )
 
     def agents(self) -> list[str]:
         """Every registered agent id, sorted."""
@@ -102,12 +175,14 @@ class MemoryStore:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn, conn.begin():
+        """A read transaction on a connection of its own: it sees the last commit and takes no write lock."""
+        with self._turn, self.engine.connect() as conn, conn.begin():
             yield conn
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        with self.engine.connect().execution_options(toolctx_write=True) as conn, conn.begin():
+        """A write transaction on a connection of its own, holding SQLite's write lock from its start."""
+        with self._turn, self.engine.connect().execution_options(toolctx_write=True) as conn, conn.begin():
             yield conn
 
     def close(self) -> None:
@@ -130,10 +205,16 @@ class AgentMemory:
     database, so another process (or the HTTP API) sees the same working set.
     """
 
-    def __init__(self, store: MemoryStore, agent_id: str):
+    def __init__(self, store: MemoryStore, agent_id: str, *, create_on_write: bool = False):
+        """``create_on_write=True`` registers an unknown agent in its first write's transaction.
+
+        So a refused save (an unknown type, empty content) registers nothing; without
+        it, writes of an agent that is not registered raise UnknownAgentError.
+        """
         self.store = store
-        self.agent_id = agent_id
+        self.agent_id = _agent_id(agent_id)
         self.config = store.config
+        self._create_on_write = create_on_write
 
     def __repr__(self) -> str:
         return f"AgentMemory({self.agent_id!r}, {self.store!r})"
@@ -146,15 +227,22 @@ class AgentMemory:
         revision, so :meth:`diff` needs to read only the rows newer than its snapshot.
         """
         with self.store.write() as conn:
-            revision = conn.execute(
-                update(agents)
-                .where(agents.c.agent_id == self.agent_id)
-                .values(revision=agents.c.revision + 1)
-                .returning(agents.c.revision)
-            ).scalar_one_or_none()
+            revision = self._bump(conn)
+            if revision is None and self._create_on_write:
+                self.store._register(conn, self.agent_id)
+                revision = self._bump(conn)
             if revision is None:
                 raise UnknownAgentError(f"no agent {self.agent_id!r} in this memory store")
             yield conn, revision
+
+    def _bump(self, conn: Connection) -> int | None:
+        revision: int | None = conn.execute(
+            update(agents)
+            .where(agents.c.agent_id == self.agent_id)
+            .values(revision=agents.c.revision + 1)
+            .returning(agents.c.revision)
+        ).scalar_one_or_none()
+        return revision
 
     # -- saving ------------------------------------------------------------
 
