@@ -2,7 +2,14 @@
 
 Install with ``pip install 'toolctx[server]'``. :func:`create_app` builds the
 FastAPI application over a :class:`~toolctx.memory.MemoryStore`, for mounting in an
-application of your own; OpenAPI docs are served at ``/docs``.
+application of your own.
+
+It answers only to loopback host names unless told others (``--allow-host``), so a
+web page cannot reach it by rebinding its own name; with a token (``--token`` or
+``$TOOLCTX_API_TOKEN``, required beyond loopback) every request needs it, the docs
+too; bodies over 32 MiB (``--max-body-bytes``) are refused before they are read.
+``/docs`` is a plain HTML reference built from ``/openapi.json``: FastAPI's
+interactive pages would load their scripts from a CDN, so they are not served.
 """
 
 from __future__ import annotations

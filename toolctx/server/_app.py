@@ -2,22 +2,23 @@
 
 Reads (``GET``) never count as accesses, so a dashboard polling the API does not
 change what an agent keeps; ``POST .../load`` is the agent's own load. Unknown
-agents and checkpoints answer 404, bad values 422 with a message naming them, and a
-missing or wrong bearer token 401.
+agents and checkpoints answer 404, bad values 422 naming the field, a request for
+another host 400, a missing or wrong bearer token 401, a body over the limit 413,
+and a busy or unreachable database 503.
 """
 
 # No `from __future__ import annotations`: FastAPI reads these annotations at run time,
 # and some name dependencies local to create_app().
 
-import secrets
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
-from fastapi.responses import JSONResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import Depends, FastAPI, Query, status
+from fastapi.responses import HTMLResponse
+from fastapi.security import HTTPBearer
 
-from toolctx.errors import ConfigError, NotFoundError
+from toolctx._checks import whole_number
 from toolctx.memory import (
     AgentMemory,
     CheckpointInfo,
@@ -31,6 +32,10 @@ from toolctx.memory import (
     TierUpdateResult,
 )
 from toolctx.memory._results import snapshot_hash
+from toolctx.memory._schema import MAX_ID
+from toolctx.server._docs import DOCS_HEADERS, render_docs
+from toolctx.server._errors import install_error_handlers
+from toolctx.server._guard import DEFAULT_MAX_BODY_BYTES, LOOPBACK_HOSTS, Guard, host_names, token_bytes
 from toolctx.server._models import (
     DiffRequest,
     ItemOut,
@@ -46,34 +51,41 @@ __all__ = ["create_app"]
 AGENT_PATH = "/api/agents/{agent_id}/context"
 
 
-def create_app(store: MemoryStore, *, token: str | None = None) -> FastAPI:
-    """An app serving ``store``; with ``token``, every request needs ``Authorization: Bearer <token>``."""
-    bearer = HTTPBearer(auto_error=False)
+def create_app(
+    store: MemoryStore,
+    *,
+    token: str | None = None,
+    allowed_hosts: str | Iterable[str] = LOOPBACK_HOSTS,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+) -> FastAPI:
+    """An app serving ``store``.
 
-    def authorised(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
-        if token is None:
-            return
-        given = credentials.credentials if credentials is not None else ""
-        if not secrets.compare_digest(given.encode(), token.encode()):
-            raise HTTPException(
-                status.HTTP_401_UNAUTHORIZED,
-                "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-
+    With ``token``, every request (``/docs`` and ``/openapi.json`` too) needs
+    ``Authorization: Bearer <token>``; the token is compared as UTF-8 bytes, so any
+    text works if the client sends it that way. Requests whose Host header names none
+    of ``allowed_hosts`` are refused, so a web page cannot reach a loopback server by
+    rebinding its own name; add the names your clients use, or ``"*"`` for any.
+    A body over ``max_body_bytes`` (32 MiB) is refused before it is read.
+    ``/docs`` is a plain HTML reference that loads nothing from elsewhere.
+    """
+    expected = None if token is None else token_bytes(token)
+    hosts = host_names(allowed_hosts)
+    whole_number("max_body_bytes", max_body_bytes, minimum=1, unit="bytes")
+    # The guard checks the token; the scheme declared here puts it in the OpenAPI description.
+    documented = [] if token is None else [Depends(HTTPBearer(auto_error=False, description="The server's token."))]
     app = FastAPI(
         title="toolctx memory",
         summary="Tiered agent memory: items, tiers, flash save, diff and restore.",
-        dependencies=[Depends(authorised)],
+        dependencies=documented,
+        docs_url=None,
+        redoc_url=None,
     )
+    app.add_middleware(Guard, token=expected, allowed_hosts=hosts, max_body_bytes=max_body_bytes)
+    install_error_handlers(app)
 
-    @app.exception_handler(NotFoundError)
-    async def _not_found(_request: Request, exc: NotFoundError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_404_NOT_FOUND)
-
-    @app.exception_handler(ConfigError)
-    async def _bad_value(_request: Request, exc: ConfigError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=422)
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return HTMLResponse(render_docs(app.openapi(), token_required=token is not None), headers=DOCS_HEADERS)
 
     def existing(agent_id: str) -> AgentMemory:
         return store.agent(agent_id, create=False)
@@ -82,15 +94,16 @@ def create_app(store: MemoryStore, *, token: str | None = None) -> FastAPI:
 
     @app.post(f"{AGENT_PATH}/save", status_code=status.HTTP_201_CREATED)
     def save(agent_id: str, body: SaveRequest) -> SaveResponse:
-        """Store an item (registering the agent on its first save)."""
-        item = store.agent(agent_id).save(body.item_type, body.content, importance_score=body.importance_score)
+        """Store an item, registering the agent on its first save (a refused save registers nothing)."""
+        agent = AgentMemory(store, agent_id, create_on_write=True)
+        item = agent.save(body.item_type, body.content, importance_score=body.importance_score)
         return SaveResponse(item_id=item.id, tier=item.tier, importance_score=item.importance_score, tokens=item.tokens)
 
     @app.get(AGENT_PATH)
     def list_items(
         agent: Agent,
         tier: Tier | None = None,
-        limit: Annotated[int | None, Query(gt=0)] = None,
+        limit: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
         archived: bool = False,
     ) -> ItemsResponse:
         """Items of a tier (all tiers without ``tier``), best first. Not counted as accesses."""

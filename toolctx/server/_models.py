@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Self
+from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolctx.memory import ContextItem, Tier
 from toolctx.memory._items import MAX_ITEM_TYPE
+from toolctx.memory._schema import MAX_ID
+
+# Ids and limits as a 64-bit column holds them; a content hash as the store writes it.
+Id = Annotated[int, Field(ge=1, le=MAX_ID)]
+Revision = Annotated[int, Field(ge=0, le=MAX_ID)]
+ContentHash = Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")]
 
 __all__ = ["DiffRequest", "ItemOut", "ItemsResponse", "LoadRequest", "RestoreRequest", "SaveRequest", "SaveResponse"]
 
@@ -20,7 +26,7 @@ class _Body(BaseModel):
 class SaveRequest(_Body):
     item_type: str = Field(min_length=1, max_length=MAX_ITEM_TYPE, examples=["TASK"])
     content: str = Field(min_length=1, examples=["Add retries to the uploader"])
-    importance_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    importance_score: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
 
 
 class SaveResponse(BaseModel):
@@ -58,24 +64,24 @@ class ItemsResponse(BaseModel):
 
 class LoadRequest(_Body):
     tier: Tier = Tier.HOT
-    limit: int | None = Field(default=None, gt=0)
+    limit: Id | None = None
 
 
 class RestoreRequest(_Body):
-    checkpoint_id: int
+    checkpoint_id: Id
 
 
 class SnapshotIn(_Body):
     tier: Tier | None = Tier.HOT
-    items: dict[int, str]
-    revision: int | None = None
+    items: dict[Id, ContentHash]
+    revision: Revision | None = None
 
 
 class DiffRequest(_Body):
     """Either a snapshot returned by an earlier diff or snapshot, or a checkpoint id."""
 
     snapshot: SnapshotIn | None = None
-    checkpoint_id: int | None = None
+    checkpoint_id: Id | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Self:
