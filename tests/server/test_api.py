@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import event
 
 from tests.memory.conftest import FakeClock
 from toolctx.memory import MemoryStore
@@ -237,3 +238,52 @@ def test_the_command_line_checks_its_arguments(
         assert exit_info.value.code == 2
     assert main(["--db", "oracle://scott@db/x"]) == 2
     assert "SQLite or PostgreSQL, not 'oracle'" in capsys.readouterr().err
+
+
+def test_the_command_line_sets_the_hosts_the_body_limit_and_the_token(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolctx.server.__main__ import main, parse_args
+
+    monkeypatch.delenv("TOOLCTX_API_TOKEN", raising=False)
+    loopback = parse_args([])
+    assert loopback.allowed_hosts == ["localhost", "127.0.0.1", "::1", "127.0.0.1"]
+    assert (loopback.max_body_bytes, loopback.token) == (32 * 2**20, None)
+    named = parse_args(["--host", "10.1.2.3", "--token", "t", "--allow-host", "memory.internal", "--allow-host", "m"])
+    assert named.allowed_hosts == ["localhost", "127.0.0.1", "::1", "10.1.2.3", "memory.internal", "m"]
+    # Every interface: any name reaches it, and the token (required there) is what keeps a web page out.
+    assert parse_args(["--host", "0.0.0.0", "--token", "t"]).allowed_hosts == ["*"]
+    assert parse_args(["--host", "::", "--token", "t", "--allow-host", "m"]).allowed_hosts[-1] == "m"
+    assert parse_args(["--max-body-bytes", "1024"]).max_body_bytes == 1024
+    monkeypatch.setenv("TOOLCTX_API_TOKEN", "")
+    assert parse_args([]).token is None  # an empty variable is an unset one
+    for bad, message in (
+        (["--max-body-bytes", "0"], "--max-body-bytes must be a whole number of bytes"),
+        (["--token", ""], "--token is empty"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            parse_args(bad)
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
+    assert main(["--db", "sqlite://", "--token", " padded"]) == 2
+    assert "token cannot be sent in an HTTP header" in capsys.readouterr().err
+    assert main(["--db", "sqlite://", "--allow-host", "http://x"]) == 2
+    assert "is not a host name" in capsys.readouterr().err
+
+
+def test_a_database_that_stays_locked_answers_503(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "m.db") as store:
+        store.agent("worker").save("TASK", "x")
+        # Wait 50 ms for SQLite's write lock instead of a minute.
+        event.listen(store.engine, "connect", lambda conn, _record: conn.execute("PRAGMA busy_timeout=50"))
+        store.engine.dispose()
+        with (
+            TestClient(create_app(store), base_url=LOCAL) as client,
+            MemoryStore(tmp_path / "m.db") as other,
+            other.write(),  # holds the write lock
+        ):
+            busy = client.post(f"{BASE}/save", json={"item_type": "TASK", "content": "y"})
+            assert client.get(f"{BASE}/stats").json()["total_items"] == 1  # reads still answer
+        assert busy.status_code == 503
+        assert busy.headers["retry-after"] == "1"
+        assert "busy or unreachable; retry shortly" in busy.json()["detail"]
