@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 from fastapi.testclient import TestClient
 
 from toolctx.errors import ConfigError
@@ -227,3 +227,24 @@ def test_reads_answer_while_another_connection_holds_a_write_transaction(db_url:
             assert [item["id"] for item in listed["items"]] == [kept.id]
             assert stats["total_items"] == 1
             assert list(snapshot["items"]) == [str(kept.id)]
+
+
+def test_a_websocket_is_held_to_the_same_host_and_token(memory: MemoryStore) -> None:
+    app = create_app(memory, token="s3cret")
+
+    @app.websocket("/ws")
+    async def echo(socket: WebSocket) -> None:
+        await socket.accept()
+        await socket.send_text("in")
+        await socket.close()
+
+    with TestClient(app, base_url="http://localhost") as client:
+        with client.websocket_connect("ws://localhost/ws", headers={"Authorization": "Bearer s3cret"}) as socket:
+            assert socket.receive_text() == "in"
+        for headers in ({}, {"Authorization": "Bearer s3cret", "Host": "evil.example"}):
+            with (
+                pytest.raises(WebSocketDisconnect) as closed,
+                client.websocket_connect("ws://localhost/ws", headers=headers),
+            ):
+                pass
+            assert closed.value.code == 1008

@@ -100,13 +100,19 @@ class Guard:
         self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":  # lifespan; the API has no websockets
+        if scope["type"] not in ("http", "websocket"):  # lifespan
             await self.app(scope, receive, send)
             return
         headers: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
             headers.setdefault(name.lower(), value)
         refusal = self._refusal(headers)
+        if scope["type"] == "websocket":
+            if refusal is None:
+                await self.app(scope, receive, send)
+            else:  # refused before the handshake is accepted: 1008, policy violation
+                await send({"type": "websocket.close", "code": 1008, "reason": refusal[1][:120]})
+            return
         if refusal is not None:
             # A body that was not read leaves the connection unfit for another request.
             unread = headers.get(b"content-length", b"0").strip() not in (b"", b"0") or b"transfer-encoding" in headers
