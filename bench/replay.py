@@ -1,0 +1,322 @@
+"""Real agent sessions replayed through the real framework loops, with and without toolctx.
+
+    python bench/replay.py --traces ../shared/traces/dev.jsonl [--source S] [--limit N]
+                           [--framework langchain|agents|both] [--jobs 2] [--json out.json]
+
+Each recorded session (format: the README next to the trace file) runs through
+LangChain's ``create_agent`` and the OpenAI Agents SDK's ``Runner.run``, once as is
+and once with toolctx's adapter at its defaults (LangChain:
+``ToolContextMiddleware()``; Agents SDK: ``persist_tools`` + ``read_context`` +
+``compact_tool_outputs()``). A scripted model emits the recorded steps in order
+and the turn's final reply; tools return the recorded outputs; each user message
+of a multi-turn session is a new run on the same conversation (LangGraph:
+``InMemorySaver`` and one ``thread_id``; Agents SDK: one in-memory
+``SQLiteSession``). The model records exactly what it was given on every call
+(the tool definitions as the framework's OpenAI converter writes them, the system
+prompt, every message or input item), and everything is measured from that:
+
+- tokens over all model calls and at the last call, exact o200k_base counts
+  (bpe-openai, which ships the vocabulary), plus 3 tokens of framing per
+  message and 3 per call;
+- cache-weighted tokens: in each call, the leading units (tool definitions,
+  system prompt, messages) identical to the previous call's count 0.1, the rest 1;
+- tokens by kind: tool results, tool-call arguments, assistant text, system and
+  user, tool definitions, the ``read_context`` definition, framing;
+- restorability: every stand-in the model saw is read back through
+  ``read_context`` and must equal its call's recorded output (or that output as
+  redaction stored it);
+- pairing and order errors in every model input;
+- adapter CPU per tool call: thread CPU time inside the adapter's tool and model
+  hooks (the tool and the model excluded), for sessions bucketed by length.
+
+Turns recorded with no final reply end after a tool result: the loop still calls
+the model once more; that call gets an empty reply and is left out of the token
+figures (it was never made). Tools have a short description and a permissive
+schema built from the recorded arguments, since the recordings hold neither.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _replay_measure import KINDS, Figures, TokenCounter, as_json, median, o200k_counter
+from _replay_trace import Trace, load_traces
+
+DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "dev.jsonl"
+FRAMEWORKS = {"langchain": "LangChain create_agent", "agents": "Agents SDK Runner.run"}
+BUCKETS = ((1, 10), (10, 50), (50, 100), (100, 200), (200, 10**9))
+
+Replayer = Callable[[Trace, bool, TokenCounter], Figures]
+
+
+def replayer(framework: str) -> Replayer:
+    if framework == "langchain":
+        from _replay_langchain import replay_langchain
+
+        return replay_langchain
+    if framework == "agents":
+        from _replay_agents import replay_agents
+
+        return replay_agents
+    raise ValueError(f"unknown framework {framework!r}; use one of {sorted(FRAMEWORKS)}")
+
+
+def replay_session(trace: Trace, framework: str, count: TokenCounter) -> tuple[Figures, Figures]:
+    """One session through one framework: (without toolctx, with toolctx)."""
+    run = replayer(framework)
+    return run(trace, False, count), run(trace, True, count)
+
+
+# -- running -----------------------------------------------------------------------------------
+
+_worker_count: TokenCounter | None = None
+
+
+def _worker_start() -> None:
+    global _worker_count
+    _worker_count = o200k_counter()
+
+
+def _worker_job(job: tuple[Trace, str]) -> tuple[Figures, Figures]:
+    assert _worker_count is not None
+    return replay_session(job[0], job[1], _worker_count)
+
+
+def run_all(traces: Sequence[Trace], frameworks: Sequence[str], jobs: int, progress: bool = True) -> list[Figures]:
+    """Every session through every framework, the longest first, on ``jobs`` processes."""
+    work = sorted(((t, f) for t in traces for f in frameworks), key=lambda job: -len(job[0].calls))
+    results: list[Figures] = []
+
+    def done(pair: tuple[Figures, Figures]) -> None:
+        results.extend(pair)
+        if progress:
+            print(f"\r{len(results) // 2}/{len(work)} session runs", end="", file=sys.stderr, flush=True)
+
+    if jobs <= 1:
+        count = o200k_counter()
+        for trace, framework in work:
+            done(replay_session(trace, framework, count))
+    else:
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_start) as pool:
+            for pair in pool.map(_worker_job, work):
+                done(pair)
+    if progress:
+        print(file=sys.stderr)
+    return results
+
+
+# -- summarising -------------------------------------------------------------------------------
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return a / b if b else None
+
+
+def _metrics() -> list[tuple[str, Callable[[Figures], float]]]:
+    """The token figures summarised, each with how to read it from one session's figures."""
+
+    def kind_of(kind: str) -> Callable[[Figures], float]:
+        return lambda f: f.by_kind.get(kind, 0)
+
+    return [
+        ("tokens", lambda f: f.tokens),
+        ("last_call", lambda f: f.last_call),
+        ("cache_weighted", lambda f: f.cache_weighted),
+        *((f"kind:{kind}", kind_of(kind)) for kind in KINDS),
+    ]
+
+
+def summarize(figures: Iterable[Figures]) -> dict[str, Any]:
+    """Figures per source and framework: totals, medians, ratios toolctx / without, CPU by session length."""
+    groups: dict[tuple[str, str], dict[bool, dict[str, Figures]]] = {}
+    for f in figures:
+        groups.setdefault((f.source, f.framework), {False: {}, True: {}})[f.toolctx][f.trace] = f
+    summary: dict[str, Any] = {}
+    for (source, framework), by_variant in sorted(groups.items()):
+        plain, reduced = by_variant[False], by_variant[True]
+        ids = sorted(set(plain) & set(reduced))
+        row: dict[str, Any] = {
+            "source": source,
+            "framework": framework,
+            "sessions": len(ids),
+            "tool_calls": sum(plain[i].tool_calls for i in ids),
+            "model_calls": sum(plain[i].model_calls for i in ids),
+        }
+        for name, get in _metrics():
+            without = sum(get(plain[i]) for i in ids)
+            with_ = sum(get(reduced[i]) for i in ids)
+            ratios = [r for i in ids if (r := _ratio(get(reduced[i]), get(plain[i]))) is not None]
+            row[name] = {
+                "without": without,
+                "with": with_,
+                "ratio": _ratio(with_, without),
+                "median_without": median(get(plain[i]) for i in ids),
+                "median_with": median(get(reduced[i]) for i in ids),
+                "median_ratio": median(ratios) if ratios else None,
+            }
+        for variant, group in (("without", plain), ("with", reduced)):
+            row[variant] = {
+                "pairing_errors": sum(group[i].pairing_errors for i in ids),
+                "order_errors": sum(group[i].order_errors for i in ids),
+                "outputs_verbatim_at_last_call": sum(group[i].outputs_verbatim_at_last_call for i in ids),
+                "stand_ins": sum(group[i].stand_ins for i in ids),
+                "restored": sum(group[i].restored for i in ids),
+                "restored_redacted": sum(group[i].restored_redacted for i in ids),
+                "unrestorable": sum(len(group[i].unrestorable) for i in ids),
+                "run_seconds": sum(group[i].run_seconds for i in ids),
+            }
+        row["cpu_by_length"] = _cpu_by_length([reduced[i] for i in ids])
+        summary[f"{source} / {framework}"] = row
+    return summary
+
+
+def _cpu_by_length(runs: Sequence[Figures]) -> list[dict[str, Any]]:
+    rows = []
+    for low, high in BUCKETS:
+        inside = [f for f in runs if low <= f.tool_calls < high]
+        if not inside:
+            continue
+        calls = sum(f.tool_calls for f in inside)
+        rows.append(
+            {
+                "tool_calls": f"{low}-{high - 1}" if high < 10**9 else f"{low}+",
+                "sessions": len(inside),
+                "median_us_per_tool_call": median(f.hook_cpu_per_tool_call for f in inside) * 1e6,
+                "tool_hook_us_per_call": sum(f.hook_cpu_tool for f in inside) / calls * 1e6,
+                "model_hook_us_per_call": sum(f.hook_cpu_model for f in inside) / calls * 1e6,
+                "wall_us_per_call": sum(f.hook_wall for f in inside) / calls * 1e6,
+            }
+        )
+    return rows
+
+
+# -- printing ----------------------------------------------------------------------------------
+
+
+def _n(value: float | None, digits: int = 0) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def render(summary: dict[str, Any]) -> str:
+    """Markdown: one table per source and framework, then adapter CPU by session length."""
+    out: list[str] = []
+    for row in summary.values():
+        out += [
+            f"### {row['source']}, {FRAMEWORKS.get(row['framework'], row['framework'])}",
+            "",
+            f"{row['sessions']} sessions, {row['tool_calls']:,} tool calls, {row['model_calls']:,} model calls.",
+            "",
+            "| figure | without toolctx | with toolctx | toolctx / without |",
+            "|---|---:|---:|---:|",
+        ]
+        for key, label in (
+            ("tokens", "tokens over all model calls"),
+            ("last_call", "tokens at the last call"),
+            ("cache_weighted", "cache-weighted tokens"),
+        ):
+            t = row[key]
+            out.append(f"| {label}, total | {_n(t['without'])} | {_n(t['with'])} | {_n(t['ratio'], 3)} |")
+            out.append(
+                f"| {label}, median per session | {_n(t['median_without'])} | {_n(t['median_with'])} "
+                f"| {_n(t['median_ratio'], 3)} (median of ratios) |"
+            )
+        for kind in KINDS:
+            t = row[f"kind:{kind}"]
+            out.append(f"| all calls: {kind} | {_n(t['without'])} | {_n(t['with'])} | {_n(t['ratio'], 3)} |")
+        w, r = row["without"], row["with"]
+        out += [
+            f"| stand-ins seen (distinct) | {w['stand_ins']:,} | {r['stand_ins']:,} | |",
+            f"| ...restored exactly / as redacted / unrestorable | – | {r['restored']:,} / "
+            f"{r['restored_redacted']:,} / {r['unrestorable']:,} | |",
+            f"| recorded outputs verbatim in the last call | {w['outputs_verbatim_at_last_call']:,} "
+            f"| {r['outputs_verbatim_at_last_call']:,} | |",
+            f"| pairing errors / order errors | {w['pairing_errors']} / {w['order_errors']} "
+            f"| {r['pairing_errors']} / {r['order_errors']} | |",
+            f"| replay time, s | {w['run_seconds']:,.1f} | {r['run_seconds']:,.1f} | |",
+            "",
+        ]
+    out += [
+        "### Adapter CPU per tool call (both hooks), by session length",
+        "",
+        "| source, framework | tool calls per session | sessions | median µs per tool call | tool hook µs "
+        "| model hook µs | wall µs |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in summary.values():
+        for b in row["cpu_by_length"]:
+            out.append(
+                f"| {row['source']}, {row['framework']} | {b['tool_calls']} | {b['sessions']} "
+                f"| {b['median_us_per_tool_call']:,.0f} | {b['tool_hook_us_per_call']:,.0f} "
+                f"| {b['model_hook_us_per_call']:,.0f} | {b['wall_us_per_call']:,.0f} |"
+            )
+    return "\n".join(out) + "\n"
+
+
+def machine() -> dict[str, Any]:
+    cpu = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        cpu = next(
+            (line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines() if "model name" in line), ""
+        )
+    versions: dict[str, str | None] = {}
+    for package in ("langchain", "langchain-core", "langgraph", "openai-agents", "bpe-openai"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "packages": versions,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES, help="the trace file (JSON lines)")
+    parser.add_argument("--source", action="append", default=[], help="only this source (repeatable)")
+    parser.add_argument("--limit", type=int, default=None, help="at most N sessions of each source")
+    parser.add_argument("--framework", choices=[*FRAMEWORKS, "both"], default="both")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
+    parser.add_argument("--json", type=Path, default=None, help="write every session's figures here")
+    args = parser.parse_args(argv)
+
+    started = time.perf_counter()
+    traces = load_traces(args.traces, args.source, args.limit)
+    if not traces:
+        raise SystemExit(f"no sessions in {args.traces} for sources {args.source or 'any'}")
+    frameworks = list(FRAMEWORKS) if args.framework == "both" else [args.framework]
+    figures = run_all(traces, frameworks, args.jobs)
+    summary = summarize(figures)
+    runtime = time.perf_counter() - started
+    print(render(summary))
+    print(f"{len(traces)} sessions, {', '.join(frameworks)}; {runtime:,.0f} s with {args.jobs} worker processes.")
+    if args.json is not None:
+        report = {
+            "command": " ".join(sys.argv),
+            "runtime_seconds": runtime,
+            "jobs": args.jobs,
+            "machine": machine(),
+            "summary": summary,
+            "sessions": [as_json(f) for f in figures],
+        }
+        args.json.write_text(json.dumps(report, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""The session-replay benchmark's core on two small sessions made here, through both framework loops."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain")
+pytest.importorskip("agents")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import replay
+from _replay_measure import KINDS, Figures, Unit, pairing_errors
+from _replay_trace import Trace, read_traces
+
+
+def count(text: str) -> int:
+    """A stand-in for the o200k counter: deterministic, and roughly the same size."""
+    return len(text.encode()) // 4
+
+
+def listing(seed: int, lines: int) -> str:
+    return "".join(
+        f"src/module_{seed}/file_{i}.py:{i * 7}: def handler_{i}(request): return {i}\n" for i in range(lines)
+    )
+
+
+def coding_session() -> dict[str, Any]:
+    """One turn of shell calls, four of them with big outputs (one holding a secret) and some small."""
+    outputs = [
+        listing(1, 600),
+        "ok\n",
+        listing(2, 500) + "Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123456789\n",
+        "3 passed\n",
+        listing(3, 700),
+        listing(4, 400),
+        "done\n",
+    ]
+    steps = [
+        {
+            "text": f"Step {i}: looking around." if i % 2 else None,
+            "calls": [
+                {"id": f"call_{i}", "name": "bash", "args": {"command": f"grep -rn handler src/{i}"}, "output": o}
+            ],
+        }
+        for i, o in enumerate(outputs)
+    ]
+    return {
+        "id": "made/coding",
+        "source": "made-coding",
+        "system": "You are a coding agent with a shell.",
+        "turns": [{"user": "Fix the handler bug.", "steps": steps, "final": "Fixed."}],
+    }
+
+
+def service_session() -> dict[str, Any]:
+    """Three turns of function calls with JSON results; the last turn ends on a tool result."""
+
+    def call(i: int, name: str, args: dict[str, Any], output: str) -> dict[str, Any]:
+        return {"text": None, "calls": [{"id": f"fc_{i}", "name": name, "args": args, "output": output}]}
+
+    return {
+        "id": "made/service",
+        "source": "made-service",
+        "system": "You are an airline agent.",
+        "turns": [
+            {"user": "Hi, I am mia_1.", "steps": [], "final": "How can I help?"},
+            {
+                "user": "Change my flight ABC123.",
+                "steps": [
+                    call(0, "get_user", {"user_id": "mia_1"}, '{"name": "Mia", "reservations": ["ABC123"]}'),
+                    call(1, "get_reservation", {"reservation_id": "ABC123"}, '{"flights": [{"n": "HAT1"}]}'),
+                ],
+                "final": "Which date?",
+            },
+            {
+                "user": "May 20, two bags.",
+                "steps": [
+                    call(2, "update", {"reservation_id": "ABC123", "flights": [{"n": "HAT2"}], "bags": 2}, '{"ok": 1}'),
+                    call(3, "transfer", {"summary": "bags"}, "Transfer successful"),
+                ],
+                "final": None,
+            },
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def traces() -> list[Trace]:
+    return list(read_traces([coding_session(), service_session()]))
+
+
+@pytest.fixture(scope="module", params=["langchain", "agents"])
+def replayed(request: pytest.FixtureRequest, traces: list[Trace]) -> list[tuple[Trace, Figures, Figures]]:
+    return [(trace, *replay.replay_session(trace, request.param, count)) for trace in traces]
+
+
+def test_without_toolctx_the_model_sees_every_output_verbatim(replayed: list[tuple[Trace, Figures, Figures]]) -> None:
+    for trace, plain, _ in replayed:
+        assert plain.outputs_verbatim_at_last_call == len(trace.calls)
+        assert plain.stand_ins == 0
+        assert (plain.pairing_errors, plain.order_errors) == (0, 0)
+        counted = sum(len(turn.steps) + (turn.final is not None) for turn in trace.turns)
+        assert plain.model_calls == counted
+        assert plain.by_kind.get("read_context definition", 0) == 0
+
+
+def test_with_toolctx_every_stand_in_reads_back(replayed: list[tuple[Trace, Figures, Figures]]) -> None:
+    for _, _, reduced in replayed:
+        assert reduced.unrestorable == []
+        assert reduced.restored + reduced.restored_redacted == reduced.stand_ins
+        assert (reduced.pairing_errors, reduced.order_errors) == (0, 0)
+        assert reduced.by_kind["read_context definition"] > 0
+        assert reduced.hook_cpu_tool > 0
+    coding = replayed[0][2]
+    assert coding.stand_ins >= 4
+    assert coding.restored_redacted == 1  # the output with a bearer token is stored redacted
+
+
+def test_token_figures_add_up(replayed: list[tuple[Trace, Figures, Figures]]) -> None:
+    for trace, plain, reduced in replayed:
+        for figures in (plain, reduced):
+            assert set(figures.by_kind) <= set(KINDS)
+            assert sum(figures.by_kind.values()) == figures.tokens
+            assert sum(figures.last_by_kind.values()) == figures.last_call
+            assert figures.last_call < figures.cache_weighted < figures.tokens
+        outputs = sum(count(call.output) for call in trace.calls)
+        assert plain.last_by_kind["tool results"] == outputs or trace.turns[-1].final is None
+        # Everything but tool results and toolctx's own tool is the same with and without it.
+        for kind in ("tool-call arguments", "assistant text", "system and user", "tool definitions"):
+            assert reduced.by_kind.get(kind) == plain.by_kind.get(kind), kind
+    _, plain, reduced = replayed[0]
+    assert reduced.by_kind["tool results"] < plain.by_kind["tool results"] / 2
+    assert reduced.last_call < plain.last_call
+
+
+def test_summary_and_tables(replayed: list[tuple[Trace, Figures, Figures]]) -> None:
+    summary = replay.summarize(f for _, plain, reduced in replayed for f in (plain, reduced))
+    assert len(summary) == 2
+    table = replay.render(summary)
+    assert "made-coding" in table
+    assert "made-service" in table
+    row = next(r for r in summary.values() if r["source"] == "made-coding")
+    assert row["tokens"]["ratio"] < 1
+    assert row["with"]["unrestorable"] == 0
+
+
+def test_pairing_errors_are_counted() -> None:
+    call = Unit("assistant", (), calls=("a",))
+    result = Unit("tool", (), answers="a")
+    user = Unit("user", ())
+    assert pairing_errors([user, call, result]) == (0, 0)
+    assert pairing_errors([user, result]) == (1, 0)  # a result with no call
+    assert pairing_errors([user, call]) == (1, 0)  # a call never answered
+    assert pairing_errors([user, call, result, result]) == (1, 0)  # answered twice
+    assert pairing_errors([call, user, result]) == (0, 1)  # another message came between
