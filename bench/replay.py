@@ -41,6 +41,7 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -277,9 +278,18 @@ def machine() -> dict[str, Any]:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             versions[package] = None
+    import toolctx
+
+    source = Path(toolctx.__file__).resolve().parent
+    commit = subprocess.run(
+        ["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+    )
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
+        "load_average": os.getloadavg(),
+        "toolctx": str(source),
+        "toolctx_commit": commit.stdout.strip() or None,
         "platform": platform.platform(),
         "python": platform.python_version(),
         "packages": versions,
@@ -297,6 +307,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
+    before = machine()
     traces = load_traces(args.traces, args.source, args.limit)
     if not traces:
         raise SystemExit(f"no sessions in {args.traces} for sources {args.source or 'any'}")
@@ -311,7 +322,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             "command": " ".join(sys.argv),
             "runtime_seconds": runtime,
             "jobs": args.jobs,
-            "machine": machine(),
+            "machine": before,
+            "load_average_after": os.getloadavg(),
             "summary": summary,
             "sessions": [as_json(f) for f in figures],
         }
