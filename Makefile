@@ -29,6 +29,9 @@ $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
 	touch $@ $(VENV)/.installed
 
+# Recorded agent sessions for bench/replay.py (a JSONL file; see docs/benchmarks.md).
+TRACES ?= ../shared/traces/dev.jsonl
+
 # Figures for docs/benchmarks.md: per-call cost, stage breakdown, memory, selection,
 # adapters, and the tiered memory on SQLite and a PostgreSQL server it starts.
 bench: $(VENV)/.installed-bench
@@ -40,6 +43,8 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/selection_eval.py
 	$(BIN)/python bench/selection_speed.py
 	$(BIN)/python bench/adapters.py
+	if [ -f "$(TRACES)" ]; then $(BIN)/python bench/replay.py --traces "$(TRACES)"; \
+	else echo "bench/replay.py skipped: no recorded sessions at TRACES=$(TRACES)"; fi
 	$(BIN)/python bench/tiered.py
 
 $(VENV)/.installed-docs: pyproject.toml | $(BIN)/python
