@@ -5,6 +5,8 @@
   ``os.write`` where it does not (Windows), completing short writes either way.
 - ``try_lock``/``unlock`` take an advisory ``flock`` where there is one; without
   it (Windows) ``CAN_LOCK`` is false and callers ask ``pid_alive`` instead.
+- ``fork_safe_lock`` makes the locks toolctx holds: a forked child gets every one
+  of them back released, whichever thread held it in the parent.
 - ``default_context_dir`` says where sessions go when no directory is given:
   ``~/.agent/context`` with a usable home directory, ``%LOCALAPPDATA%\\toolctx\\context``
   on Windows, else a per-user folder in the temporary directory.
@@ -22,6 +24,8 @@ import secrets
 import stat
 import sys
 import tempfile
+import threading
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,6 +38,7 @@ __all__ = [
     "CAN_LOCK",
     "WINDOWS",
     "default_context_dir",
+    "fork_safe_lock",
     "overwrite",
     "pid_alive",
     "try_lock",
@@ -143,6 +148,43 @@ if sys.platform == "win32":  # pragma: no cover
             return code.value == 259  # STILL_ACTIVE
         finally:
             kernel32.CloseHandle(handle)
+
+
+# -- forking -----------------------------------------------------------------
+
+# Every lock toolctx makes, so that a forked child can release them all.
+_fork_locks: weakref.WeakSet[threading.Lock] = weakref.WeakSet()
+_fork_hook_registered = False
+
+
+def fork_safe_lock() -> threading.Lock:
+    """A ``threading.Lock`` that a child process forked from this one gets back released.
+
+    A child has only the thread that forked it. A lock that another thread held at
+    that moment stays held in the child with no one left to release it, and the
+    child hangs for good on its first save. So the child re-initialises every lock
+    made here, as the standard library does for its own (``logging``,
+    ``concurrent.futures``). The data such a lock guards is left as the fork found
+    it: at worst one call being saved by a thread that does not exist in the child
+    is half registered there. Taking every lock before forking instead would make
+    the data whole, but could deadlock a fork made while toolctx code holds one.
+    """
+    global _fork_hook_registered
+    lock = threading.Lock()
+    if not _fork_hook_registered and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_release_after_fork)
+        _fork_hook_registered = True
+    _fork_locks.add(lock)
+    return lock
+
+
+def _release_after_fork() -> None:
+    for lock in list(_fork_locks):
+        reinit = getattr(lock, "_at_fork_reinit", None)  # CPython's own at-fork reset
+        if reinit is not None:
+            reinit()
+        elif lock.locked():  # pragma: no cover - interpreters without _at_fork_reinit
+            lock.release()
 
 
 # -- where sessions go by default ---------------------------------------------

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import threading
 from array import array
 from bisect import bisect_left
 from collections import Counter
@@ -40,6 +39,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from toolctx._internal import internal_error
+from toolctx._platform import fork_safe_lock
 from toolctx.selection._text import tokenize
 
 __all__ = ["Document", "SearchIndex"]
@@ -115,7 +115,7 @@ class SearchIndex:
     """BM25 over documents keyed by string ids (pointer ids)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock()  # a child forked while another thread searches gets it released
         self._ids: list[str | None] = []  # document number -> id (None once removed)
         self._numbers: dict[str, int] = {}  # id -> document number
         self._lengths = array("f")

@@ -10,14 +10,14 @@ when :func:`reset_default_session` is called.
 from __future__ import annotations
 
 import atexit
-import threading
 
+from toolctx._platform import fork_safe_lock
 from toolctx.sessions._session import ContextSession, active_session, sole_entered_session
 
 __all__ = ["current_session", "reset_default_session", "session"]
 
 _default: ContextSession | None = None
-_default_lock = threading.Lock()
+_default_lock = fork_safe_lock()
 _exit_hook_registered = False
 
 

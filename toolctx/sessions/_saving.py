@@ -16,7 +16,6 @@ built later, when something asks for them.
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from toolctx._defaults import INDEX_PREVIEW_CHARS, PREVIEW_CHARS
 from toolctx._hashing import hash_bytes
 from toolctx._internal import DEBUG, internal_error, log_enabled
 from toolctx._naming import MANIFEST_NAME, is_own_file, new_rand, pointer_id
+from toolctx._platform import fork_safe_lock
 from toolctx._serialize import encode
 from toolctx.errors import SessionClosedError
 from toolctx.models import ErrorInfo, StorageKind
@@ -79,7 +79,7 @@ class SavePath:
         self.redactor = redactor
         self.index = SearchIndex()
         self.closed = False
-        self.lock = threading.Lock()
+        self.lock = fork_safe_lock()
         self.records: dict[str, Record] = {}
         self.calls: dict[str, str] = {}  # framework call id -> record id
         self.memory_bytes = 0
@@ -140,20 +140,13 @@ class SavePath:
         if size < threshold and self.memory_budget:
             # The preview and the index's text come from the payload when needed: nothing is copied twice.
             self._keep_in_memory(record, (memoryview(data).tobytes(), error, notes))
-            self.index.add_document(record)
         else:
             # The output leaves memory: capture what the index and the pointer need now. Past a
             # backlog of calls never searched, the index gets only the pointer's 200 characters.
             preview = preview_of(result if plain else None, data, INDEX_PREVIEW_CHARS)
             record._preview = preview[:PREVIEW_CHARS]
-            self._keep_on_disk(record, (data, error, notes))
-            index = self.index
-            index.add(
-                record.id,
-                record.search_text,
-                preview if index.backlog < _LONG_PREVIEWS else record._preview,
-                record.tokens,
-            )
+            indexed = preview if self.index.backlog < _LONG_PREVIEWS else record._preview
+            self._keep_on_disk(record, (data, error, notes), indexed)
         if call.call_id is not None:
             self.calls[call.call_id] = record.id
         if self._always_emit or log_enabled(DEBUG):
@@ -172,7 +165,9 @@ class SavePath:
         lock = self.lock
         lock.acquire()  # (cheaper than ``with`` on this hot path)
         try:
+            # Registered and indexed under one lock, so that a clear() never leaves one without the other.
             self.records[record.id] = record
+            self.index.add_document(record)
             self._memory.append(record)
             self.memory_bytes += record.size + len(record.call.args_json)
             evicted = self._evict_over_budget() if self.memory_bytes > self.memory_budget else None
@@ -181,7 +176,7 @@ class SavePath:
         if evicted:
             self.spill(evicted)
 
-    def _keep_on_disk(self, record: Record, payload: Payload) -> None:
+    def _keep_on_disk(self, record: Record, payload: Payload, indexed: str) -> None:
         # A repeated call with the same arguments and the same result shares the file
         # already written for it instead of writing an identical one again.
         data, error = payload[0], payload[1]
@@ -205,6 +200,7 @@ class SavePath:
                     if existing is None and same is not None and record.storage is _DISK:
                         self._written[same] = record.filename
                     self.records[record.id] = record
+                    self.index.add(record.id, record.search_text, indexed, record.tokens)
                     return
             # The store was cleared while this was written, perhaps deleting the file: write it again.
             record._filename, record.call.args_json, record.storage = None, full_args, _NONE
@@ -301,7 +297,7 @@ class SavePath:
             self.calls.clear()
             self._memory.clear()
             self.memory_bytes = 0
-        self.index.clear()
+            self.index.clear()
         return count
 
     def clear_store(self) -> int:
@@ -317,7 +313,7 @@ class SavePath:
             self._written.clear()
             removed = sum(self.store.delete(name) for name in self.store.list() if is_own_file(name))
             self._generation += 1
-        self.index.remove(gone)
+            self.index.remove(gone)
         return removed
 
     def restore(self, records: list[Record]) -> None:
@@ -336,7 +332,16 @@ class SavePath:
             return list(self.records.values())
 
     def after_fork(self) -> None:
-        # A forked child shares the parent's counter: give its ids a new random part, and
-        # replace a lock another thread may have held at the moment of the fork.
+        """Make a forked child's copy usable: it has only the thread that forked it.
+
+        Its ids get a new random part (it shares the parent's counter); the locks
+        themselves are released by ``fork_safe_lock``. The search index is rebuilt
+        from the records: another thread may have been in the middle of indexing or
+        searching, leaving it half updated, or pinned by a view of its arrays that
+        no thread will ever drop.
+        """
         self.rand = new_rand()
-        self.lock = threading.Lock()
+        self.index = index = SearchIndex()
+        for record in list(self.records.values()):
+            index.add_document(record)
+        self.store.after_fork()

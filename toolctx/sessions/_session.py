@@ -30,6 +30,7 @@ from toolctx._naming import (
     sanitize_tool_name,
     validate_session_id,
 )
+from toolctx._platform import fork_safe_lock
 from toolctx._serialize import clean_text, encode
 from toolctx.errors import ConfigError, SessionClosedError
 from toolctx.models import ContextPointer, ErrorInfo, StorageKind, StoredContext
@@ -57,7 +58,7 @@ active_session: ContextVar[ContextSession | None] = ContextVar("toolctx_session"
 # of blocks currently entered tells: when one thread entered them all, its innermost
 # session is unambiguous.
 _entered: list[tuple[ContextSession, int]] = []
-_entered_lock = threading.Lock()
+_entered_lock = fork_safe_lock()
 
 
 def sole_entered_session() -> ContextSession | None:
@@ -95,7 +96,8 @@ class ContextSession:
     by default; see :mod:`toolctx.redaction`); ``False`` turns it off.
     ``on_debug``: called as ``on_debug(event, data)`` for every event toolctx logs.
 
-    Thread-safe: tools may save from several threads or tasks at once.
+    Thread-safe: tools may save from several threads or tasks at once, and a
+    process may fork while they do.
     """
 
     def __init__(

@@ -64,5 +64,8 @@ class BlobStore(ABC):
         """A filesystem path for ``name`` when the store has one, else None."""
         return None
 
+    def after_fork(self) -> None:  # noqa: B027 - optional hook, nothing to reset by default
+        """Called in a child process forked while the store was open (it has only the forking thread)."""
+
     def close(self, *, remove: bool = False) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release what the store holds; ``remove=True`` also removes its now-empty container."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
+from toolctx._platform import fork_safe_lock
 from toolctx.storage._base import BlobStore, check_name
 
 __all__ = ["DictStore"]
@@ -15,7 +15,7 @@ class DictStore(BlobStore):
 
     def __init__(self) -> None:
         self._blobs: dict[str, bytes] = {}
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock()
 
     def put(self, name: str, chunks: Sequence[bytes]) -> None:
         data = b"".join(chunks)

@@ -12,7 +12,7 @@
   same directory and a garbage collector can tell a live session from an orphan.
   Where there is no ``flock`` (Windows) the recorded pid alone names the owner.
 - What differs between operating systems (vectored writes, locking, probing a
-  pid) lives in :mod:`toolctx._platform`.
+  pid, locks a forked child must get back) lives in :mod:`toolctx._platform`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import errno
 import itertools
 import os
 import socket
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 import orjson
 
 from toolctx._naming import LOCK_NAME, is_temp_name
-from toolctx._platform import CAN_LOCK, overwrite, pid_alive, try_lock, unlock, write_all
+from toolctx._platform import CAN_LOCK, fork_safe_lock, overwrite, pid_alive, try_lock, unlock, write_all
 from toolctx.errors import SessionBusyError, SessionNotFoundError
 from toolctx.storage._base import BlobStore, check_name, raise_storage_error
 
@@ -57,7 +56,7 @@ class LocalStore(BlobStore):
         self._prefix = os.path.join(os.fspath(directory), "")  # plain strings: pathlib costs µs per call
         self._temp_ids = itertools.count()
         self.durable = durable
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock()
         self._lock_fd: int | None = None
         self._append_fds: dict[str, int] = {}
         self._ready = False

@@ -1,0 +1,123 @@
+"""A process that forks while other threads save has children that never hang on a lock toolctx holds.
+
+A child has only the thread that forked it: any lock another thread held at that
+moment would stay held in the child forever. Threads here keep every lock toolctx
+has busy (the save path's, the store's while it appends to the manifest, the
+search index's, the module's lists of sessions) while the main thread forks;
+each child saves (to disk) and calls a decorated tool, then exits.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from toolctx import ContextSession, StorageKind, current_session, persist_context, session
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+
+FORKS = 200
+HUNG_AFTER = 30.0  # seconds: a healthy child exits in milliseconds; one still running by then is stuck
+
+
+def fork(child: Callable[[], int]) -> int:
+    """Fork; the child runs ``child`` and exits with its code, running no exit handlers of the parent's."""
+    with warnings.catch_warnings():  # Python 3.12+ warns about forking a process that has threads: that is the point
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        code = 70
+        try:
+            code = child()
+        finally:
+            os._exit(code)
+    return pid
+
+
+def wait_for(pid: int) -> int | None:
+    """The child's exit code, or None if it was still running after HUNG_AFTER seconds (then it is killed)."""
+    hung = threading.Event()
+
+    def kill() -> None:
+        hung.set()
+        os.kill(pid, signal.SIGKILL)
+
+    watchdog = threading.Timer(HUNG_AFTER, kill)
+    watchdog.start()
+    _, status = os.waitpid(pid, 0)
+    watchdog.cancel()
+    watchdog.join()
+    return None if hung.is_set() else os.waitstatus_to_exitcode(status)
+
+
+@pytest.fixture
+def quick_thread_switches() -> Iterator[None]:
+    """Five busy threads hold the GIL 5 ms each by default: the forking thread would mostly wait for it."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.0002)
+    yield
+    sys.setswitchinterval(interval)
+
+
+@pytest.mark.usefixtures("quick_thread_switches")
+def test_children_forked_while_threads_save_never_hang(context_dir: Path) -> None:
+    @persist_context(threshold=0)
+    def lookup(n: int) -> str:
+        return f"lookup {n} " * 50
+
+    stop = threading.Event()
+    # Searching while another thread clears is not what this test is about: the two take turns.
+    turns = threading.Lock()
+    # Kept: every call written to disk is also appended to the manifest under the store's lock.
+    with session(context_dir, keep=True, threshold=0) as s:
+        # The first search imports numpy, lazily: a child forked while another thread imports a module
+        # hangs on the interpreter's import lock, which is not toolctx's to reset.
+        s.save_context("writer", {"k": -1, "i": -1}, "warm up")
+        s.select_relevant_contexts("warm up", k=1)
+
+        def writer(k: int) -> None:
+            i = 0
+            while not stop.is_set():
+                s.save_context("writer", {"k": k, "i": i}, "w" * (i % 3 * 3000))
+                i += 1
+                if i % 50 == 0:  # keeps the session small (so the test stays fast) and takes the locks too
+                    with turns:
+                        s.clear()
+
+        def searcher() -> None:
+            while not stop.is_set():
+                with turns:
+                    s.select_relevant_contexts("writer lookup", k=3)
+
+        def opener() -> None:  # the module's lists of entered sessions and the default session
+            while not stop.is_set():
+                with session(context_dir):
+                    pass
+                current_session()
+
+        def child(n: int) -> int:
+            pointer = s.save_context("child", {"n": n}, f"child {n} " * 300)
+            lookup(n)
+            return 0 if pointer.storage is StorageKind.DISK else 1
+
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
+        threads += [threading.Thread(target=searcher), threading.Thread(target=opener)]
+        for thread in threads:
+            thread.start()
+        try:
+            codes = [wait_for(fork(lambda n=n: child(n))) for n in range(FORKS)]
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join()
+        assert codes.count(None) == 0, f"{codes.count(None)} of {FORKS} children hung"
+        assert codes == [0] * FORKS
+    ContextSession.resume(s.session_id, context_dir, keep=False).close()
+    assert not s.session_dir.exists()
