@@ -9,10 +9,12 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import orjson
 import pytest
 
 import toolctx
 from toolctx import ConfigError, session
+from toolctx._naming import LOCK_NAME, MARKER_NAME
 
 CRASH = """
 import os, sys, toolctx
@@ -116,3 +118,46 @@ def test_nothing_but_toolctx_files_is_deleted(context_dir: Path) -> None:
 
 def test_a_missing_context_dir_is_nothing_to_do(tmp_path: Path) -> None:
     assert toolctx.gc(tmp_path / "never-created") == []
+
+
+def test_a_folder_is_a_session_only_if_toolctx_marked_it(context_dir: Path) -> None:
+    # Names alone make nothing toolctx's: a lock file, a manifest and documents named like its own.
+    for folder in ("has-a-lock", "has-everything"):
+        (context_dir / folder).mkdir()
+        (context_dir / folder / "session.lock").write_text("{}")
+    (context_dir / "has-everything" / "manifest.jsonl").write_text('{"op":"put","file":"x"}\n')
+    (context_dir / "has-everything" / "t_0123456789abcdef_1735012345678_1_9f3a1c.json").write_text("{}")
+    age(context_dir / "has-a-lock", 10 * 3600)
+    age(context_dir / "has-everything", 10 * 3600)
+    before = sorted(p.name for p in context_dir.rglob("*"))
+    assert toolctx.gc(context_dir, older_than=0, include_kept=True) == []
+    assert sorted(p.name for p in context_dir.rglob("*")) == before
+
+
+def test_files_named_like_toolctx_s_in_an_orphan_are_kept_unless_toolctx_wrote_them(context_dir: Path) -> None:
+    run(CRASH, str(context_dir), "crashed")
+    orphan = context_dir / "crashed"
+    (orphan / "t_0123456789abcdef_1735012345678_7_9f3a1c.json").write_text('{"user": "data"}')
+    age(orphan, 10 * 3600)
+    assert toolctx.gc(context_dir, older_than=0) == [orphan]
+    assert [p.name for p in orphan.iterdir()] == ["t_0123456789abcdef_1735012345678_7_9f3a1c.json"]
+
+
+def make_legacy(directory: Path, *, closed: bool) -> None:
+    """Turn a session directory into what toolctx wrote before markers existed."""
+    (directory / MARKER_NAME).unlink()
+    owner = {"pid": 2**22 + 1, "host": "gone", "since": 1.0, **({"closed": 2.0} if closed else {})}
+    (directory / LOCK_NAME).write_bytes(orjson.dumps(owner))
+
+
+def test_sessions_from_before_markers_are_still_collected(context_dir: Path) -> None:
+    run(CRASH, str(context_dir), "crashed")
+    with session(context_dir, session_id="kept", keep=True, threshold=0) as s:
+        s.save_context("t", {}, "keep me")
+    make_legacy(context_dir / "crashed", closed=False)
+    make_legacy(context_dir / "kept", closed=True)
+    age(context_dir / "crashed", 10 * 3600)
+    age(context_dir / "kept", 10 * 3600)
+    assert toolctx.gc(context_dir, older_than=0) == [context_dir / "crashed"]
+    assert toolctx.gc(context_dir, older_than=0, include_kept=True) == [context_dir / "kept"]
+    assert list(context_dir.iterdir()) == []

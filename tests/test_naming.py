@@ -1,12 +1,20 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from toolctx import ContextSession, session
 from toolctx._naming import (
+    HEAD_BYTES,
+    LOCK_NAME,
+    MANIFEST_NAME,
+    MARKER_NAME,
     MAX_TOOL_NAME,
     context_filename,
+    is_own_file,
     is_temp_name,
     new_session_id,
     parse_context_filename,
@@ -86,3 +94,61 @@ def test_session_ids() -> None:
     for bad in ["", "..", "a/b", "../x", ".hidden", "a..b", "x" * 200, "a\x00", 5]:
         with pytest.raises(ConfigError, match="session_id"):
             validate_session_id(bad)
+
+
+# -- telling toolctx's files from files merely named like them ---------------------------------
+
+SESSION = "20261122T043300-9f3a1c2b"
+DOCUMENT = "search_0123456789abcdef_1735012345678_12_9f3a1c.json"  # pointer id 9f3a1cc
+HEADER = b'{"format":"toolctx/1","id":"9f3a1cc","session_id":"' + SESSION.encode() + b'","tool_name":"search"'
+
+
+@pytest.mark.parametrize(
+    ("name", "head", "own"),
+    [
+        (DOCUMENT, HEADER, True),
+        (DOCUMENT, HEADER.replace(b"toolctx/1", b"toolctx/2"), True),  # a later format version
+        (DOCUMENT, HEADER.replace(b"9f3a1cc", b"9f3a1cd"), False),  # another call's document under this name
+        (DOCUMENT, HEADER.replace(b"-9f3a1c2b", b"-00000000"), False),  # another session's document
+        (DOCUMENT, b'{"user": "data"}', False),
+        (DOCUMENT, b"", False),
+        ("notes.json", HEADER, False),  # not a name toolctx makes
+        (f".{DOCUMENT}.0123abcd.tmp", HEADER[:40], False),  # cut inside the header: cannot tell
+        (f".{DOCUMENT}.0123abcd.tmp", HEADER + b',"result":', True),
+        (f".{DOCUMENT}.0123abcd.tmp", b"", True),  # a crash before the first byte
+        (f".{DOCUMENT}.0123abcd.tmp", b"the user's", False),
+        ("manifest.jsonl", b'{"op":"put","file":"search_0123', True),
+        ("manifest.jsonl", b'{"op":"pu', True),  # its first line cut short
+        ("manifest.jsonl", b"", True),
+        ("manifest.jsonl", b'{"my": "rows"}\n', False),
+        (".manifest.jsonl.0000002a.tmp", b'{"op":"put","file":"', True),
+        ("session.lock", b'{"pid":4242,"host":"h","since":1.0}', True),
+        ("session.lock", b"", True),  # rewritten in place: empty after a crash
+        ("session.lock", b"my lock", False),
+        (
+            ".toolctx-session",
+            b'{"format":"toolctx-session/1","session_id":"' + SESSION.encode() + b'","kept":false}',
+            True,
+        ),
+        (".toolctx-session", b'{"format":"toolctx-session/1","session_id":"other","kept":false}', False),
+        (".toolctx-session", b"", False),
+    ],
+)
+def test_is_own_file_reads_what_toolctx_writes_first(name: str, head: bytes, own: bool) -> None:
+    assert is_own_file(name, head, SESSION) is own
+
+
+@pytest.mark.parametrize("session_id", ["s", "s" * 128])
+def test_what_a_session_writes_is_recognised_as_its_own_from_its_first_bytes(
+    context_dir: Path, session_id: str
+) -> None:
+    with session(context_dir, session_id=session_id, keep=True, threshold=0) as s:
+        pointer = s.save_context("search" * 20, {"q": "x" * 5000}, {"hits": ["y" * 100] * 100})
+        assert pointer.filename is not None
+        written = sorted(s.session_dir.iterdir())
+        assert [p.name for p in written] == sorted([MARKER_NAME, LOCK_NAME, MANIFEST_NAME, pointer.filename])
+        for path in written:
+            assert is_own_file(path.name, path.read_bytes()[:HEAD_BYTES], session_id), path.name
+        for path in (s.session_dir / pointer.filename, s.session_dir / MARKER_NAME):  # they name their session
+            assert not is_own_file(path.name, path.read_bytes()[:HEAD_BYTES], session_id + "x"), path.name
+    ContextSession.resume(session_id, context_dir, keep=False).close()

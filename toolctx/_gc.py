@@ -2,17 +2,21 @@
 
 A session deletes its directory when it ends. A process that is killed cannot,
 so its directory stays. :func:`gc` finds such orphans under a context directory
-and removes what toolctx wrote in them, deciding by the session's lock file:
+and removes what toolctx wrote in them, deciding by the directory's marker and lock:
 
-- a directory without ``session.lock`` is not a toolctx session: never touched;
+- a directory without the marker toolctx writes first in every session directory
+  (``.toolctx-session``, naming the session) is not a toolctx session: never
+  touched, whatever files it holds;
 - a directory whose lock a live process holds (flock) is in use: never touched;
 - a directory that was closed on purpose with ``keep=True`` is kept for
   ``resume()``: left alone unless ``include_kept=True``;
 - anything else is an orphan, removed once nothing in it changed for
   ``older_than``.
 
-Only toolctx's own files are deleted; a directory that still holds anything else
-afterwards is left in place.
+Only files toolctx wrote are deleted, recognised by name and by their first bytes
+(a context document names its id and session first); links, FIFOs, sockets and
+devices are never opened. A directory that still holds anything else afterwards
+is left in place.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pathlib import Path
 from toolctx._checks import real_number
 from toolctx._defaults import resolve_context_dir
 from toolctx._internal import DEBUG, log
-from toolctx._naming import is_own_file, validate_session_id
+from toolctx._naming import HEAD_BYTES, is_own_file, validate_session_id
 from toolctx.errors import ConfigError, SessionError
 from toolctx.storage._local import LocalStore, is_held, read_marker
 
@@ -77,7 +81,7 @@ def gc(
         marker = read_marker(directory)
         if marker is None or is_held(directory):
             continue
-        if marker.get("closed") is not None and not include_kept:
+        if marker.kept and not include_kept:
             continue
         if _last_change(directory) > cutoff:
             continue
@@ -94,7 +98,11 @@ def _remove(directory: Path) -> bool:
     except SessionError:
         return False
     for name in store.list():
-        if is_own_file(name):
+        try:
+            head = store.head(name, HEAD_BYTES)
+        except OSError:  # gone meanwhile, or not a regular file
+            continue
+        if is_own_file(name, head, directory.name):
             store.delete(name)
     store.close(remove=True)
     return True

@@ -5,6 +5,13 @@ Every part is built from a fixed alphabet, so no tool name, argument or id can
 produce a separator, ``..`` or an absolute path: whatever comes in, the name stays
 inside the session directory.
 
+A session directory holds, besides its context files, the marker ``.toolctx-session``
+(written first, when the directory is created: what makes it toolctx's), the
+lock ``session.lock``, the manifest ``manifest.jsonl`` and, after a crash, temporary
+files ``.{name}.{8 hex}.tmp``. A name alone never makes a file toolctx's:
+:func:`is_own_file` also reads the first bytes, which toolctx always writes the same
+way (a context document names its id and session before anything else).
+
 A stored call's id is its session's random part then its counter in hex
 (``9f3a1c2b``); models are shown it as the handle ``ctx:<id>``.
 """
@@ -22,8 +29,11 @@ from toolctx._checks import safe_name
 __all__ = [
     "HANDLE_PATTERN",
     "HANDLE_PREFIX",
+    "HEAD_BYTES",
     "LOCK_NAME",
     "MANIFEST_NAME",
+    "MARKER_FORMAT",
+    "MARKER_NAME",
     "MAX_TOOL_NAME",
     "POINTER_ID",
     "RAND_DIGITS",
@@ -45,6 +55,11 @@ MAX_TOOL_NAME = 64
 MAX_SESSION_ID = 128
 MANIFEST_NAME = "manifest.jsonl"
 LOCK_NAME = "session.lock"
+MARKER_NAME = ".toolctx-session"
+"""Written first in every session directory toolctx creates; nothing else makes a directory toolctx's."""
+MARKER_FORMAT = "toolctx-session/1"
+HEAD_BYTES = 512
+"""How much of a file :func:`is_own_file` needs: the longest header it checks fits."""
 HANDLE_PREFIX = "ctx:"
 RAND_DIGITS = 6
 POINTER_ID = re.compile(rf"[0-9a-f]{{{RAND_DIGITS + 1},}}")
@@ -57,7 +72,16 @@ _CONTEXT_FILE = re.compile(
     r"(?P<tool>[A-Za-z0-9_-]{1,64})_(?P<hash>[0-9a-f]{16})_(?P<ts>[0-9]{13,})"
     rf"_(?P<counter>[0-9]+)_(?P<rand>[0-9a-f]{{{RAND_DIGITS}}})\.json"
 )
-_TEMP_FILE = re.compile(r"\.[A-Za-z0-9_.-]{1,200}\.[0-9a-f]{8}\.tmp")
+_TEMP_FILE = re.compile(r"\.(?P<final>[A-Za-z0-9_.-]{1,200})\.[0-9a-f]{8}\.tmp")
+# What toolctx writes first in each kind of file (a context document: any format version).
+_DOCUMENT_HEAD = re.compile(
+    rb'\{"format":"toolctx/[0-9]{1,9}","id":"(?P<id>[0-9a-f]{1,64})","session_id":"(?P<session>[A-Za-z0-9_.-]{1,128})",'
+)
+_MARKER_HEAD = re.compile(
+    rb'\{"format":"toolctx-session/[0-9]{1,9}","session_id":"(?P<session>[A-Za-z0-9_.-]{1,128})",'
+)
+_MANIFEST_HEAD = b'{"op":"put","file":"'
+_LOCK_HEAD = b'{"pid":'
 
 
 class ContextName(NamedTuple):
@@ -119,9 +143,37 @@ def parse_context_filename(name: str) -> ContextName | None:
     return ContextName(match["tool"], match["hash"], int(match["ts"]), int(match["counter"]), match["rand"])
 
 
-def is_own_file(name: str) -> bool:
-    """Whether ``name`` is a file a session writes and deletes: a context file or the manifest."""
-    return name == MANIFEST_NAME or _CONTEXT_FILE.fullmatch(name) is not None
+def is_own_file(name: str, head: bytes, session_id: str) -> bool:
+    """Whether the file ``name``, starting with ``head``, is one session ``session_id`` wrote.
+
+    ``head`` is the file's first :data:`HEAD_BYTES` bytes (or all of it). The name
+    must be one toolctx makes and the content begin the way toolctx begins that
+    kind of file: a context document with its own id (the one in its name) and this
+    session's id, the manifest with an entry (or nothing yet), the marker with this
+    session's id, the lock with its owner. A temporary file is judged by the file
+    it was to become; an empty one was cut short by a crash before its first byte.
+    """
+    temp = _TEMP_FILE.fullmatch(name)
+    if temp is not None:
+        if not head:
+            return True
+        name = temp["final"]
+    if name == MANIFEST_NAME:  # appended line by line: a crash may cut it anywhere, even its first line
+        return head[: len(_MANIFEST_HEAD)] == _MANIFEST_HEAD[: len(head)]
+    if name == LOCK_NAME:  # rewritten in place: may be empty after a crash
+        return head[: len(_LOCK_HEAD)] == _LOCK_HEAD[: len(head)]
+    if name == MARKER_NAME:
+        marker = _MARKER_HEAD.match(head)
+        return marker is not None and marker["session"].decode() == session_id
+    parsed = parse_context_filename(name)
+    if parsed is None:
+        return False
+    document = _DOCUMENT_HEAD.match(head)
+    return (
+        document is not None
+        and document["id"].decode() == parsed.pointer_id
+        and document["session"].decode() == session_id
+    )
 
 
 def is_temp_name(name: str) -> bool:

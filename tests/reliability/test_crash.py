@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 
 from toolctx import ContextSession
-from toolctx._naming import MANIFEST_NAME, is_temp_name, parse_context_filename
+from toolctx._naming import LOCK_NAME, MANIFEST_NAME, MARKER_NAME, is_temp_name, parse_context_filename
 from toolctx.sessions._records import parse_document
 
 WRITER = Path(__file__).with_name("writer.py")
@@ -48,7 +48,7 @@ def test_sigkill_at_random_moments_leaves_only_whole_contexts(tmp_path: Path) ->
         for name in names:
             parsed = parse_context_filename(name)
             if parsed is None:
-                assert name in {MANIFEST_NAME, "session.lock"} or is_temp_name(name), name
+                assert name in {MANIFEST_NAME, LOCK_NAME, MARKER_NAME} or is_temp_name(name), name
                 continue
             context = parse_document((session_dir / name).read_bytes())  # complete and valid, or this raises
             assert context.id == parsed.pointer_id

@@ -21,7 +21,7 @@ from toolctx import (
     hash_query,
     session,
 )
-from toolctx._naming import MANIFEST_NAME
+from toolctx._naming import LOCK_NAME, MANIFEST_NAME, MARKER_NAME
 
 # -- keep and resume ------------------------------------------------------------------------
 
@@ -71,8 +71,11 @@ def test_resume_recovers_files_the_manifest_missed_and_drops_missing_ones(contex
     lines = manifest.read_bytes().splitlines(keepends=True)
     manifest.write_bytes(lines[0] + lines[1] + lines[2][:20])  # a crash cut the manifest short
     assert pointers[0].filepath is not None
-    Path(pointers[0].filepath).unlink()
-    (s.session_dir / ".x_0123456789abcdef_1735012345678_9_9f3a1c.json.0123abcd.tmp").write_bytes(b"{partial")
+    lost = Path(pointers[0].filepath)
+    document = lost.read_bytes()
+    lost.unlink()
+    # A crash while the file was written again left half of it under a temporary name.
+    (s.session_dir / f".{lost.name}.0123abcd.tmp").write_bytes(document[: len(document) // 2])
     resumed = ContextSession.resume(s.session_id, context_dir, keep=False)
     assert sorted(p.id for p in resumed.get_all_pointers()) == sorted(p.id for p in pointers[1:])
     assert [c.args["n"] for c in resumed.load_contexts(resumed.get_all_pointers())] == [1, 2, 3]
@@ -127,3 +130,34 @@ def test_only_a_kept_session_lists_its_files_and_one_kept_late_lists_them_at_the
     assert len(lines) == 2
     with session.resume(session_id, context_dir, keep=False) as again:
         assert sorted(p.args["n"] for p in again.get_all_pointers()) == [1, 2]
+
+
+def test_resume_refuses_a_folder_toolctx_did_not_create_and_changes_nothing_in_it(context_dir: Path) -> None:
+    folder = context_dir / "datasets"
+    folder.mkdir()
+    (folder / MANIFEST_NAME).write_text('{"my": "rows"}\n')
+    (folder / "session.lock").write_text("my lock")
+    (folder / "x_0123456789abcdef_1735012345678_1_9f3a1c.json").write_text('{"user": 1}')
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()}
+    for keep in (True, False):
+        with pytest.raises(SessionNotFoundError) as refused:
+            ContextSession.resume("datasets", context_dir, keep=keep)
+        assert str(folder) in str(refused.value)
+        assert "will not resume, change or delete anything in it" in str(refused.value)
+        assert "Pass the id of a session kept with keep=True, or another context_dir" in str(refused.value)
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()} == before
+
+
+def test_a_session_kept_before_markers_existed_is_resumed_and_marked(context_dir: Path) -> None:
+    with session(context_dir, keep=True) as s:
+        save(s, result=BIG)
+        save(s, result="small")
+    # What toolctx wrote before: the same files, no marker, the owner and "closed" in the lock.
+    (s.session_dir / MARKER_NAME).unlink()
+    (s.session_dir / LOCK_NAME).write_bytes(b'{"pid":1,"host":"h","since":1.0,"closed":2.0}')
+    with ContextSession.resume(s.session_id, context_dir) as resumed:
+        assert sorted(len(str(c.result)) for c in resumed.load_contexts(resumed.get_all_pointers())) == [5, 40000]
+        assert (s.session_dir / MARKER_NAME).is_file()
+    with ContextSession.resume(s.session_id, context_dir, keep=False):
+        pass
+    assert files_under(context_dir) == []

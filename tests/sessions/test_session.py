@@ -15,7 +15,7 @@ from toolctx import (
     StorageKind,
     session,
 )
-from toolctx._naming import MANIFEST_NAME
+from toolctx._naming import LOCK_NAME, MANIFEST_NAME, MARKER_NAME
 
 # -- selection -------------------------------------------------------------------------
 
@@ -63,7 +63,7 @@ def test_clear_context_dir_removes_files_and_their_pointers_only(context_dir: Pa
         (s.session_dir / "user-notes.txt").write_text("mine")
         s.clear_context_dir()
         assert [p.id for p in s.get_all_pointers()] == [small.id]
-        assert sorted(p.name for p in s.session_dir.iterdir()) == ["session.lock", "user-notes.txt"]
+        assert sorted(p.name for p in s.session_dir.iterdir()) == [MARKER_NAME, LOCK_NAME, "user-notes.txt"]
         assert big.filepath is not None
         assert not Path(big.filepath).exists()
     assert sorted(p.name for p in context_dir.rglob("*")) == [s.session_id, "user-notes.txt"]

@@ -41,6 +41,13 @@ class BlobStoreSuite:
         store.put("b.json", [b""])
         assert sorted(store.list()) == ["a.json", "b.json"]
 
+    def test_head_reads_the_start_of_a_blob(self, store: BlobStore) -> None:
+        store.put("a.json", [b"0123", b"456789"])
+        assert store.head("a.json", 5) == b"01234"
+        assert store.head("a.json", 100) == b"0123456789"
+        with pytest.raises(FileNotFoundError):
+            store.head("missing.json", 5)
+
     def test_append_creates_and_extends(self, store: BlobStore) -> None:
         store.append("log.jsonl", b"one\n")
         store.append("log.jsonl", b"two\n")

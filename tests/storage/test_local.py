@@ -6,17 +6,20 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from unittest.mock import ANY
 
+import orjson
 import pytest
 
 from toolctx import _platform, session
 from toolctx._defaults import DEFAULT_CONTEXT_DIR, resolve_context_dir
-from toolctx._naming import LOCK_NAME
+from toolctx._naming import LOCK_NAME, MANIFEST_NAME, MARKER_NAME
 from toolctx.errors import SessionBusyError, SessionNotFoundError, StorageError
 from toolctx.storage import LocalStore
-from toolctx.storage._local import read_marker
+from toolctx.storage._local import Marker, is_held, read_marker, read_owner
 
 
 def mode(path: Path) -> int:
@@ -62,10 +65,20 @@ def test_close_remove_keeps_foreign_files_and_the_directory_holding_them(tmp_pat
 def test_close_remove_deletes_the_empty_directory_and_leftover_temp_files(tmp_path: Path) -> None:
     store = LocalStore(tmp_path / "s")
     store.put("a.json", [b"1"])
-    (tmp_path / "s" / ".a.json.0123abcd.tmp").write_bytes(b"partial")
+    (tmp_path / "s" / ".a.json.0123abcd.tmp").write_bytes(b"")  # a crash before the first byte was written
+    (tmp_path / "s" / ".manifest.jsonl.0123abcd.tmp").write_bytes(b'{"op":"put","file":"x_01')  # ... or in it
     store.delete("a.json")
     store.close(remove=True)
     assert not (tmp_path / "s").exists()
+
+
+def test_close_remove_keeps_a_file_named_like_a_leftover_that_toolctx_did_not_write(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "s")
+    store.put("a.json", [b"1"])
+    (tmp_path / "s" / ".a.json.0123abcd.tmp").write_bytes(b"the user's")
+    store.delete("a.json")
+    store.close(remove=True)
+    assert [p.name for p in (tmp_path / "s").iterdir()] == [".a.json.0123abcd.tmp"]
 
 
 def test_writes_do_not_follow_symlinks(tmp_path: Path) -> None:
@@ -93,7 +106,7 @@ def test_a_failed_write_leaves_no_partial_blob(tmp_path: Path, monkeypatch: pyte
     with pytest.raises(OSError, match="No space"):
         store.put("a.json", [b"data"])
     monkeypatch.undo()
-    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["seed.json", LOCK_NAME]
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [MARKER_NAME, "seed.json", LOCK_NAME]
     store.close(remove=True)
 
 
@@ -184,18 +197,15 @@ def test_short_writes_are_completed_without_writev(tmp_path: Path, monkeypatch: 
     store.close(remove=True)
 
 
-def test_the_owner_marker_is_rewritten_whole_without_pwrite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_owner_is_rewritten_whole_without_pwrite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delattr(os, "pwrite")
     store = LocalStore(tmp_path / "s")
     store.put("a.json", [b"1"])
-    assert read_marker(tmp_path / "s") == {"pid": os.getpid(), "host": socket.gethostname(), "since": ANY}
-    store.close()  # rewrites the marker through the same handle: it must start at offset 0 again
-    marker = read_marker(tmp_path / "s")
-    assert marker is not None
-    assert marker["pid"] == os.getpid()
-    assert "closed" in marker
+    assert read_owner(tmp_path / "s") == {"pid": os.getpid(), "host": socket.gethostname(), "since": ANY}
+    store.close()
+    (tmp_path / "s" / LOCK_NAME).write_text('{"pid": 1, "host": "' + "h" * 500 + '", "since": 0}')  # a longer one
     reopened = LocalStore(tmp_path / "s", existing=True)
-    assert "closed" not in (read_marker(tmp_path / "s") or {})  # the longer marker was truncated away
+    assert read_owner(tmp_path / "s") == {"pid": os.getpid(), "host": socket.gethostname(), "since": ANY}
     reopened.close(remove=True)
 
 
@@ -323,3 +333,150 @@ def test_an_os_failure_is_a_storage_error_naming_the_blob_and_the_directory(tmp_
         assert not [p for p in (tmp_path / "s").iterdir() if p.name.endswith(".tmp")]
     finally:
         store.close()
+
+
+# -- the marker: only directories toolctx created are toolctx's ------------------------------------
+
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+
+
+def snapshot(directory: Path) -> dict[str, tuple[int, int, bytes | None]]:
+    return {
+        p.name: (p.lstat().st_mode, p.lstat().st_mtime_ns, p.read_bytes() if p.is_file() else None)
+        for p in directory.iterdir()
+    }
+
+
+def test_the_marker_is_written_first_and_says_whether_the_directory_is_kept(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "s1")
+    store.put("a.json", [b"1"])
+    assert orjson.loads((tmp_path / "s1" / MARKER_NAME).read_bytes()) == {
+        "format": "toolctx-session/1",
+        "session_id": "s1",
+        "kept": False,
+    }
+    assert read_marker(tmp_path / "s1") == Marker("s1", kept=False)
+    store.close()
+    assert read_marker(tmp_path / "s1") == Marker("s1", kept=True)
+    reopened = LocalStore(tmp_path / "s1", existing=True)
+    assert read_marker(tmp_path / "s1") == Marker("s1", kept=False)  # in use again
+    reopened.delete("a.json")
+    reopened.close(remove=True)
+    assert not (tmp_path / "s1").exists()
+
+
+@pytest.mark.parametrize(
+    "layout", ["empty", "user files", "marker of another session", "marker as a link", "junk marker"]
+)
+def test_reopening_a_directory_without_its_marker_is_refused_and_changes_nothing(tmp_path: Path, layout: str) -> None:
+    folder = tmp_path / "s1"
+    folder.mkdir()
+    if layout == "user files":
+        (folder / MANIFEST_NAME).write_text('{"my": "rows"}\n')
+        (folder / LOCK_NAME).write_text('{"pid": 1}')
+        (folder / "x_0123456789abcdef_1735012345678_1_9f3a1c.json").write_text("{}")
+    elif layout == "marker of another session":  # a session folder copied or renamed
+        (folder / MARKER_NAME).write_bytes(b'{"format":"toolctx-session/1","session_id":"s2","kept":true}\n')
+    elif layout == "marker as a link":
+        (tmp_path / "real-marker").write_bytes(b'{"format":"toolctx-session/1","session_id":"s1","kept":true}\n')
+        os.symlink(tmp_path / "real-marker", folder / MARKER_NAME)
+    elif layout == "junk marker":
+        (folder / MARKER_NAME).write_bytes(b"{")
+    before = snapshot(folder)
+    assert read_marker(folder) is None
+    with pytest.raises(SessionNotFoundError, match=r"'.*s1' is not a session directory toolctx created.*keep=True"):
+        LocalStore(folder, existing=True)
+    assert snapshot(folder) == before
+
+
+def test_a_directory_from_before_markers_is_recognised_by_its_lock_and_gets_a_marker(tmp_path: Path) -> None:
+    folder = tmp_path / "s1"
+    folder.mkdir()
+    (folder / LOCK_NAME).write_bytes(orjson.dumps({"pid": 1, "host": "h", "since": 1.5, "closed": 2.5}))
+    (folder / "a.json").write_bytes(b"1")
+    assert read_marker(folder) == Marker("s1", kept=True, legacy=True)
+    store = LocalStore(folder, existing=True)
+    assert read_marker(folder) == Marker("s1", kept=False)
+    assert store.get("a.json") == b"1"
+    store.close()
+    assert read_marker(folder) == Marker("s1", kept=True)
+
+
+@pytest.mark.parametrize(
+    "lock",
+    [
+        {"pid": 1, "host": "h"},
+        {"pid": 1, "host": "h", "since": 1.0, "owner": "me"},
+        {"pid": True, "host": "h", "since": 1},
+    ],
+)
+def test_a_lock_file_unlike_toolctx_s_old_ones_does_not_make_a_directory_toolctx_s(
+    tmp_path: Path, lock: dict[str, object]
+) -> None:
+    (tmp_path / "s1").mkdir()
+    (tmp_path / "s1" / LOCK_NAME).write_bytes(orjson.dumps(lock))
+    assert read_marker(tmp_path / "s1") is None
+
+
+# -- special files are never opened to read, nor waited on ---------------------------------------
+
+
+def no_hang(action: Callable[[], object]) -> None:
+    thread = threading.Thread(target=action, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), f"{action!r} hung"
+
+
+@needs_fifo
+def test_a_fifo_named_like_a_blob_is_refused_not_waited_on(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "s")
+    store.put("a.json", [b"1"])
+    os.mkfifo(tmp_path / "s" / "b.json")
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        for call in (lambda: store.get("b.json"), lambda: store.head("b.json", 10)):
+            try:
+                call()
+            except StorageError as exc:
+                errors.append(exc)
+
+    no_hang(read)
+    assert [e.strerror for e in errors] == [
+        f"could not read blob 'b.json' in {str(tmp_path / 's')!r}: not a regular file"
+    ] * 2
+    assert store.list() == ["a.json"]
+    store.delete("a.json")
+    store.close(remove=True)
+    assert [p.name for p in (tmp_path / "s").iterdir()] == ["b.json"]
+
+
+@needs_fifo
+@pytest.mark.parametrize("name", [MARKER_NAME, LOCK_NAME])
+def test_a_fifo_where_the_marker_or_lock_goes_is_never_opened(tmp_path: Path, name: str) -> None:
+    folder = tmp_path / "s1"
+    folder.mkdir()
+    if name == LOCK_NAME:
+        (folder / MARKER_NAME).write_bytes(b'{"format":"toolctx-session/1","session_id":"s1","kept":false}\n')
+    os.mkfifo(folder / name)
+    before = snapshot(folder)
+    outcome: list[object] = []
+
+    def look() -> None:
+        outcome.append(read_marker(folder))
+        outcome.append(is_held(folder))
+        try:
+            LocalStore(folder, existing=True)
+        except SessionNotFoundError as exc:
+            outcome.append(str(exc))
+
+    no_hang(look)
+    if name == MARKER_NAME:
+        assert outcome[0] is None
+        assert "no .toolctx-session marker" in str(outcome[2])
+    else:
+        assert outcome[0] == Marker("s1", kept=False)
+        assert outcome[1] is True  # cannot tell: left alone
+        assert "session.lock that is not a regular file" in str(outcome[2])
+    assert snapshot(folder) == before

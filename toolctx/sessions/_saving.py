@@ -27,7 +27,7 @@ import xxhash
 from toolctx._defaults import INDEX_PREVIEW_CHARS, PREVIEW_CHARS
 from toolctx._hashing import hash_bytes
 from toolctx._internal import DEBUG, internal_error, log_enabled
-from toolctx._naming import MANIFEST_NAME, is_own_file, new_rand, pointer_id
+from toolctx._naming import HEAD_BYTES, MANIFEST_NAME, is_own_file, new_rand, pointer_id
 from toolctx._platform import fork_safe_lock
 from toolctx._serialize import encode
 from toolctx.errors import SessionClosedError
@@ -303,18 +303,31 @@ class SavePath:
     def clear_store(self) -> int:
         """Delete the session's files and the records of what they hold; returns how many files.
 
-        The lock is held throughout, so a call being written meanwhile sees the
-        clear when it registers, and writes its file again after it.
+        Only files this session wrote are deleted: those its records name, and
+        others (of records forgotten, of forked children) only if their first bytes
+        say so, so a file merely named like one is kept (see
+        :func:`~toolctx._naming.is_own_file`). The lock is held throughout, so a
+        call being written meanwhile sees the clear when it registers, and writes
+        its file again after it.
         """
         with self.lock:
             gone = [k for k, r in self.records.items() if r.storage is not _MEMORY]
+            written = {self.records[k].filename for k in gone}
             for key in gone:
                 del self.records[key]
             self._written.clear()
-            removed = sum(self.store.delete(name) for name in self.store.list() if is_own_file(name))
+            owned = [name for name in self.store.list() if name in written or self._owns(name)]
+            removed = sum(self.store.delete(name) for name in owned)
             self._generation += 1
             self.index.remove(gone)
         return removed
+
+    def _owns(self, name: str) -> bool:
+        try:
+            head = self.store.head(name, HEAD_BYTES)
+        except OSError:  # gone meanwhile, or not a regular file: not ours to delete
+            return False
+        return is_own_file(name, head, self.session_id)
 
     def restore(self, records: list[Record]) -> None:
         """Take over records rebuilt from the store (resume), numbering new calls after them."""

@@ -7,6 +7,11 @@ budget allows, or in the session's blob store: by default the directory
 in-memory outputs to the store, so memory stays bounded however long the session
 runs. A kept session also lists everything in the store in an append-only
 manifest, from which :meth:`ContextSession.resume` rebuilds it.
+
+The session directory is toolctx's because its first file, the marker
+``.toolctx-session``, says so (see :mod:`toolctx.storage._local`): a session never
+takes over a directory that exists already, and ``resume()`` reopens only one that
+carries the marker for its id.
 """
 
 from __future__ import annotations
@@ -466,6 +471,12 @@ class ContextSession:
         (a crash between writing a file and listing it) are recovered by reading
         them, and listed entries whose file is gone are dropped. The reopened
         session keeps its files when it ends unless ``keep=False`` is passed.
+
+        Only a directory toolctx created for this session id is reopened: one
+        without its marker (a folder of the user's, say) raises
+        :class:`~toolctx.SessionNotFoundError` and nothing in it is changed. A
+        directory written before markers existed is recognised by its lock file
+        and gets a marker.
         """
         session_id = validate_session_id(session_id)
         root = resolve_context_dir(context_dir)

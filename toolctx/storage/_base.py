@@ -38,7 +38,7 @@ def raise_storage_error(action: str, name: str, where: object, exc: OSError) -> 
 
 
 class BlobStore(ABC):
-    """Named blobs for one session: put, get, delete, list, append, close."""
+    """Named blobs for one session: put, get, delete, list, append, close (and head, built on get)."""
 
     @abstractmethod
     def put(self, name: str, chunks: Sequence[bytes]) -> None:
@@ -59,6 +59,13 @@ class BlobStore(ABC):
     @abstractmethod
     def append(self, name: str, data: bytes) -> None:
         """Append ``data`` to the blob ``name``, creating it if needed (for journals)."""
+
+    def head(self, name: str, size: int) -> bytes:
+        """The first ``size`` bytes of the blob ``name`` (all of it if shorter); FileNotFoundError if none.
+
+        Backends that can read part of a blob override this.
+        """
+        return self.get(name)[:size]
 
     def path(self, name: str) -> str | None:
         """A filesystem path for ``name`` when the store has one, else None."""

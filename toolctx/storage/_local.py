@@ -1,12 +1,24 @@
-"""A blob store in a local directory that the store owns while it is open.
+"""A blob store in a local directory that the store creates and owns.
 
 - The directory (and any missing parent) is created on the first write, mode
-  0700, never before, so a session whose outputs all stay in memory touches no disk.
+  0700, never before, so a session whose outputs all stay in memory touches no
+  disk. A directory that already exists is never taken over.
+- The first file written in it is the marker ``.toolctx-session``, one JSON line
+  ``{"format": "toolctx-session/1", "session_id": <the directory's name>, "kept": <bool>}``,
+  replaced atomically when it changes. Only a directory holding this marker for
+  its own name is toolctx's: reopening one (``existing=True``, what ``resume()``
+  and ``toolctx.gc`` do) refuses any other before changing anything in it, and
+  the marker is the last file removed. A directory written before the marker
+  existed is recognised by its lock file alone when that holds exactly what toolctx
+  wrote there (``pid``, ``host``, ``since`` and perhaps ``closed``); it gets a marker
+  when it is reopened.
 - Blobs are written to a hidden temporary file (mode 0600) and renamed into
   place: a crash leaves either the whole blob or none, plus at most a ``.*.tmp``
   file that is never listed as a blob.
-- Files are opened with ``O_NOFOLLOW`` and names are checked, so nothing is read,
-  written or deleted outside the directory.
+- Only regular files are read or locked: files are opened with ``O_NOFOLLOW`` and
+  ``O_NONBLOCK`` after ``lstat`` says what they are, so a link is never followed and
+  a FIFO, socket or device is never opened for reading, let alone waited on.
+  Names are checked, so nothing is read, written or deleted outside the directory.
 - While open, the store holds an exclusive ``flock`` on ``session.lock`` (which
   also records the owner's pid and host), so a second process cannot open the
   same directory and a garbage collector can tell a live session from an orphan.
@@ -22,24 +34,42 @@ import errno
 import itertools
 import os
 import socket
+import stat
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
-from toolctx._naming import LOCK_NAME, is_temp_name
+from toolctx._naming import HEAD_BYTES, LOCK_NAME, MARKER_FORMAT, MARKER_NAME, is_own_file, is_temp_name
 from toolctx._platform import CAN_LOCK, fork_safe_lock, overwrite, pid_alive, try_lock, unlock, write_all
 from toolctx.errors import SessionBusyError, SessionNotFoundError
 from toolctx.storage._base import BlobStore, check_name, raise_storage_error
 
-__all__ = ["LocalStore", "is_held", "read_marker"]
+__all__ = ["LocalStore", "Marker", "is_held", "read_marker", "read_owner"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _WRITE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
 _APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW | _CLOEXEC
-_READ = os.O_RDONLY | _NOFOLLOW | _CLOEXEC
+_MARKER_LIMIT = 4096  # a marker or lock file longer than this is not one toolctx wrote
+_LEGACY_KEYS = frozenset({"pid", "host", "since", "closed"})
+
+
+class Marker(NamedTuple):
+    """What the marker of a session directory says."""
+
+    session_id: str
+    kept: bool
+    """Closed on purpose with ``keep=True``, to be resumed (``toolctx.gc`` spares it)."""
+    legacy: bool = False
+    """Written before markers existed: recognised by its lock file."""
+
+
+class NotRegularFileError(OSError):
+    """A path toolctx would read or lock is a link, FIFO, socket, device or directory."""
 
 
 class LocalStore(BlobStore):
@@ -48,7 +78,8 @@ class LocalStore(BlobStore):
     ``durable=True`` fsyncs each file and the directory after every write: a blob
     then survives a power cut, at the price of a disk flush per write (often
     milliseconds). Without it, a blob survives a crash of the process but not
-    necessarily of the machine.
+    necessarily of the machine. ``existing=True`` reopens a directory a store
+    created before (:class:`~toolctx.SessionNotFoundError` if it has no marker).
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False, existing: bool = False) -> None:
@@ -67,10 +98,24 @@ class LocalStore(BlobStore):
     # -- directory lifecycle -------------------------------------------------
 
     def _open_existing(self) -> None:
-        if self.directory.is_symlink() or not self.directory.is_dir():
-            raise SessionNotFoundError(f"no session directory at {str(self.directory)!r}")
+        where = str(self.directory)
+        try:
+            info = os.lstat(self.directory)
+        except OSError:
+            info = None
+        if info is None or not stat.S_ISDIR(info.st_mode):
+            raise SessionNotFoundError(f"no session directory at {where!r}")
+        marker = read_marker(self.directory)
+        if marker is None:
+            raise SessionNotFoundError(
+                f"{where!r} is not a session directory toolctx created: it holds no {MARKER_NAME} marker "
+                f"for session {self.directory.name!r}, so toolctx will not resume, change or delete anything "
+                "in it. Pass the id of a session kept with keep=True, or another context_dir."
+            )
         with self._lock:
             self._acquire()
+            if marker.kept or marker.legacy:  # in use again: a crash from now on leaves an orphan for gc
+                self._write_marker(kept=False)
             self._ready = True
 
     def _ensure(self) -> None:
@@ -82,14 +127,25 @@ class LocalStore(BlobStore):
             if not self._created:
                 _make_private_dirs(self.directory.parent)
                 os.mkdir(self.directory, 0o700)  # fails if it exists: never adopt a folder we did not make
+                try:
+                    os.chmod(self.directory, 0o700)
+                    self._write_marker(kept=False)  # first: from now on the directory is recognisably ours
+                except BaseException:
+                    with contextlib.suppress(OSError):
+                        os.rmdir(self.directory)
+                    raise
                 self._created = True
-                os.chmod(self.directory, 0o700)
             self._acquire()
             self._ready = True
 
     def _acquire(self) -> None:
-        lock_path = self.directory / LOCK_NAME
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
+        try:
+            fd = _open_regular(self._prefix + LOCK_NAME, os.O_RDWR | os.O_CREAT)
+        except NotRegularFileError:
+            raise SessionNotFoundError(
+                f"{str(self.directory)!r} holds a {LOCK_NAME} that is not a regular file; "
+                "toolctx will not use this directory"
+            ) from None
         if not try_lock(fd):
             os.close(fd)
             raise SessionBusyError(
@@ -97,31 +153,39 @@ class LocalStore(BlobStore):
                 "wait for it to end or use another session id"
             )
         self._lock_fd = fd
-        self._write_marker()
+        owner = orjson.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()})
+        overwrite(fd, owner)
 
-    def _write_marker(self, **extra: object) -> None:
-        assert self._lock_fd is not None
-        marker = orjson.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(), **extra})
-        overwrite(self._lock_fd, marker)
+    def _write_marker(self, *, kept: bool) -> None:
+        marker = {"format": MARKER_FORMAT, "session_id": self.directory.name, "kept": kept}
+        self._replace(self._prefix + MARKER_NAME, MARKER_NAME, [orjson.dumps(marker) + b"\n"])
 
     def close(self, *, remove: bool = False) -> None:
-        """Release the directory. Without ``remove`` it is left for a later resume,
-        and the marker says it was closed on purpose (so ``toolctx.gc`` treats it as
-        kept, not as an orphan of a crash)."""
+        """Release the directory.
+
+        Without ``remove`` the directory is left for a later resume, and the marker
+        says it was kept on purpose (so ``toolctx.gc`` does not treat it as the
+        orphan of a crash). With ``remove``, toolctx's own leftovers (temporary
+        files, the lock, then the marker) are deleted and the directory too if
+        nothing else is left in it.
+        """
         with self._lock:
             for fd in self._append_fds.values():
                 os.close(fd)
             self._append_fds.clear()
             if not (self._ready or self._created):
                 return
+            try:
+                if not remove and self._lock_fd is not None:
+                    self._write_marker(kept=True)
+                if remove:
+                    self._remove_own_leftovers()
+            finally:
+                if self._lock_fd is not None:
+                    os.close(self._lock_fd)
+                    self._lock_fd = None
             if remove:
-                self._remove_own_leftovers()
-            if self._lock_fd is not None:
-                if not remove:
-                    self._write_marker(closed=time.time())
-                os.close(self._lock_fd)
-                self._lock_fd = None
-            if remove:
+                self._delete_own(MARKER_NAME)  # last: until now gc could tell the directory is toolctx's
                 try:
                     os.rmdir(self.directory)
                 except OSError as exc:
@@ -131,12 +195,20 @@ class LocalStore(BlobStore):
 
     def _remove_own_leftovers(self) -> None:
         with os.scandir(self.directory) as entries:
-            for entry in entries:
-                if is_temp_name(entry.name) and entry.is_file(follow_symlinks=False):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(entry.path)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.directory / LOCK_NAME)
+            temporary = [entry.name for entry in entries if is_temp_name(entry.name)]
+        for name in [*temporary, LOCK_NAME]:
+            self._delete_own(name)
+
+    def _delete_own(self, name: str) -> None:
+        """Delete ``name`` if it is a regular file whose content says toolctx wrote it."""
+        path = self._prefix + name
+        try:
+            head = _read_regular(path, HEAD_BYTES)
+        except OSError:
+            return
+        if is_own_file(name, head, self.directory.name):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
     # -- blobs ---------------------------------------------------------------
 
@@ -158,6 +230,10 @@ class LocalStore(BlobStore):
                 fd = self._append_fds.pop(name, None)
                 if fd is not None:
                     os.close(fd)
+        self._replace(final, name, chunks)
+
+    def _replace(self, final: str, name: str, chunks: Sequence[bytes]) -> None:
+        """Make ``chunks`` the content of ``final`` atomically: a temporary file, then a rename."""
         # Final names are unique per session, so a per-store counter keeps temporary names unique too.
         tmp = f"{self._prefix}.{name}.{next(self._temp_ids) & 0xFFFFFFFF:08x}.tmp"
         fd = os.open(tmp, _WRITE_NEW, 0o600)
@@ -183,9 +259,14 @@ class LocalStore(BlobStore):
     def get(self, name: str) -> bytes:
         path = self._prefix + check_name(name)
         try:
-            fd = os.open(path, _READ)
-            with open(fd, "rb", closefd=True) as handle:
-                return handle.read()
+            return _read_regular(path)
+        except OSError as exc:
+            raise_storage_error("read", name, self.directory, exc)
+
+    def head(self, name: str, size: int) -> bytes:
+        path = self._prefix + check_name(name)
+        try:
+            return _read_regular(path, size)
         except OSError as exc:
             raise_storage_error("read", name, self.directory, exc)
 
@@ -255,29 +336,101 @@ def _make_private_dirs(path: Path) -> None:
         _make_private_dirs(path)
 
 
-def read_marker(directory: str | os.PathLike[str]) -> dict[str, object] | None:
-    """The owner marker of a session directory, or None if it has none (then it is not ours)."""
+def _open_regular(path: str, flags: int = os.O_RDONLY) -> int:
+    """Open ``path`` if it is a regular file (or, with ``O_CREAT``, absent), never anything else.
+
+    ``lstat`` first, so a FIFO, socket or device is not even opened (opening some
+    devices has effects); then ``O_NOFOLLOW | O_NONBLOCK``, and ``fstat`` to be sure
+    the file opened is the one looked at. Raises :class:`NotRegularFileError`.
+    """
     try:
-        fd = os.open(os.path.join(directory, LOCK_NAME), _READ)
+        seen: os.stat_result | None = os.lstat(path)
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+        seen = None
+    if seen is not None and not stat.S_ISREG(seen.st_mode):
+        raise NotRegularFileError(errno.EINVAL, "not a regular file", path)
+    fd = os.open(path, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o600)
+    opened = os.fstat(fd)
+    if not stat.S_ISREG(opened.st_mode) or (seen is not None and opened.st_ino != seen.st_ino):
+        os.close(fd)
+        raise NotRegularFileError(errno.EINVAL, "not a regular file (it changed while being opened)", path)
+    return fd
+
+
+def _read_regular(path: str, limit: int = -1) -> bytes:
+    """The content of the regular file ``path``, or its first ``limit`` bytes."""
+    fd = _open_regular(path)
+    with open(fd, "rb", closefd=True) as handle:
+        return handle.read(limit)
+
+
+def _read_small(path: str) -> bytes | None:
+    """A marker or lock file's content, or None if it is absent, not a regular file or too long to be one."""
+    try:
+        data = _read_regular(path, _MARKER_LIMIT + 1)
     except OSError:
         return None
+    return data if len(data) <= _MARKER_LIMIT else None
+
+
+def _json_object(data: bytes | None) -> dict[str, object] | None:
     try:
-        with open(fd, "rb", closefd=True) as handle:
-            marker = orjson.loads(handle.read() or b"{}")
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return marker if isinstance(marker, dict) else {}
+        value = orjson.loads(data) if data else None
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def read_marker(directory: str | os.PathLike[str]) -> Marker | None:
+    """What the marker of a session directory says, or None if toolctx did not create the directory.
+
+    None means: leave the directory and everything in it alone. A marker naming
+    another session than the directory's name does not count (the directory was
+    renamed or copied).
+    """
+    name = Path(directory).name
+    data = _read_small(os.path.join(directory, MARKER_NAME))
+    if data is not None or os.path.lexists(os.path.join(directory, MARKER_NAME)):
+        marker = _json_object(data)
+        if marker is None or marker.get("format") != MARKER_FORMAT or marker.get("session_id") != name:
+            return None
+        return Marker(name, kept=marker.get("kept") is True)
+    owner = read_owner(directory)
+    if owner is None or not _is_legacy_owner(owner):
+        return None
+    return Marker(name, kept=owner.get("closed") is not None, legacy=True)
+
+
+def _is_legacy_owner(owner: dict[str, object]) -> bool:
+    """Whether a lock file holds exactly what toolctx wrote in it before markers existed."""
+    pid, since = owner.get("pid"), owner.get("since")
+    return (
+        owner.keys() <= _LEGACY_KEYS
+        and type(pid) is int
+        and isinstance(owner.get("host"), str)
+        and type(since) in (int, float)
+        and type(owner.get("closed", 0.0)) in (int, float)
+    )
+
+
+def read_owner(directory: str | os.PathLike[str]) -> dict[str, object] | None:
+    """The owner recorded in a session directory's lock (pid, host, since), or None."""
+    return _json_object(_read_small(os.path.join(directory, LOCK_NAME)))
 
 
 def is_held(directory: str | os.PathLike[str]) -> bool:
-    """Whether a live process holds the session directory right now."""
+    """Whether a live process holds the session directory right now (True when it cannot tell)."""
     try:
-        fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR | _NOFOLLOW | _CLOEXEC)
+        fd = _open_regular(os.path.join(directory, LOCK_NAME), os.O_RDWR)
     except FileNotFoundError:
         return False
+    except OSError:  # a lock toolctx cannot open or check: leave the directory alone
+        return True
     try:
         if not CAN_LOCK:  # pragma: no cover - no flock: fall back to asking whether the pid lives
-            pid = (read_marker(directory) or {}).get("pid")
+            pid = (read_owner(directory) or {}).get("pid")
             return isinstance(pid, int) and pid_alive(pid)
         if not try_lock(fd):
             return True
