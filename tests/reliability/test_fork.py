@@ -14,12 +14,13 @@ import signal
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from toolctx import ContextSession, StorageKind, current_session, persist_context, session
+from toolctx.storage import DictStore
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
 
@@ -121,3 +122,31 @@ def test_children_forked_while_threads_save_never_hang(context_dir: Path) -> Non
         assert codes == [0] * FORKS
     ContextSession.resume(s.session_id, context_dir, keep=False).close()
     assert not s.session_dir.exists()
+
+
+def test_a_child_forked_while_a_call_is_being_saved_does_not_wait_for_it_when_it_ends() -> None:
+    # The thread saving in the parent does not exist in the child: closing there has nothing to wait for.
+    release = threading.Event()
+    writing = threading.Event()
+
+    class SlowStore(DictStore):
+        def put(self, name: str, chunks: Sequence[bytes]) -> None:
+            writing.set()
+            release.wait()
+            super().put(name, chunks)
+
+    s = ContextSession(store=SlowStore(), threshold=0, close_timeout=60)
+    saver = threading.Thread(target=s.save_context, args=("slow", {}, "x"))
+    saver.start()
+    try:
+        writing.wait()
+
+        def child() -> int:
+            still_saving = s._saver.close(0.0)
+            return 0 if still_saving == 0 else 1
+
+        assert wait_for(fork(child)) == 0
+    finally:
+        release.set()
+        saver.join()
+    s.close()

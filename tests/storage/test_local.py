@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from unittest.mock import ANY
 
@@ -18,7 +18,7 @@ from toolctx import _platform, session
 from toolctx._defaults import DEFAULT_CONTEXT_DIR, resolve_context_dir
 from toolctx._naming import LOCK_NAME, MANIFEST_NAME, MARKER_NAME
 from toolctx.errors import SessionBusyError, SessionNotFoundError, StorageError
-from toolctx.storage import LocalStore
+from toolctx.storage import LocalStore, _local
 from toolctx.storage._local import Marker, is_held, read_marker, read_owner
 
 
@@ -416,6 +416,46 @@ def test_a_lock_file_unlike_toolctx_s_old_ones_does_not_make_a_directory_toolctx
     (tmp_path / "s1").mkdir()
     (tmp_path / "s1" / LOCK_NAME).write_bytes(orjson.dumps(lock))
     assert read_marker(tmp_path / "s1") is None
+
+
+def test_a_closed_store_writes_nothing_more(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "s")
+    store.put("a.json", [b"1"])
+    store.close()
+    with pytest.raises(StorageError, match="closed"):
+        store.put("b.json", [b"2"])
+    with pytest.raises(StorageError, match="closed"):
+        store.append("m.jsonl", b"x")
+    never_opened = LocalStore(tmp_path / "t")
+    never_opened.close()
+    with pytest.raises(StorageError, match="closed"):
+        never_opened.put("a.json", [b"1"])
+    assert not (tmp_path / "t").exists()
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [MARKER_NAME, "a.json", LOCK_NAME]
+
+
+def test_removing_while_a_write_is_under_way_keeps_the_marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writing, release = threading.Event(), threading.Event()
+    write_all = _local.write_all
+
+    def stalling(fd: int, chunks: Sequence[bytes]) -> None:
+        if chunks == [b"late"]:
+            writing.set()
+            release.wait()
+        write_all(fd, chunks)
+
+    monkeypatch.setattr(_local, "write_all", stalling)
+    store = LocalStore(tmp_path / "s")
+    store.put("a.json", [b"1"])
+    late = threading.Thread(target=store.put, args=("late.json", [b"late"]))
+    late.start()
+    writing.wait()
+    store.delete("a.json")
+    store.close(remove=True)
+    assert read_marker(tmp_path / "s") == Marker("s", kept=False)  # an orphan gc will recognise
+    release.set()
+    late.join()
+    assert (tmp_path / "s" / "late.json").read_bytes() == b"late"
 
 
 # -- special files are never opened to read, nor waited on ---------------------------------------

@@ -7,6 +7,10 @@ written to the store at once. In a kept session every document that reaches the
 store is also listed in the manifest (the others never resume, and recovery reads
 unlisted files anyway).
 
+Closing refuses new calls and waits, a bounded time, for those being saved, so
+a session that ends while other threads still save has them land before it
+cleans up (or, kept, before it lists them).
+
 Per call it serialises the result once, screens the arguments and result for
 secrets (one scan when both are small), hashes the redacted arguments once and
 keeps exact-size copies; the file name, description, preview and search text are
@@ -16,6 +20,7 @@ built later, when something asks for them.
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -80,6 +85,8 @@ class SavePath:
         self.index = SearchIndex()
         self.closed = False
         self.lock = fork_safe_lock()
+        self._saving: list[None] = []  # one entry per call between save()'s start and end: close() waits for them
+        self._idle = threading.Condition(self.lock)
         self.records: dict[str, Record] = {}
         self.calls: dict[str, str] = {}  # framework call id -> record id
         self.memory_bytes = 0
@@ -103,61 +110,72 @@ class SavePath:
         secret. Text in ``call`` must already be valid UTF-8 (``clean_text``): both
         callers see to that once, outside this hot path.
         """
-        if self.closed:
-            raise SessionClosedError(f"session {self.session_id} has ended; open a new one with toolctx.session()")
-        if call.task_id is None or call.query_id is None:
-            tags = current_tags.get()
-            if call.task_id is None:
-                call.task_id = tags.task_id
-            if call.query_id is None:
-                call.query_id = tags.query_id
-        data, notes = encode(result)
-        encoded = data
-        args_json = call.args_json
-        redactor = self.redactor
-        if redactor is not None:
-            args_json, data = redactor.redact_call(args_json, data)
-        # Kept for the record's life: an exact-size copy, not orjson's over-allocated buffer.
-        args_json = call.args_json = memoryview(args_json).tobytes()
-        if error is not None:
-            error = error_info(error, redactor)
-        if call.args_notes:
-            notes = tuple(f"arguments: {note}" for note in call.args_notes) + notes
-        size = len(data)
-        # A plain string result previews as itself, unless redaction changed it.
-        plain = isinstance(result, str) and data is encoded and not notes
-        record = Record(
-            pointer_id(self.rand, next(self._ids)),  # next() is atomic under the GIL
-            call,
-            hash_bytes(args_json),
-            time.time_ns(),
-            size,
-            error is not None,
-            estimate_tokens(data),
-            plain,
-        )
-        threshold = self.threshold if call.threshold is None else call.threshold
-        if size < threshold and self.memory_budget:
-            # The preview and the index's text come from the payload when needed: nothing is copied twice.
-            self._keep_in_memory(record, (memoryview(data).tobytes(), error, notes))
-        else:
-            # The output leaves memory: capture what the index and the pointer need now. Past a
-            # backlog of calls never searched, the index gets only the pointer's 200 characters.
-            preview = preview_of(result if plain else None, data, INDEX_PREVIEW_CHARS)
-            record._preview = preview[:PREVIEW_CHARS]
-            indexed = preview if self.index.backlog < _LONG_PREVIEWS else record._preview
-            self._keep_on_disk(record, (data, error, notes), indexed)
-        if call.call_id is not None:
-            self.calls[call.call_id] = record.id
-        if self._always_emit or log_enabled(DEBUG):
-            self._emit(DEBUG, "saved", id=record.id, tool=call.tool_name, size=size, storage=str(record.storage))
-        if len(notes) > len(call.args_notes):  # arguments in fallback form are noted in the document only
-            internal_error(
-                f"the result of tool {call.tool_name!r} is not plain JSON; stored in toolctx's fallback form: "
-                + "; ".join(notes[len(call.args_notes) :]),
-                id=record.id,
+        # Counted in before looking at ``closed``, so close() either sees this call and
+        # waits for it, or has set ``closed`` before and the call is refused. (A list's
+        # append and pop are atomic: no lock on this hot path.)
+        saving = self._saving
+        saving.append(None)
+        try:
+            if self.closed:
+                raise SessionClosedError(f"session {self.session_id} has ended; open a new one with toolctx.session()")
+            if call.task_id is None or call.query_id is None:
+                tags = current_tags.get()
+                if call.task_id is None:
+                    call.task_id = tags.task_id
+                if call.query_id is None:
+                    call.query_id = tags.query_id
+            data, notes = encode(result)
+            encoded = data
+            args_json = call.args_json
+            redactor = self.redactor
+            if redactor is not None:
+                args_json, data = redactor.redact_call(args_json, data)
+            # Kept for the record's life: an exact-size copy, not orjson's over-allocated buffer.
+            args_json = call.args_json = memoryview(args_json).tobytes()
+            if error is not None:
+                error = error_info(error, redactor)
+            if call.args_notes:
+                notes = tuple(f"arguments: {note}" for note in call.args_notes) + notes
+            size = len(data)
+            # A plain string result previews as itself, unless redaction changed it.
+            plain = isinstance(result, str) and data is encoded and not notes
+            record = Record(
+                pointer_id(self.rand, next(self._ids)),  # next() is atomic under the GIL
+                call,
+                hash_bytes(args_json),
+                time.time_ns(),
+                size,
+                error is not None,
+                estimate_tokens(data),
+                plain,
             )
-        return record
+            threshold = self.threshold if call.threshold is None else call.threshold
+            if size < threshold and self.memory_budget:
+                # The preview and the index's text come from the payload when needed: nothing is copied twice.
+                self._keep_in_memory(record, (memoryview(data).tobytes(), error, notes))
+            else:
+                # The output leaves memory: capture what the index and the pointer need now. Past a
+                # backlog of calls never searched, the index gets only the pointer's 200 characters.
+                preview = preview_of(result if plain else None, data, INDEX_PREVIEW_CHARS)
+                record._preview = preview[:PREVIEW_CHARS]
+                indexed = preview if self.index.backlog < _LONG_PREVIEWS else record._preview
+                self._keep_on_disk(record, (data, error, notes), indexed)
+            if call.call_id is not None:
+                self.calls[call.call_id] = record.id
+            if self._always_emit or log_enabled(DEBUG):
+                self._emit(DEBUG, "saved", id=record.id, tool=call.tool_name, size=size, storage=str(record.storage))
+            if len(notes) > len(call.args_notes):  # arguments in fallback form are noted in the document only
+                internal_error(
+                    f"the result of tool {call.tool_name!r} is not plain JSON; stored in toolctx's fallback form: "
+                    + "; ".join(notes[len(call.args_notes) :]),
+                    id=record.id,
+                )
+            return record
+        finally:
+            saving.pop()
+            if self.closed and not saving:
+                with self.lock:
+                    self._idle.notify_all()
 
     def _keep_in_memory(self, record: Record, payload: Payload) -> None:
         record.storage = _MEMORY
@@ -270,6 +288,19 @@ class SavePath:
                         self._memory.append(record)
                         self.memory_bytes += record.size + len(record.call.args_json)
 
+    def close(self, timeout: float) -> int | None:
+        """Refuse new calls and wait up to ``timeout`` seconds for those being saved.
+
+        Returns how many are still being saved then (0 when all landed), or None if
+        the save path was closed already.
+        """
+        with self.lock:
+            if self.closed:
+                return None
+            self.closed = True
+            self._idle.wait_for(lambda: not self._saving, timeout)
+            return len(self._saving)
+
     def flush(self) -> None:
         """Write every in-memory output to the store (a kept session ending)."""
         with self.lock:
@@ -347,13 +378,15 @@ class SavePath:
     def after_fork(self) -> None:
         """Make a forked child's copy usable: it has only the thread that forked it.
 
-        Its ids get a new random part (it shares the parent's counter); the locks
-        themselves are released by ``fork_safe_lock``. The search index is rebuilt
-        from the records: another thread may have been in the middle of indexing or
-        searching, leaving it half updated, or pinned by a view of its arrays that
-        no thread will ever drop.
+        Its ids get a new random part (it shares the parent's counter). No call is
+        being saved there and no one waits (the locks themselves are released by
+        ``fork_safe_lock``). The search index is rebuilt from the records: another
+        thread may have been in the middle of indexing or searching, leaving it half
+        updated, or pinned by a view of its arrays that no thread will ever drop.
         """
         self.rand = new_rand()
+        self._saving = []
+        self._idle = threading.Condition(self.lock)
         self.index = index = SearchIndex()
         for record in list(self.records.values()):
             index.add_document(record)

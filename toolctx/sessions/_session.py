@@ -27,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from toolctx._checks import real_number
 from toolctx._defaults import DEFAULT_MEMORY_BUDGET, DEFAULT_THRESHOLD, byte_count, resolve_context_dir
 from toolctx._hashing import hash_query
 from toolctx._internal import DEBUG, WARNING, internal_error, log
@@ -48,10 +49,13 @@ from toolctx.sessions._resume import recover
 from toolctx.sessions._saving import SavePath, current_tags
 from toolctx.storage import BlobStore, LocalStore
 
-__all__ = ["ContextRef", "ContextSession", "OnDebug", "active_session", "sole_entered_session"]
+__all__ = ["DEFAULT_CLOSE_TIMEOUT", "ContextRef", "ContextSession", "OnDebug", "active_session", "sole_entered_session"]
 
 
 OnDebug = Callable[[str, dict[str, Any]], None]
+
+DEFAULT_CLOSE_TIMEOUT = 5.0
+"""Seconds a session that ends waits for calls other threads are still saving."""
 
 _DISK = StorageKind.DISK
 
@@ -100,6 +104,11 @@ class ContextSession:
     ``redact``: remove secrets from arguments and results before storing them (on
     by default; see :mod:`toolctx.redaction`); ``False`` turns it off.
     ``on_debug``: called as ``on_debug(event, data)`` for every event toolctx logs.
+    ``close_timeout``: seconds the session, when it ends, waits for calls other
+    threads are still saving (5 by default). Calls saved after it ended are refused
+    (``SessionClosedError``; decorated tools store them in the current session
+    instead). If some are still being saved when the time is up, a warning says so
+    and the directory keeps its marker, so :func:`toolctx.gc` removes what they leave.
 
     Thread-safe: tools may save from several threads or tasks at once, and a
     process may fork while they do.
@@ -117,6 +126,7 @@ class ContextSession:
         store: BlobStore | None = None,
         redact: bool | Redactor = True,
         on_debug: OnDebug | None = None,
+        close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
     ) -> None:
         self._context_dir = resolve_context_dir(context_dir)
         self.session_id = validate_session_id(session_id) if session_id is not None else new_session_id()
@@ -126,6 +136,7 @@ class ContextSession:
         if on_debug is not None and not callable(on_debug):
             raise ConfigError(f"on_debug must be a callable taking (event, data), got {on_debug!r:.80}")
         self._on_debug = on_debug
+        self.close_timeout = real_number("close_timeout", close_timeout, minimum=0.0, unit="seconds")
         self._saver = SavePath(
             self.session_id,
             store if store is not None else LocalStore(self.session_dir, durable=durable),
@@ -226,11 +237,20 @@ class ContextSession:
         self.__exit__(exc_type, exc, tb)
 
     def close(self) -> None:
-        """End the session: delete what it stored, or with ``keep=True`` flush it to the store."""
+        """End the session: delete what it stored, or with ``keep=True`` flush it to the store.
+
+        Calls other threads are saving at that moment are waited for, up to
+        ``close_timeout`` seconds; later ones are refused.
+        """
         saver = self._saver
-        if saver.closed:
+        still_saving = saver.close(self.close_timeout)
+        if still_saving is None:  # closed already
             return
-        saver.closed = True
+        if still_saving:
+            internal_error(
+                f"session {self.session_id} ended while {still_saving} call(s) were still being saved after "
+                f"{self.close_timeout:g} s; what they write is left for toolctx.gc() to remove"
+            )
         if self.keep:
             saver.flush()
             if not saver.listing:  # keep was set after the session started
@@ -464,6 +484,7 @@ class ContextSession:
         durable: bool = False,
         redact: bool | Redactor = True,
         on_debug: OnDebug | None = None,
+        close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
     ) -> ContextSession:
         """Reopen a session kept with ``keep=True`` (possibly by a process that has since died).
 
@@ -491,6 +512,7 @@ class ContextSession:
                 store=store,
                 redact=redact,
                 on_debug=on_debug,
+                close_timeout=close_timeout,
             )
             resumed._recover()
         except BaseException:

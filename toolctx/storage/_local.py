@@ -23,6 +23,9 @@
   also records the owner's pid and host), so a second process cannot open the
   same directory and a garbage collector can tell a live session from an orphan.
   Where there is no ``flock`` (Windows) the recorded pid alone names the owner.
+- Once closed, the store writes nothing more. A write still under way when it is
+  closed with ``remove=True`` lands in a directory that keeps its marker, so
+  ``toolctx.gc`` removes it later.
 - What differs between operating systems (vectored writes, locking, probing a
   pid, locks a forked child must get back) lives in :mod:`toolctx._platform`.
 """
@@ -44,7 +47,7 @@ import orjson
 
 from toolctx._naming import HEAD_BYTES, LOCK_NAME, MARKER_FORMAT, MARKER_NAME, is_own_file, is_temp_name
 from toolctx._platform import CAN_LOCK, fork_safe_lock, overwrite, pid_alive, try_lock, unlock, write_all
-from toolctx.errors import SessionBusyError, SessionNotFoundError
+from toolctx.errors import SessionBusyError, SessionNotFoundError, StorageError
 from toolctx.storage._base import BlobStore, check_name, raise_storage_error
 
 __all__ = ["LocalStore", "Marker", "is_held", "read_marker", "read_owner"]
@@ -92,6 +95,8 @@ class LocalStore(BlobStore):
         self._append_fds: dict[str, int] = {}
         self._ready = False
         self._created = False
+        self._closed = False
+        self._writing = 0  # puts under way, so that close() never strands one in an unmarked directory
         if existing:
             self._open_existing()
 
@@ -124,6 +129,8 @@ class LocalStore(BlobStore):
         with self._lock:
             if self._ready:
                 return
+            if self._closed:
+                raise self._closed_error()
             if not self._created:
                 _make_private_dirs(self.directory.parent)
                 os.mkdir(self.directory, 0o700)  # fails if it exists: never adopt a folder we did not make
@@ -161,30 +168,33 @@ class LocalStore(BlobStore):
         self._replace(self._prefix + MARKER_NAME, MARKER_NAME, [orjson.dumps(marker) + b"\n"])
 
     def close(self, *, remove: bool = False) -> None:
-        """Release the directory.
+        """Release the directory; the store writes nothing more.
 
         Without ``remove`` the directory is left for a later resume, and the marker
         says it was kept on purpose (so ``toolctx.gc`` does not treat it as the
         orphan of a crash). With ``remove``, toolctx's own leftovers (temporary
         files, the lock, then the marker) are deleted and the directory too if
-        nothing else is left in it.
+        nothing else is left in it; if another thread is still writing a blob, the
+        marker stays instead, so that ``toolctx.gc`` removes the directory later.
         """
         with self._lock:
+            self._closed = True
             for fd in self._append_fds.values():
                 os.close(fd)
             self._append_fds.clear()
             if not (self._ready or self._created):
                 return
+            tidy = remove and not self._writing
             try:
                 if not remove and self._lock_fd is not None:
                     self._write_marker(kept=True)
-                if remove:
+                if tidy:
                     self._remove_own_leftovers()
             finally:
                 if self._lock_fd is not None:
                     os.close(self._lock_fd)
                     self._lock_fd = None
-            if remove:
+            if tidy:
                 self._delete_own(MARKER_NAME)  # last: until now gc could tell the directory is toolctx's
                 try:
                     os.rmdir(self.directory)
@@ -210,6 +220,13 @@ class LocalStore(BlobStore):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
 
+    def after_fork(self) -> None:
+        # Writes under way in the parent's other threads are not the child's to wait for.
+        self._writing = 0
+
+    def _closed_error(self) -> StorageError:
+        return StorageError(errno.EBADF, f"the store in {str(self.directory)!r} is closed: its session has ended")
+
     # -- blobs ---------------------------------------------------------------
 
     def path(self, name: str) -> str:
@@ -223,14 +240,20 @@ class LocalStore(BlobStore):
 
     def _put(self, name: str, chunks: Sequence[bytes]) -> None:
         final = self._prefix + check_name(name)
-        if not self._ready:
-            self._ensure()
-        if name in self._append_fds:  # the rename below replaces the file an append handle points to
+        with self._lock:
+            if self._closed:
+                raise self._closed_error()
+            self._writing += 1
+            fd = self._append_fds.pop(name, None)  # the rename below replaces the file an append handle points to
+            if fd is not None:
+                os.close(fd)
+        try:
+            if not self._ready:
+                self._ensure()
+            self._replace(final, name, chunks)
+        finally:
             with self._lock:
-                fd = self._append_fds.pop(name, None)
-                if fd is not None:
-                    os.close(fd)
-        self._replace(final, name, chunks)
+                self._writing -= 1
 
     def _replace(self, final: str, name: str, chunks: Sequence[bytes]) -> None:
         """Make ``chunks`` the content of ``final`` atomically: a temporary file, then a rename."""
@@ -307,6 +330,8 @@ class LocalStore(BlobStore):
         if not self._ready:
             self._ensure()
         with self._lock:
+            if self._closed:
+                raise self._closed_error()
             fd = self._append_fds.get(name)
             if fd is None:
                 fd = self._append_fds[name] = os.open(path, _APPEND, 0o600)
