@@ -27,6 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import orjson
 from agents import Agent, RunConfig, Runner, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
 from agents.tool_context import ToolContext
@@ -37,12 +38,17 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import tool
 from toolctx_langchain import ToolContextMiddleware
 from toolctx_openai_agents import compact_tool_outputs, persist_tools
-from toolctx_openai_agents.compaction import estimate_input_tokens
 
 import toolctx
 from toolctx.standins import read_context
+from toolctx.tokens import estimate_tokens
 
 CALLS = 60
+
+
+def estimate_input_tokens(items: Any) -> int:
+    """About how many tokens the input items are (one per 4 bytes of their JSON)."""
+    return estimate_tokens(orjson.dumps(list(items), default=str))
 
 
 def outputs(seed: int = 3) -> list[str]:

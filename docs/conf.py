@@ -54,6 +54,7 @@ public_api_modules = [
     "toolctx.selection",
     "toolctx.redaction",
     "toolctx.standins",
+    "toolctx.compaction",
     "toolctx.memory",
     "toolctx.server",
     "toolctx.testing",

@@ -38,11 +38,12 @@ def test_import_loads_no_framework_or_driver_and_touches_no_disk(tmp_path) -> No
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_memory_and_server_packages_export_sorted_names_that_exist() -> None:
+def test_the_compaction_memory_and_server_packages_export_sorted_names_that_exist() -> None:
+    import toolctx.compaction
     import toolctx.memory
     import toolctx.server
 
-    for package in (toolctx.memory, toolctx.server):
+    for package in (toolctx.compaction, toolctx.memory, toolctx.server):
         # Constants first, then the rest in order (ruff's isort-style order).
         assert package.__all__ == sorted(package.__all__, key=lambda name: (not name.isupper(), name))
         for name in package.__all__:
@@ -51,6 +52,7 @@ def test_the_memory_and_server_packages_export_sorted_names_that_exist() -> None
 
 PUBLIC_MODULES = {
     "toolctx",
+    "toolctx.compaction",
     "toolctx.errors",
     "toolctx.memory",
     "toolctx.models",

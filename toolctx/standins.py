@@ -1,22 +1,22 @@
-"""What a model sees instead of a big or old tool output, and how it reads the rest back.
+"""What a model sees instead of a big or old tool output or argument, and how it reads it back.
 
-Framework adapters share these pieces:
+Every stand-in starts with :data:`STAND_IN_MARK` and names the handle
+``ctx:<id>`` of the stored call:
 
-- :func:`output_text` is the text a model is shown for a tool result;
-- :func:`stand_in` is the restorable replacement: the start and end of the
-  output, its size, and the handle ``ctx:<id>`` with how to read more;
-- :func:`read_context` is what the ``read_context`` tool returns for a handle,
-  an offset and a limit, with a plain message (never an exception) when the
-  handle is unknown or the offset is past the end;
-- :func:`compactable` applies the compaction rules to a conversation's tool
-  results: keep the most recent ``keep``, never touch error results, excluded
-  tools or results that already are stand-ins.
+- :func:`stand_in` replaces a big output when the tool returns: its start and
+  end, its size and how to read more;
+- :func:`result_marker` replaces an old output when the conversation is
+  compacted: the handle and the size (and, if asked, the first characters);
+- :func:`argument_stand_in` replaces a long string argument of an old call,
+  inside the arguments, so they stay valid JSON for the framework.
+
+Each is cut from the stored (redacted) copy, the very text :func:`read_context`
+returns for the handle (``part="args.<name>"`` for an argument), so sizes and
+offsets agree and nothing the store redacted reaches the model through a preview.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -29,22 +29,20 @@ from toolctx.sessions import ContextSession
 from toolctx.tokens import estimate_tokens
 
 __all__ = [
-    "COMPACTED_MARK",
     "DEFAULT_READ_LIMIT",
     "STAND_IN_MARK",
-    "ResultEntry",
-    "compactable",
+    "argument_stand_in",
+    "argument_text",
     "handle_of",
-    "is_compacted",
     "is_stand_in",
     "output_text",
     "read_context",
+    "result_marker",
     "stand_in",
     "stored_text",
 ]
 
 STAND_IN_MARK = "[toolctx stand-in]"
-COMPACTED_MARK = "[toolctx stand-in, compacted]"
 DEFAULT_READ_LIMIT = 4000
 
 
@@ -60,38 +58,45 @@ def output_text(result: Any) -> str:
         return str(result)
 
 
-def stand_in(pointer: ContextPointer, text: str, head: int = 1500, tail: int = 500, *, brief: bool = False) -> str:
-    """The restorable replacement for ``text``: its start and end, its size and its handle.
-
-    ``brief`` gives the short form used when compacting older results.
-    """
+def stand_in(pointer: ContextPointer, text: str, head: int = 1500, tail: int = 500) -> str:
+    """The restorable replacement for a big output ``text`` (the stored copy): its start and end, size, handle."""
     if len(text) <= head + tail:
         shown = text
     elif tail:
         shown = f"{text[:head]}\n[... {len(text) - head - tail:,} characters not shown ...]\n{text[-tail:]}"
     else:
         shown = f"{text[:head]} [...]"
-    if brief:
-        return (
-            f"{COMPACTED_MARK} {pointer.tool_name} output, {len(text):,} characters, stored as {pointer.handle}; "
-            f'read_context(id="{pointer.handle}") reads it.\n{shown}'
-        )
+    about = f" ({pointer.tool_description})" if pointer.tool_description else ""
     return (
-        f"{STAND_IN_MARK} The output of {pointer.tool_name} ({pointer.tool_description}) is stored as "
+        f"{STAND_IN_MARK} The output of {pointer.tool_name}{about} is stored as "
         f"{pointer.handle}: {len(text):,} characters, about {estimate_tokens(text):,} tokens. "
         f'To read more, call read_context(id="{pointer.handle}", offset=<character>, limit=<characters>).\n'
         f"{shown}"
     )
 
 
+def result_marker(pointer_id: str, tool_name: str, text: str, preview: int = 0) -> str:
+    """The short stand-in compaction leaves for an old output ``text`` (the stored copy)."""
+    ref = handle(pointer_id)
+    marker = f"{STAND_IN_MARK} {ref}: {len(text):,} characters of {tool_name} output; read_context reads them."
+    if preview and text:
+        return f"{marker}\n{text[:preview]}{' [...]' if len(text) > preview else ''}"
+    return marker
+
+
+def argument_stand_in(pointer_id: str, name: str, value: str, preview: int = 60) -> str:
+    """The string that replaces a long argument ``value`` (the stored copy) inside an old call's arguments."""
+    ref = handle(pointer_id)
+    start = value[:preview].replace("\n", " ") + (" [...]" if len(value) > preview else "")
+    return (
+        f'{STAND_IN_MARK} {ref} argument {name}, {len(value):,} characters; read_context(id="{ref}", '
+        f'part="args.{name}") reads it. Starts: {start}'
+    )
+
+
 def is_stand_in(text: object) -> bool:
-    """Whether ``text`` is a stand-in, from a tool call or from compaction."""
-    return isinstance(text, str) and (text.startswith((STAND_IN_MARK, COMPACTED_MARK)))
-
-
-def is_compacted(text: object) -> bool:
-    """Whether ``text`` is the short stand-in compaction leaves."""
-    return isinstance(text, str) and text.startswith(COMPACTED_MARK)
+    """Whether ``text`` is a stand-in for an output or an argument."""
+    return isinstance(text, str) and text.startswith(STAND_IN_MARK)
 
 
 def handle_of(text: str) -> str | None:
@@ -100,24 +105,36 @@ def handle_of(text: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _stored_text(context: StoredContext) -> str:
+def stored_text(context: StoredContext) -> str:
+    """The full text of a stored output, as a model would have been shown it."""
     result = context.result
     if isinstance(result, dict) and set(result) == {"content", "artifact"}:
         result = result["content"]  # a chat tool message: what the model saw is the content
-    return output_text(result)
+    text = output_text(result)
+    if context.error is not None and not text:
+        text = f"{context.error.type}: {context.error.message}"
+    return text
 
 
-def stored_text(session: ContextSession, ref: str) -> str | None:
-    """The full text a model would have been shown for a stored output, or None if there is none."""
-    found = session.load_contexts([ref])
-    return _stored_text(found[0]) if found else None
+def argument_text(context: StoredContext, name: str | None = None) -> str | None:
+    """All stored arguments as JSON, or one of them (a string as it is), or None if there is no such one."""
+    if name is None:
+        return orjson.dumps(context.args).decode()
+    if name not in context.args:
+        return None
+    value = context.args[name]
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
-def read_context(session: ContextSession, ref: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT) -> str:
-    """The stored output behind a handle, from ``offset`` for ``limit`` characters.
+def read_context(
+    session: ContextSession, ref: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result"
+) -> str:
+    """The stored output (or arguments) behind a handle, from ``offset`` for ``limit`` characters.
 
-    Meant as the body of a ``read_context`` tool: every problem comes back as a
-    message the model can act on, never as an exception.
+    ``part`` is ``"result"`` (the output), ``"args"`` (all arguments, as JSON) or
+    ``"args.<name>"`` (one argument; a string comes back as it is). Meant as the body
+    of a ``read_context`` tool: every problem comes back as a message the model can
+    act on, never as an exception.
     """
     if not isinstance(ref, str) or not ref.strip():
         return f'read_context needs the id of a stored output, for example id="{handle("1a2b3c4")}".'
@@ -126,6 +143,9 @@ def read_context(session: ContextSession, ref: str, offset: int = 0, limit: int 
         whole_number("limit", limit, minimum=1, unit="characters")
     except ConfigError as exc:
         return f"{exc}."
+    part = part.strip() if isinstance(part, str) else ""
+    if part not in ("result", "args") and not part.startswith("args."):
+        return f'part must be "result", "args" or "args.<name>", got {part!r:.80}.'
     key = ref.strip()
     found = session.load_contexts([key])
     if not found:
@@ -134,28 +154,15 @@ def read_context(session: ContextSession, ref: str, offset: int = 0, limit: int 
             "it may also have been cleared."
         )
     context = found[0]
-    text = _stored_text(context)
-    if context.error is not None:
-        text = text or f"{context.error.type}: {context.error.message}"
+    if part == "result":
+        text: str | None = stored_text(context)
+    else:
+        text = argument_text(context, part[5:] or None if part != "args" else None)
+    if text is None:
+        return f"{handle(context.id)} has no argument {part[5:]!r}; its arguments are {sorted(context.args)}."
     if offset >= len(text) and not (offset == 0 and not text):
         return f"offset {offset:,} is past the end of {handle(context.id)}, which has {len(text):,} characters."
     end = min(len(text), offset + limit)
     more = f" {len(text) - end:,} more characters follow; continue with offset={end}." if end < len(text) else ""
-    return f"[{handle(context.id)} characters {offset:,}-{end:,} of {len(text):,}.{more}]\n{text[offset:end]}"
-
-
-@dataclass(frozen=True)
-class ResultEntry:
-    """One tool result in a conversation, as the compaction rules see it."""
-
-    position: int
-    tool_name: str
-    is_error: bool
-    already_stand_in: bool
-
-
-def compactable(entries: Sequence[ResultEntry], *, keep: int, exclude: frozenset[str]) -> list[ResultEntry]:
-    """The results to replace by stand-ins: all but the ``keep`` most recent, and never an error,
-    an excluded tool or a result that already is a stand-in."""
-    older = list(entries[:-keep]) if keep > 0 else list(entries)
-    return [e for e in older if not (e.is_error or e.already_stand_in or e.tool_name in exclude)]
+    what = "" if part == "result" else f" {part}"
+    return f"[{handle(context.id)}{what} characters {offset:,}-{end:,} of {len(text):,}.{more}]\n{text[offset:end]}"

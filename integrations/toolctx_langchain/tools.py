@@ -2,95 +2,90 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 
-from toolctx import ContextSession, current_session
-from toolctx.standins import DEFAULT_READ_LIMIT, output_text, read_context, stand_in
-from toolctx.tokens import estimate_tokens
-
-__all__ = ["READ_CONTEXT", "persist_tool", "read_context_tool", "resolver"]
-
-READ_CONTEXT = "read_context"
-READ_CONTEXT_DESCRIPTION = (
-    "Read a stored tool output by its handle. Outputs too long to show, and older ones, are replaced "
-    "in the conversation by a stand-in naming a handle like ctx:1a2b3c4; pass that handle as id. "
-    "offset is the character to start from, limit how many characters to return."
+from toolctx.compaction import (
+    READ_CONTEXT,
+    CompactionSettings,
+    SessionSource,
+    persist_call,
+    session_resolver,
+    shown_output,
 )
+from toolctx.standins import DEFAULT_READ_LIMIT, output_text, read_context
+from toolctx_langchain._messages import model_arguments
 
-SessionSource = ContextSession | Callable[[], ContextSession] | None
+__all__ = ["READ_CONTEXT", "persist_tool", "read_context_tool"]
 
-
-def resolver(session: SessionSource) -> Callable[[], ContextSession]:
-    """A function giving the session to use: a fixed one, a factory, or the current session."""
-    if session is None:
-        return current_session
-    if isinstance(session, ContextSession):
-        return lambda: session
-    if callable(session):
-        return session
-    raise TypeError(f"session must be a toolctx ContextSession, a function returning one, or None; got {session!r:.80}")
+READ_CONTEXT_DESCRIPTION = (
+    'Read back a stored tool output (or, with part="args.<name>", an argument) by the handle ctx:<id> '
+    "named in a [toolctx stand-in]; offset and limit are in characters."
+)
 
 
 def read_context_tool(session: SessionSource = None) -> BaseTool:
     """The ``read_context`` tool, reading from ``session`` (the current toolctx session by default)."""
-    get_session = resolver(session)
+    get_session = session_resolver(session)
 
-    def read_context_fn(id: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT) -> str:
-        return read_context(get_session(), id, offset, limit)
+    def read_context_fn(id: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result") -> str:
+        return read_context(get_session(), id, offset, limit, part)
 
     return StructuredTool.from_function(read_context_fn, name=READ_CONTEXT, description=READ_CONTEXT_DESCRIPTION)
 
 
 def persist_tool(
     tool: BaseTool,
+    settings: CompactionSettings | None = None,
     *,
-    max_output_tokens: int = 1000,
-    head_chars: int = 1500,
-    tail_chars: int = 500,
     session: SessionSource = None,
+    **options: Any,
 ) -> BaseTool:
     """A copy of ``tool`` whose calls are stored in toolctx, with big outputs replaced by stand-ins.
 
     For tools used without :class:`~toolctx_langchain.ToolContextMiddleware`. The
-    wrapped tool keeps the name, description, argument schema and error handling.
-    Plain functions need no wrapper: decorate them with ``@persist_context`` before
-    ``@tool``.
+    wrapped tool keeps the name, description, argument schema and error handling;
+    parameters LangChain injects (runtime, state, store, call id) are passed on but
+    never stored. A failure to store is logged and warned, and the model gets the
+    whole output. Options: those of :class:`~toolctx.compaction.CompactionSettings`
+    (``max_output_tokens``, ``head_chars``, ``tail_chars``). Plain functions need no
+    wrapper: decorate them with ``@persist_context`` before ``@tool``.
     """
     if not isinstance(tool, BaseTool):
         raise TypeError(
             f"persist_tool takes a LangChain tool, got {type(tool).__name__}; for a plain function, "
             "decorate it with @toolctx.persist_context before @tool"
         )
-    get_session = resolver(session)
+    if settings is not None and options:
+        raise TypeError("pass either a CompactionSettings or its options by keyword, not both")
+    chosen = settings if settings is not None else CompactionSettings(**options)
+    get_session = session_resolver(session)
 
-    def shown(session: ContextSession, args: dict[str, Any], output: Any) -> Any:
-        pointer = session.save_context(tool.name, args, output)
-        text = output_text(output)
-        if estimate_tokens(text) > max_output_tokens:
-            return stand_in(pointer, text, head_chars, tail_chars)
-        return output
+    def stored(kwargs: dict[str, Any], output: Any, error: Exception | None) -> Any:
+        current = get_session()
+        pointer = persist_call(current, tool.name, model_arguments(tool, kwargs), output, error=error)
+        if error is not None:
+            return None
+        shown = shown_output(chosen, current, pointer, output_text(output))
+        return output if shown is None else shown
 
     def run(config: RunnableConfig, **kwargs: Any) -> Any:
-        session = get_session()
         try:
             output = tool.invoke(kwargs, config=config)
         except Exception as exc:
-            session.save_context(tool.name, kwargs, None, error=exc)
+            stored(kwargs, None, exc)
             raise
-        return shown(session, kwargs, output)
+        return stored(kwargs, output, None)
 
     async def arun(config: RunnableConfig, **kwargs: Any) -> Any:
-        session = get_session()
         try:
             output = await tool.ainvoke(kwargs, config=config)
         except Exception as exc:
-            session.save_context(tool.name, kwargs, None, error=exc)
+            stored(kwargs, None, exc)
             raise
-        return shown(session, kwargs, output)
+        return stored(kwargs, output, None)
 
     return StructuredTool(
         name=tool.name,

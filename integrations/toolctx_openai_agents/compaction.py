@@ -1,97 +1,96 @@
-"""compact_tool_outputs: a call_model_input_filter replacing older tool outputs with stand-ins."""
+"""compact_tool_outputs: a call_model_input_filter applying toolctx's compaction policy to the model input."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
-import orjson
 from agents.run_config import CallModelData, ModelInputData
 
-from toolctx._checks import whole_number
 from toolctx._internal import internal_error
-from toolctx.standins import ResultEntry, compactable, is_compacted, is_stand_in, output_text, stand_in, stored_text
+from toolctx.compaction import CompactionSettings, Compactor, Item, SessionSource, ToolCall, session_resolver
+from toolctx.standins import output_text
 from toolctx.tokens import estimate_tokens
-from toolctx_openai_agents.tools import SessionSource, parse_arguments, resolver
+from toolctx_openai_agents.tools import parse_arguments
 
-__all__ = ["compact_tool_outputs", "estimate_input_tokens"]
-
-
-def estimate_input_tokens(items: Sequence[Any]) -> int:
-    """About how many tokens the model input items are (one per 4 bytes of their JSON)."""
-    return estimate_tokens(orjson.dumps(list(items), default=str))
+__all__ = ["InputItemAdapter", "compact_tool_outputs"]
 
 
 def _get(item: Any, key: str) -> Any:
     return item.get(key) if isinstance(item, dict) else getattr(item, key, None)
 
 
-def compact_tool_outputs(
-    *,
-    trigger_tokens: int = 20_000,
-    keep: int = 3,
-    exclude_tools: Sequence[str] = (),
-    compact_chars: int = 200,
-    session: SessionSource = None,
-) -> Callable[[CallModelData[Any]], ModelInputData]:
-    """A ``RunConfig.call_model_input_filter`` doing restorable compaction.
+def _as_dict(item: Any) -> dict[str, Any]:
+    if isinstance(item, dict):
+        return dict(item)
+    dump = getattr(item, "model_dump", None)
+    return dict(dump(exclude_unset=True)) if callable(dump) else dict(vars(item))
 
-    Once the input is over ``trigger_tokens``, ``function_call_output`` items older
-    than the ``keep`` most recent have their output replaced by a stand-in with a
-    ``ctx:<id>`` handle (outputs not stored yet are stored first). Call items stay,
-    so every call keeps its output; outputs recorded as errors and ``exclude_tools``
-    are left alone. The run's own history is not changed: the filter applies to
-    what each model call sees. It never raises: on any problem the input goes
-    through unchanged.
+
+class InputItemAdapter:
+    """The policy's view of Responses-style input items (``function_call``, ``function_call_output``, messages)."""
+
+    def fingerprint(self, item: Any) -> Hashable:
+        content = _get(item, "content")
+        return (_get(item, "type"), _get(item, "role"), _get(item, "call_id"), _get(item, "id"), len(content or ""))
+
+    def describe(self, item: Any) -> Item:
+        kind = _get(item, "type")
+        if kind == "function_call":
+            arguments = str(_get(item, "arguments") or "")
+            name = str(_get(item, "name") or "")
+            call = ToolCall(str(_get(item, "call_id")), name, parse_arguments(arguments))
+            return Item(estimate_tokens(arguments) + estimate_tokens(name), calls=(call,))
+        if kind == "function_call_output":
+            text = output_text(_get(item, "output"))
+            return Item(estimate_tokens(text), result_of=str(_get(item, "call_id")), text=text)
+        text = output_text(_get(item, "content") or "")
+        question = text if _get(item, "role") == "user" and kind in (None, "message") else None
+        return Item(estimate_tokens(text), question=question)
+
+    def apply(self, item: Any, result: str | None, args: Mapping[str, Mapping[str, Any]]) -> Any:
+        kind = _get(item, "type")
+        if kind == "function_call_output" and result is not None:
+            return {**_as_dict(item), "output": result}
+        call_id = str(_get(item, "call_id"))
+        if kind == "function_call" and call_id in args:
+            return {**_as_dict(item), "arguments": json.dumps(dict(args[call_id]), ensure_ascii=False)}
+        return item
+
+
+def compact_tool_outputs(
+    settings: CompactionSettings | None = None, *, session: SessionSource = None, **options: Any
+) -> Callable[[CallModelData[Any]], ModelInputData]:
+    """A ``RunConfig.call_model_input_filter`` applying toolctx's compaction policy.
+
+    Old ``function_call_output`` items become short stand-ins with a ``ctx:<id>``
+    handle and long string arguments of old ``function_call`` items become
+    stand-in strings (the arguments stay valid JSON), in batches from a high-water
+    to a low-water mark so the prompt prefix stays the same between batches (see
+    :class:`~toolctx.compaction.CompactionSettings` for every option, passed here by
+    keyword). Outputs not stored yet are stored first; outputs recorded as errors,
+    ``exclude_tools`` and ``read_context`` are left alone. The run's own history is
+    not changed: the filter applies to what each model call sees, and remembers its
+    decisions, so each call only reads the items new since the previous one. It
+    never raises: on any problem the input goes through unchanged.
     """
-    for name, value in (("trigger_tokens", trigger_tokens), ("keep", keep), ("compact_chars", compact_chars)):
-        whole_number(name, value)
-    get_session = resolver(session)
-    excluded = frozenset(exclude_tools) | {"read_context"}
+    if settings is not None and options:
+        raise TypeError("pass either a CompactionSettings or its options by keyword, not both")
+    chosen = settings if settings is not None else CompactionSettings(**options)
+    adapter = InputItemAdapter()
+    compactor = Compactor(adapter, chosen, session_resolver(session))
 
     def compact(data: CallModelData[Any]) -> ModelInputData:
         original = data.model_data
         try:
-            items: list[Any] = list(original.input)
-            if estimate_input_tokens(items) <= trigger_tokens:
-                return original
-            current = get_session()
-            calls = {_get(i, "call_id"): i for i in items if _get(i, "type") == "function_call"}
-            entries = []
-            for position, item in enumerate(items):
-                if _get(item, "type") != "function_call_output":
-                    continue
-                call_id = _get(item, "call_id")
-                pointer = current.find_call(call_id)
-                name = _get(calls.get(call_id), "name") or (pointer.tool_name if pointer else "")
-                entries.append(
-                    ResultEntry(
-                        position=position,
-                        tool_name=name,
-                        is_error=bool(pointer and pointer.is_error),
-                        already_stand_in=is_compacted(_get(item, "output")),
-                    )
-                )
-            for entry in compactable(entries, keep=keep, exclude=excluded):
-                item = items[entry.position]
-                shown = output_text(_get(item, "output"))
-                call_id = _get(item, "call_id")
-                pointer = current.find_call(call_id)
-                if pointer is None:  # an output this run made without persist_tools: store it now
-                    call = calls.get(call_id)
-                    pointer = current.save_context(
-                        entry.tool_name or "tool",
-                        parse_arguments(_get(call, "arguments") or ""),
-                        _get(item, "output"),
-                        call_id=call_id,
-                    )
-                text = stored_text(current, pointer.id) if is_stand_in(shown) else shown
-                shorter = stand_in(pointer, text or shown, compact_chars, 0, brief=True)
-                if len(shorter) < len(shown):
-                    items[entry.position] = {**dict(item), "output": shorter}
-            return ModelInputData(input=items, instructions=original.instructions)
+            items = list(original.input)
+            key = adapter.fingerprint(items[0]) if items else None
+            shown, _ = compactor.view(items, key)
+            return ModelInputData(input=shown, instructions=original.instructions)
         except Exception as exc:  # compaction is an optimisation: never break the run
             internal_error("could not compact the model input; sending it unchanged", exc)
             return original
 
+    compact.compactor = compactor  # type: ignore[attr-defined]
     return compact

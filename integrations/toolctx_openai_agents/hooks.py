@@ -7,8 +7,8 @@ from typing import Any
 from agents import Agent, RunContextWrapper, RunHooks, Tool
 from agents.tool_context import ToolContext
 
-from toolctx._internal import internal_error
-from toolctx_openai_agents.tools import SessionSource, parse_arguments, resolver
+from toolctx.compaction import SessionSource, persist_call, session_resolver
+from toolctx_openai_agents.tools import parse_arguments
 
 __all__ = ["ToolContextHooks"]
 
@@ -20,12 +20,9 @@ class ToolContextHooks(RunHooks[Any]):
     """
 
     def __init__(self, session: SessionSource = None) -> None:
-        self.session = resolver(session)
+        self.session = session_resolver(session)
 
     async def on_tool_end(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object) -> None:
-        try:
-            arguments = context.tool_arguments if isinstance(context, ToolContext) else ""
-            call_id = context.tool_call_id if isinstance(context, ToolContext) else None
-            self.session().save_context(tool.name, parse_arguments(arguments), result, call_id=call_id)
-        except Exception as exc:
-            internal_error(f"could not store a call of tool {tool.name!r}", exc)
+        arguments = context.tool_arguments if isinstance(context, ToolContext) else ""
+        call_id = context.tool_call_id if isinstance(context, ToolContext) else None
+        persist_call(self.session(), tool.name, parse_arguments(arguments), result, call_id=call_id)

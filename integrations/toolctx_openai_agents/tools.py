@@ -10,26 +10,21 @@ from typing import Any
 from agents import FunctionTool, Tool, function_tool
 from agents.tool_context import ToolContext
 
-from toolctx import ContextSession, current_session
+from toolctx import ContextSession
 from toolctx._internal import internal_error
-from toolctx.standins import DEFAULT_READ_LIMIT, output_text, stand_in
+from toolctx.compaction import (
+    READ_CONTEXT,
+    CompactionSettings,
+    SessionSource,
+    notes,
+    persist_call,
+    session_resolver,
+    shown_output,
+)
+from toolctx.standins import DEFAULT_READ_LIMIT, output_text
 from toolctx.standins import read_context as read_stored
-from toolctx.tokens import estimate_tokens
 
-__all__ = ["SessionSource", "parse_arguments", "persist_tools", "read_context", "read_context_tool", "resolver"]
-
-SessionSource = ContextSession | Callable[[], ContextSession] | None
-
-
-def resolver(session: SessionSource) -> Callable[[], ContextSession]:
-    """A function giving the session to use: a fixed one, a factory, or the current session."""
-    if session is None:
-        return current_session
-    if isinstance(session, ContextSession):
-        return lambda: session
-    if callable(session):
-        return session
-    raise TypeError(f"session must be a toolctx ContextSession, a function returning one, or None; got {session!r:.80}")
+__all__ = ["parse_arguments", "persist_tools", "read_context", "read_context_tool"]
 
 
 def parse_arguments(arguments: str) -> dict[str, Any]:
@@ -43,22 +38,28 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
 
 def read_context_tool(session: SessionSource = None) -> FunctionTool:
     """The ``read_context`` function tool, reading from ``session`` (the current one by default)."""
-    get_session = resolver(session)
+    get_session = session_resolver(session)
 
-    def read_context(id: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT) -> str:
-        """Read a stored tool output by its handle.
-
-        Outputs too long to show, and older ones, are replaced in the conversation by a
-        stand-in naming a handle like ctx:1a2b3c4.
+    def read_context(id: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result") -> str:
+        """Read back a stored tool output by the handle ctx:<id> named in a [toolctx stand-in].
 
         Args:
-            id: the handle from a stand-in, for example ctx:1a2b3c4.
-            offset: the character to start reading from.
-            limit: how many characters to return.
+            id: the handle.
+            offset: the character to start from.
+            limit: how many characters.
+            part: "result", or "args.<name>" for an argument.
         """
-        return read_stored(get_session(), id, offset, limit)
+        return read_stored(get_session(), id, offset, limit, part)
 
-    return function_tool(read_context, failure_error_function=None)
+    def offered(context: Any, agent: Any) -> bool:
+        """Offered once the conversation has a stand-in (or is near its first batch of them)."""
+        try:
+            return notes(get_session()).offer_read_context
+        except Exception as exc:
+            internal_error("could not tell whether to offer read_context; offering it", exc)
+            return True
+
+    return function_tool(read_context, failure_error_function=None, is_enabled=offered)
 
 
 read_context = read_context_tool()
@@ -69,17 +70,11 @@ class _Persisted:
     """The on_invoke_tool of a persisted FunctionTool."""
 
     def __init__(
-        self,
-        tool: FunctionTool,
-        get_session: Callable[[], ContextSession],
-        max_output_tokens: int,
-        head_chars: int,
-        tail_chars: int,
+        self, tool: FunctionTool, get_session: Callable[[], ContextSession], settings: CompactionSettings
     ) -> None:
         self.name = tool.name
         self.get_session = get_session
-        self.max_output_tokens = max_output_tokens
-        self.head_chars, self.tail_chars = head_chars, tail_chars
+        self.settings = settings
         self.errors: dict[str, Exception] = {}
         self.invoke = self._watch_errors(tool.on_invoke_tool)
 
@@ -108,54 +103,58 @@ class _Persisted:
         return watching  # type: ignore[no-any-return]
 
     async def __call__(self, ctx: ToolContext[Any], arguments: str) -> Any:
-        session = self.get_session()
-        args = parse_arguments(arguments)
+        # The arguments are the model's JSON: the SDK passes its RunContextWrapper/ToolContext apart.
         try:
             output = await self.invoke(ctx, arguments)
         except Exception as exc:
-            self._save(session, args, None, exc, ctx)
+            self.errors.pop(ctx.tool_call_id, None)
+            persist_call(
+                self.get_session(), self.name, parse_arguments(arguments), None, error=exc, call_id=ctx.tool_call_id
+            )
             raise
         error = self.errors.pop(ctx.tool_call_id, None)
-        pointer = self._save(session, args, output, error, ctx)
-        if pointer is None or error is not None:
+        session = self.get_session()
+        pointer = persist_call(
+            session, self.name, parse_arguments(arguments), output, error=error, call_id=ctx.tool_call_id
+        )
+        if error is not None:
             return output
-        text = output_text(output)
-        if estimate_tokens(text) > self.max_output_tokens:
-            return stand_in(pointer, text, self.head_chars, self.tail_chars)
-        return output
-
-    def _save(
-        self, session: ContextSession, args: dict[str, Any], output: Any, error: Exception | None, ctx: ToolContext[Any]
-    ) -> Any:
         try:
-            return session.save_context(self.name, args, output, error=error, call_id=ctx.tool_call_id)
+            shown = shown_output(self.settings, session, pointer, output_text(output))
         except Exception as exc:
-            internal_error(f"could not store a call of tool {self.name!r}", exc)
-            return None
+            internal_error(f"could not make a stand-in for a call of tool {self.name!r}", exc)
+            shown = None
+        return output if shown is None else shown
 
 
 def persist_tools(
     tools: Sequence[Tool],
+    settings: CompactionSettings | None = None,
     *,
-    max_output_tokens: int = 1000,
-    head_chars: int = 1500,
-    tail_chars: int = 500,
     session: SessionSource = None,
+    **options: Any,
 ) -> list[Tool]:
     """Copies of ``tools`` whose function tools store every call in toolctx.
 
-    Each FunctionTool's ``on_invoke_tool`` is wrapped: the call's arguments (a JSON
-    string, parsed) and output are saved with the tool call id; an output over
-    ``max_output_tokens`` reaches the model as a stand-in with a ``ctx:<id>`` handle;
-    errors are stored, and the SDK's own error handling still decides what the
-    model sees. Other tools (hosted, computer, ...) are returned unchanged.
+    Each FunctionTool's ``on_invoke_tool`` is wrapped: the call's arguments (the
+    model's JSON string, parsed; the SDK's context object is never stored) and
+    output are saved with the tool call id, tagged with the latest user message
+    when :func:`compact_tool_outputs` runs too; an output over
+    ``max_output_tokens`` reaches the model as a stand-in with a ``ctx:<id>``
+    handle (options: those of :class:`~toolctx.compaction.CompactionSettings`).
+    Errors are stored, and the SDK's own error handling still decides what the
+    model sees; an output that could not be stored reaches the model whole. Other
+    tools (hosted, computer, ...) are returned unchanged.
     """
-    get_session = resolver(session)
+    if settings is not None and options:
+        raise TypeError("pass either a CompactionSettings or its options by keyword, not both")
+    chosen = settings if settings is not None else CompactionSettings(**options)
+    get_session = session_resolver(session)
     wrapped: list[Tool] = []
     for tool in tools:
-        if isinstance(tool, FunctionTool) and tool.name != "read_context":
+        if isinstance(tool, FunctionTool) and tool.name != READ_CONTEXT:
             persisted = copy.copy(tool)
-            persisted.on_invoke_tool = _Persisted(tool, get_session, max_output_tokens, head_chars, tail_chars)
+            persisted.on_invoke_tool = _Persisted(tool, get_session, chosen)
             wrapped.append(persisted)
         else:
             wrapped.append(tool)

@@ -19,6 +19,7 @@ from toolctx_langchain import ToolContextMiddleware, persist_tool
 
 import toolctx
 from toolctx import ConfigError, session
+from toolctx.compaction import CompactionSettings
 from toolctx.standins import is_stand_in
 
 BIG = "".join(f"line {i}: quarterly revenue figures for region {i % 7}\n" for i in range(800))  # ~40 KB
@@ -175,7 +176,13 @@ def compaction_agent(**options: Any) -> tuple[ScriptedChat, Any]:
     steps.append(AIMessage(content="done"))
     model = chat(*steps)
     middleware = ToolContextMiddleware(
-        max_output_tokens=100_000, trigger_tokens=1_000, keep=2, exclude_tools=["fetch_report"], **options
+        max_output_tokens=100_000,
+        high_water=1_000,
+        low_water=0,
+        min_gain=0,
+        keep=2,
+        exclude_tools=["fetch_report"],
+        **options,
     )
     agent = create_agent(model, [lookup, refused, fetch_report], middleware=[middleware])
     return model, agent
@@ -231,18 +238,6 @@ def test_without_write_back_the_state_keeps_the_originals(context_dir: Path) -> 
         final = run(agent, "collect everything", False)
     assert any(is_stand_in(m.content) for m in model.received[-1] if isinstance(m, ToolMessage))
     assert not any(is_stand_in(m.content) for m in final["messages"] if isinstance(m, ToolMessage))
-
-
-def test_a_fraction_of_the_models_window_triggers_compaction(context_dir: Path) -> None:
-    model = chat(*[call("lookup", f"c{i}", key=f"k{i}") for i in range(6)], AIMessage(content="done"))
-    model.profile = {"max_input_tokens": 2_000}
-    middleware = ToolContextMiddleware(trigger_tokens=None, trigger_fraction=0.25, keep=1)
-    agent = create_agent(model, [lookup], middleware=[middleware])
-    with session(context_dir):
-        run(agent, "q", False)
-    first_over = next(i for i, msgs in enumerate(model.received) if count_tokens_approximately(msgs) > 500)
-    assert not any(is_stand_in(m.content) for m in model.received[first_over - 1] if isinstance(m, ToolMessage))
-    assert any(is_stand_in(m.content) for m in model.received[-1] if isinstance(m, ToolMessage))
 
 
 def test_a_failing_tool_is_recorded_and_the_frameworks_error_handling_still_runs(context_dir: Path) -> None:
@@ -330,8 +325,10 @@ def test_persist_tool_without_the_middleware(context_dir: Path) -> None:
 def test_bad_options() -> None:
     with pytest.raises(ConfigError, match="max_output_tokens"):
         ToolContextMiddleware(max_output_tokens=0)
-    with pytest.raises(ConfigError, match="trigger_fraction"):
-        ToolContextMiddleware(trigger_fraction=1.5)
+    with pytest.raises(ConfigError, match="low_water"):
+        ToolContextMiddleware(high_water=100, low_water=200)
+    with pytest.raises(TypeError, match="not both"):
+        ToolContextMiddleware(CompactionSettings(), keep=1)
     with pytest.raises(ConfigError, match="keep"):
         ToolContextMiddleware(keep=-1)
     with pytest.raises(TypeError, match="session"):
@@ -341,12 +338,13 @@ def test_bad_options() -> None:
 def test_tool_time_stand_ins_are_shortened_when_they_grow_old(context_dir: Path) -> None:
     steps: list[Any] = [call("fetch_report", f"r{i}", region=f"r{i}") for i in range(4)]
     model = chat(*steps, AIMessage(content="done"))
-    middleware = ToolContextMiddleware(max_output_tokens=500, trigger_tokens=1_000, keep=1)
+    middleware = ToolContextMiddleware(max_output_tokens=500, high_water=1_000, low_water=0, min_gain=0, keep=1)
     agent = create_agent(model, [fetch_report], middleware=[middleware])
     with session(context_dir) as s:
         run(agent, "q", False)
         last = [m for m in model.received[-1] if isinstance(m, ToolMessage)]
-        assert [m.content.startswith("[toolctx stand-in, compacted]") for m in last] == [True, True, True, False]
+        assert [is_stand_in(m.content) for m in last] == [True] * 4
+        assert [len(m.content) < 200 for m in last] == [True, True, True, False]  # short markers, then the tool's
         for message in last:
             handle = re.search(r"ctx:[0-9a-f]+", message.content).group(0)  # type: ignore[union-attr]
             assert s.load_contexts([handle])[0].result == BIG  # the same handle, still the whole output
@@ -360,7 +358,9 @@ def test_results_from_before_the_middleware_are_stored_when_compacted(context_di
         ToolMessage(content="old output " * 500, tool_call_id="old1", name="lookup"),
     ]
     model = chat(call("lookup", "n1", key="new"), AIMessage(content="done"))
-    agent = create_agent(model, [lookup], middleware=[ToolContextMiddleware(trigger_tokens=500, keep=1)])
+    agent = create_agent(
+        model, [lookup], middleware=[ToolContextMiddleware(high_water=500, low_water=0, min_gain=0, keep=1)]
+    )
     with session(context_dir) as s:
         agent.invoke({"messages": [*history, HumanMessage("new question")]})
         pointer = s.find_call("old1")
@@ -369,19 +369,6 @@ def test_results_from_before_the_middleware_are_stored_when_compacted(context_di
         assert s.load_contexts([pointer])[0].result == "old output " * 500
     seen = next(m for m in model.received[-1] if isinstance(m, ToolMessage) and m.tool_call_id == "old1")
     assert is_stand_in(seen.content)
-
-
-def test_a_fraction_trigger_without_a_known_window_leaves_the_conversation_alone(context_dir: Path) -> None:
-    from structlog.testing import capture_logs
-
-    model = chat(*[call("lookup", f"c{i}", key=f"k{i}") for i in range(4)], AIMessage(content="done"))
-    agent = create_agent(
-        model, [lookup], middleware=[ToolContextMiddleware(trigger_tokens=None, trigger_fraction=0.1, keep=0)]
-    )
-    with session(context_dir), capture_logs() as logs:
-        run(agent, "q", False)
-    assert not any(is_stand_in(m.content) for m in model.received[-1] if isinstance(m, ToolMessage))
-    assert any(e["event"] == "compaction_off" for e in logs)
 
 
 def test_tools_returning_a_command_get_their_message_stood_in(context_dir: Path) -> None:

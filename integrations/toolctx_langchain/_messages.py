@@ -1,0 +1,115 @@
+"""How the compaction policy reads and edits LangChain messages, and which arguments are the model's."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import orjson
+from langchain_core.callbacks import BaseCallbackManager
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.store.base import BaseStore
+from pydantic import BaseModel
+
+from toolctx.compaction import Item, ToolCall
+from toolctx.standins import output_text
+from toolctx.tokens import estimate_tokens
+
+__all__ = ["META", "MessageAdapter", "model_arguments"]
+
+META = "toolctx"
+
+try:  # the runtime langchain injects into tools that ask for it
+    from langchain.tools import ToolRuntime
+
+    _INJECTED_TYPES: tuple[type, ...] = (ToolRuntime, BaseStore, BaseCallbackManager)
+except ImportError:  # pragma: no cover - older langchain
+    _INJECTED_TYPES = (BaseStore, BaseCallbackManager)
+
+
+def _fields(schema: Any) -> set[str] | None:
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return set(schema.model_fields)
+    return None
+
+
+_injected: dict[int, tuple[BaseTool, frozenset[str]]] = {}
+
+
+def _injected_keys(tool: BaseTool) -> frozenset[str]:
+    """Parameters the framework fills in (runtime, state, store, config, call id), not the model."""
+    found = _injected.get(id(tool))
+    if found is None or found[0] is not tool:
+        try:
+            every, model = _fields(tool.get_input_schema()), _fields(tool.tool_call_schema)
+            keys = frozenset(every - model) if every is not None and model is not None else frozenset()
+        except Exception:  # a tool whose schema cannot be built: its own call will say so
+            keys = frozenset()
+        found = _injected[id(tool)] = (tool, keys)
+    return found[1]
+
+
+def model_arguments(tool: BaseTool | None, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments the model gave, without anything the framework injects."""
+    drop = _injected_keys(tool) if tool is not None else frozenset()
+    return {k: v for k, v in args.items() if k not in drop and not isinstance(v, _INJECTED_TYPES)}
+
+
+class MessageAdapter:
+    """The policy's view of LangChain messages (tool calls are in ``AIMessage.tool_calls``)."""
+
+    def fingerprint(self, item: AnyMessage) -> Hashable:
+        return (item.type, item.id, getattr(item, "tool_call_id", None))
+
+    def describe(self, item: AnyMessage) -> Item:
+        text = output_text(item.content)
+        if isinstance(item, ToolMessage):
+            return Item(
+                estimate_tokens(text),
+                result_of=item.tool_call_id,
+                tool=item.name or "",
+                text=text,
+                is_error=item.status == "error",
+            )
+        if isinstance(item, AIMessage) and item.tool_calls:
+            calls = tuple(ToolCall(str(c.get("id")), c["name"], c.get("args") or {}) for c in item.tool_calls)
+            tokens = estimate_tokens(text) + sum(
+                estimate_tokens(orjson.dumps(c.args, default=str)) + estimate_tokens(c.name) for c in calls
+            )
+            return Item(tokens, calls=calls)
+        return Item(estimate_tokens(text), question=text if isinstance(item, HumanMessage) else None)
+
+    def apply(self, item: AnyMessage, result: str | None, args: Mapping[str, Mapping[str, Any]]) -> AnyMessage:
+        if isinstance(item, ToolMessage) and result is not None:
+            meta = {**item.response_metadata, META: {**item.response_metadata.get(META, {}), "compacted": True}}
+            return item.model_copy(update={"content": result, "artifact": None, "response_metadata": meta})
+        if isinstance(item, AIMessage) and args:
+            calls = [
+                {**c, "args": dict(args[str(c.get("id"))])} if str(c.get("id")) in args else c for c in item.tool_calls
+            ]
+            update: dict[str, Any] = {"tool_calls": calls}
+            raw = item.additional_kwargs.get("tool_calls")
+            if isinstance(raw, list):  # the provider's own copy of the calls, sent back by some integrations
+                update["additional_kwargs"] = {
+                    **item.additional_kwargs,
+                    "tool_calls": [_raw_call(r, args) for r in raw],
+                }
+            if isinstance(item.content, list):
+                update["content"] = [_block(b, args) for b in item.content]
+            return item.model_copy(update=update)
+        return item
+
+
+def _raw_call(raw: Any, args: Mapping[str, Mapping[str, Any]]) -> Any:
+    if not isinstance(raw, dict) or str(raw.get("id")) not in args or not isinstance(raw.get("function"), dict):
+        return raw
+    arguments = orjson.dumps(dict(args[str(raw["id"])])).decode()
+    return {**raw, "function": {**raw["function"], "arguments": arguments}}
+
+
+def _block(block: Any, args: Mapping[str, Mapping[str, Any]]) -> Any:
+    if isinstance(block, dict) and block.get("type") in ("tool_use", "tool_call") and str(block.get("id")) in args:
+        key = "input" if block.get("type") == "tool_use" else "args"
+        return {**block, key: dict(args[str(block["id"])])}
+    return block

@@ -1,0 +1,61 @@
+"""Storing a tool call from an adapter, and what the model is shown of its output right away."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from toolctx._internal import internal_error
+from toolctx.compaction._notes import notes
+from toolctx.compaction._settings import CompactionSettings
+from toolctx.models import ContextPointer, ErrorInfo
+from toolctx.sessions import ContextSession
+from toolctx.standins import stand_in, stored_text
+from toolctx.tokens import estimate_tokens
+
+__all__ = ["persist_call", "shown_output"]
+
+
+def persist_call(
+    session: ContextSession,
+    tool_name: str,
+    args: Mapping[str, Any],
+    result: Any,
+    *,
+    error: BaseException | ErrorInfo | None = None,
+    call_id: str | None = None,
+    task_id: int | str | None = None,
+) -> ContextPointer | None:
+    """Store one call, tagged with the session's latest question; None (logged and warned) if that fails.
+
+    Every adapter path stores through here, so storing never breaks the tool.
+    """
+    try:
+        query_id = notes(session).query_id
+        return session.save_context(
+            tool_name, args, result, task_id, query_id, error=error, call_id=None if call_id is None else str(call_id)
+        )
+    except Exception as exc:
+        internal_error(f"could not store a call of tool {tool_name!r}", exc)
+        return None
+
+
+def shown_output(
+    settings: CompactionSettings, session: ContextSession, pointer: ContextPointer | None, text: str
+) -> str | None:
+    """The stand-in the model gets instead of a big output ``text``, or None to show the output as it is.
+
+    Only a stored, non-error output gets one, cut from the stored copy (what
+    ``read_context`` returns), so a failure to store always shows the full output.
+    """
+    if pointer is None or not pointer.stored or pointer.is_error or estimate_tokens(text) <= settings.max_output_tokens:
+        return None
+    try:
+        found = session.load_contexts([pointer.id])
+    except Exception as exc:
+        internal_error(f"could not read {pointer.handle} back; the model gets the whole output", exc)
+        return None
+    if not found:
+        return None
+    notes(session).offer_read_context = True
+    return stand_in(pointer, stored_text(found[0]), settings.head_chars, settings.tail_chars)

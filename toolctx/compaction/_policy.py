@@ -1,0 +1,291 @@
+"""The compaction policy: which tool results and arguments a model sees whole, and which as stand-ins.
+
+An adapter hands :meth:`Compactor.view` the model input it is about to send (its
+framework's messages or items) and an :class:`ItemAdapter` that describes one item
+and applies a decision to one. The compactor keeps, per conversation, what it saw
+last time, so it only describes items that are new since the previous model call;
+decisions are remembered per tool call id and applied identically on every later
+call, so the prompt prefix only changes when a new batch is made.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from toolctx._internal import internal_error
+from toolctx.compaction._notes import SessionSource, notes, session_resolver
+from toolctx.compaction._settings import CompactionSettings
+from toolctx.models import ContextPointer
+from toolctx.sessions import ContextSession
+from toolctx.standins import argument_stand_in, is_stand_in, result_marker, stored_text
+from toolctx.tokens import estimate_tokens
+
+__all__ = ["Compactor", "Item", "ItemAdapter", "ToolCall"]
+
+T = TypeVar("T")
+_MARKER_TOKENS = 25  # a result marker without preview, in tokens
+_ARG_STAND_IN_TOKENS = 35  # an argument stand-in without its preview
+_CONVERSATIONS = 64  # conversations remembered per compactor, least recently used dropped
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call an item makes."""
+
+    id: str
+    name: str
+    args: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One message or input item as the policy sees it.
+
+    ``tokens``: its estimated size as shown. ``calls``: the tool calls it makes.
+    ``result_of``: the call id it answers, with its ``text`` and ``tool``;
+    ``is_error``: the framework marks it as an error. ``question``: the text of
+    a user message (tool calls after it are tagged with it).
+    """
+
+    tokens: int
+    calls: tuple[ToolCall, ...] = ()
+    result_of: str | None = None
+    tool: str = ""
+    text: str = ""
+    is_error: bool = False
+    question: str | None = None
+
+
+class ItemAdapter(Protocol[T]):
+    """How a framework's messages are read and edited."""
+
+    def fingerprint(self, item: T) -> Hashable:
+        """Something equal for the same item on the next call (its id, type and call id)."""
+
+    def describe(self, item: T) -> Item:
+        """The item as the policy sees it."""
+
+    def apply(self, item: T, result: str | None, args: Mapping[str, Mapping[str, Any]]) -> T:
+        """A copy of ``item`` with its result text replaced (if ``result``) and calls' arguments (by call id)."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One decision: the result text or the arguments a tool call is shown with from now on."""
+
+    call_id: str
+    result: str | None = None
+    args: Mapping[str, Any] | None = None
+
+
+@dataclass
+class _Conversation:
+    length: int = 0
+    first: Hashable = None
+    last: Hashable = None
+    emitted: list[Any] = field(default_factory=list)
+    shown: int = 0  # estimated tokens of what the model is shown
+    calls: dict[str, tuple[int, ToolCall]] = field(default_factory=dict)  # call id -> (position, call)
+    results: dict[str, tuple[int, Item]] = field(default_factory=dict)  # call id -> (position, result)
+    recent: deque[str] = field(default_factory=deque)  # results still inside the keep window
+    candidates: deque[tuple[str, int]] = field(default_factory=deque)  # (call id, estimated gain), oldest first
+    available: int = 0  # estimated tokens all candidates would free
+
+
+class Compactor(Generic[T]):
+    """One compaction policy for one adapter; state per conversation, decisions per tool call id.
+
+    ``view(items, key)`` returns the items to send and the edits made in this call.
+    Work per call is proportional to the items new since the previous call plus
+    the calls compacted (``operations`` counts it); an unexpected history (edited
+    by someone else, or a new conversation) is read again from the start once.
+    """
+
+    def __init__(self, adapter: ItemAdapter[T], settings: CompactionSettings, session: SessionSource = None) -> None:
+        self.adapter = adapter
+        self.settings = settings
+        self.session: Callable[[], ContextSession] = session_resolver(session)
+        self.results: dict[str, str] = {}  # call id -> the result text shown from now on
+        self.args: dict[str, Mapping[str, Any]] = {}  # call id -> the arguments shown from now on
+        self.operations = 0
+        self._conversations: OrderedDict[Hashable, _Conversation] = OrderedDict()
+
+    # -- one model call ----------------------------------------------------------------
+
+    def view(self, items: Sequence[T], key: Hashable = None) -> tuple[list[T], list[Edit]]:
+        """The items to send, and the edits this call made (empty: the same as last time plus the new ones)."""
+        fingerprint = self.adapter.fingerprint
+        conversation = self._conversation(key)
+        n = len(items)
+        reuse = (
+            0 < conversation.length <= n
+            and fingerprint(items[0]) == conversation.first
+            and fingerprint(items[conversation.length - 1]) == conversation.last
+        )
+        if not reuse:
+            conversation = self._conversations[key] = _Conversation()
+        session = self.session()
+        for position in range(conversation.length, n):
+            conversation.emitted.append(self._add(conversation, session, position, items[position]))
+        if n:
+            conversation.length, conversation.first, conversation.last = (
+                n,
+                fingerprint(items[0]),
+                fingerprint(items[-1]),
+            )
+        edits = self._compact(conversation, session)
+        session_notes = notes(session)
+        if conversation.shown >= self.settings.high_water - self.settings.min_gain:
+            session_notes.offer_read_context = True
+        return list(conversation.emitted), edits
+
+    def _conversation(self, key: Hashable) -> _Conversation:
+        found = self._conversations.get(key)
+        if found is None:
+            found = self._conversations[key] = _Conversation()
+            while len(self._conversations) > _CONVERSATIONS:
+                self._conversations.popitem(last=False)
+        else:
+            self._conversations.move_to_end(key)
+        return found
+
+    def _add(self, conversation: _Conversation, session: ContextSession, position: int, item: T) -> T:
+        """Take in one new item; returns it as shown (with earlier decisions about its calls applied)."""
+        self.operations += 1
+        described = self.adapter.describe(item)
+        if described.question is not None:
+            notes(session).question(described.question)
+        shown_args: dict[str, Mapping[str, Any]] = {}
+        for call in described.calls:
+            conversation.calls[call.id] = (position, call)
+            if call.id in self.args:
+                shown_args[call.id] = self.args[call.id]
+        result = None
+        call_id = described.result_of
+        if call_id is not None:
+            result = self.results.get(call_id)
+            conversation.results[call_id] = (position, described)
+            conversation.recent.append(call_id)
+            if is_stand_in(described.text):
+                notes(session).offer_read_context = True
+        tokens = described.tokens
+        if result is not None or shown_args:
+            item = self.adapter.apply(item, result, shown_args)
+            tokens = self.adapter.describe(item).tokens
+        conversation.shown += tokens
+        return item
+
+    # -- choosing and making a batch ---------------------------------------------------------
+
+    def _compact(self, conversation: _Conversation, session: ContextSession) -> list[Edit]:
+        settings = self.settings
+        while len(conversation.recent) > settings.keep:
+            call_id = conversation.recent.popleft()
+            gain = self._estimated_gain(conversation, call_id)
+            if gain > 0:
+                conversation.candidates.append((call_id, gain))
+                conversation.available += gain
+        if conversation.shown <= settings.high_water or conversation.available < settings.min_gain:
+            return []
+        wanted = conversation.shown - settings.low_water
+        chosen: list[str] = []
+        expected = 0
+        while conversation.candidates and expected < wanted:
+            call_id, gain = conversation.candidates.popleft()
+            conversation.available -= gain
+            chosen.append(call_id)
+            expected += gain
+        edits = [edit for call_id in chosen if (edit := self._edit(conversation, session, call_id)) is not None]
+        self._apply(conversation, edits)
+        if edits:
+            notes(session).offer_read_context = True
+        return edits
+
+    def _estimated_gain(self, conversation: _Conversation, call_id: str) -> int:
+        self.operations += 1
+        settings = self.settings
+        position_result = conversation.results.get(call_id)
+        if position_result is None or call_id in self.results:
+            return 0
+        result = position_result[1]
+        tool = result.tool or self._call(conversation, call_id).name
+        if result.is_error or tool in settings.exclude_tools:
+            return 0
+        gain = max(0, estimate_tokens(result.text) - _MARKER_TOKENS - settings.preview_chars // 4)
+        call = self._call(conversation, call_id)
+        if call_id not in self.args:
+            for value in call.args.values():
+                if isinstance(value, str) and len(value) > settings.args_chars and not is_stand_in(value):
+                    gain += max(0, estimate_tokens(value) - _ARG_STAND_IN_TOKENS - settings.args_preview_chars // 4)
+        return gain
+
+    @staticmethod
+    def _call(conversation: _Conversation, call_id: str) -> ToolCall:
+        found = conversation.calls.get(call_id)
+        return found[1] if found is not None else ToolCall(call_id, "", {})
+
+    def _edit(self, conversation: _Conversation, session: ContextSession, call_id: str) -> Edit | None:
+        """The stand-ins for one old call, cut from its stored copy; None if it cannot be restored."""
+        self.operations += 1
+        settings = self.settings
+        result = conversation.results[call_id][1]
+        call = self._call(conversation, call_id)
+        try:
+            pointer = session.find_call(call_id) or self._store_late(session, call, result)
+            if pointer is None or not pointer.stored or pointer.is_error:
+                return None
+            found = session.load_contexts([pointer.id])
+            if not found:
+                return None
+            stored = found[0]
+        except Exception as exc:  # compaction is an optimisation: never break the model call
+            internal_error(f"could not read the stored call {call_id!r} back; it stays as it is", exc)
+            return None
+        text = stored_text(stored)
+        marker = result_marker(stored.id, call.name or result.tool or stored.tool_name, text, settings.preview_chars)
+        new_result = marker if len(marker) < len(result.text) else None
+        new_args: dict[str, Any] | None = None
+        for name, value in call.args.items():
+            kept = stored.args.get(name)
+            long = isinstance(value, str) and len(value) > settings.args_chars and not is_stand_in(value)
+            if long and isinstance(kept, str):
+                replacement = argument_stand_in(stored.id, name, kept, settings.args_preview_chars)
+                if len(replacement) < len(value):
+                    new_args = dict(call.args) if new_args is None else new_args
+                    new_args[name] = replacement
+        if new_result is None and new_args is None:
+            return None
+        return Edit(call_id, new_result, new_args)
+
+    @staticmethod
+    def _store_late(session: ContextSession, call: ToolCall, result: Item) -> ContextPointer | None:
+        """A result made without the adapter's tool hook (or before it): store it now, or give up."""
+        try:
+            return session.save_context(
+                call.name or result.tool or "tool", dict(call.args), result.text, call_id=call.id
+            )
+        except Exception as exc:
+            internal_error(f"could not store the call {call.id!r} to compact it; it stays as it is", exc)
+            return None
+
+    def _apply(self, conversation: _Conversation, edits: list[Edit]) -> None:
+        by_position: dict[int, tuple[str | None, dict[str, Mapping[str, Any]]]] = {}
+        for edit in edits:
+            if edit.result is not None:
+                self.results[edit.call_id] = edit.result
+                position = conversation.results[edit.call_id][0]
+                by_position[position] = (edit.result, by_position.get(position, (None, {}))[1])
+            if edit.args is not None:
+                self.args[edit.call_id] = edit.args
+                position = conversation.calls[edit.call_id][0]
+                text, args = by_position.setdefault(position, (None, {}))
+                args[edit.call_id] = edit.args
+        describe = self.adapter.describe
+        for position, (text, args) in by_position.items():
+            before = conversation.emitted[position]
+            after = self.adapter.apply(before, text, args)
+            conversation.shown += describe(after).tokens - describe(before).tokens
+            conversation.emitted[position] = after
