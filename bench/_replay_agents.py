@@ -33,6 +33,7 @@ from _replay_measure import (
     ModelInput,
     TokenCounter,
     Unit,
+    argument_stand_ins,
     measure,
     read_back_text,
 )
@@ -211,8 +212,8 @@ class _Replay:
         return timed
 
 
-async def _read(handle: str) -> str | None:
-    arguments = json.dumps({"id": handle, "offset": 0, "limit": READ_ALL})
+async def _read(handle: str, part: str = "result") -> str | None:
+    arguments = json.dumps({"id": handle, "offset": 0, "limit": READ_ALL, "part": part})
     context = ToolContext(None, tool_name="read_context", tool_call_id="restore", tool_arguments=arguments)
     answer = await read_context.on_invoke_tool(context, arguments)
     return read_back_text(str(answer))
@@ -231,13 +232,23 @@ async def _run(replay: _Replay, figures: Figures, count: TokenCounter) -> None:
             raise RuntimeError(f"{trace.id}: {len(replay.model.script)} recorded model answers were not asked for")
     finally:
         conversation.close()
-    restored: dict[str, str | None] = {}
+    restored: dict[tuple[str, str], str | None] = {}
     if replay.with_toolctx:
         for handle in sorted(_handles(replay.inputs)):
-            restored[handle] = await _read(handle)
+            restored[handle, "result"] = await _read(handle)
+        for model_input in replay.inputs:
+            for _, name, text in argument_stand_ins(model_input.units):
+                key = (f"ctx:{handle_of(text)}", f"args.{name}")
+                if key not in restored:
+                    restored[key] = await _read(*key)
     session = toolctx.current_session()
     redact = session.redactor.redact_text if session.redactor is not None else None
-    measure(figures, replay.inputs, replay.book.by_id, count, restored.get if replay.with_toolctx else None, redact)
+
+    def read(handle: str, part: str = "result") -> str | None:
+        return restored.get((handle, part))
+
+    arguments = {call.id: call.args for call in trace.calls}
+    measure(figures, replay.inputs, replay.book.by_id, count, read if replay.with_toolctx else None, redact, arguments)
 
 
 def _handles(inputs: list[ModelInput]) -> set[str]:

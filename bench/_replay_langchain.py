@@ -167,9 +167,9 @@ def replay_langchain(trace: Trace, with_toolctx: bool, count: TokenCounter) -> F
         if len(replay.inputs) != len(replay.replies):
             raise RuntimeError(f"{trace.id}: {len(replay.inputs)} model calls, the recording has {len(replay.replies)}")
 
-        def read(handle: str) -> str | None:
+        def read(handle: str, part: str = "result") -> str | None:
             assert middleware is not None
-            answer = middleware.tools[0].invoke({"id": handle, "offset": 0, "limit": READ_ALL})
+            answer = middleware.tools[0].invoke({"id": handle, "offset": 0, "limit": READ_ALL, "part": part})
             return read_back_text(str(answer))
 
         redactor = session.redactor
@@ -180,6 +180,7 @@ def replay_langchain(trace: Trace, with_toolctx: bool, count: TokenCounter) -> F
             count,
             read if middleware is not None else None,
             redactor.redact_text if redactor is not None else None,
+            {call.id: call.args for call in trace.calls},
         )
     clock.fill(figures)
     figures.run_seconds = time.perf_counter() - started

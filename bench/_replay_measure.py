@@ -10,13 +10,14 @@ markup, and each call ``REPLY_PRIMING`` tokens, as OpenAI's cookbook counts chat
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolctx.standins import handle_of, is_stand_in
+from toolctx.standins import STAND_IN_MARK, handle_of, is_stand_in
 
 __all__ = [
     "FRAMING",
@@ -27,6 +28,7 @@ __all__ = [
     "ModelInput",
     "TokenCounter",
     "Unit",
+    "argument_stand_ins",
     "measure",
     "memoized",
     "o200k_counter",
@@ -148,6 +150,9 @@ class Figures:
     restored: int = 0
     restored_redacted: int = 0
     unrestorable: list[str] = field(default_factory=list)
+    argument_stand_ins: int = 0  # distinct (call, argument) pairs the model saw as a stand-in
+    arguments_restored: int = 0
+    arguments_unrestorable: list[str] = field(default_factory=list)
     hook_cpu_tool: float = 0.0  # seconds inside the adapter's tool-call hook, the tool itself excluded
     hook_cpu_model: float = 0.0  # seconds inside the adapter's model-call hook, the model excluded
     hook_wall: float = 0.0
@@ -247,20 +252,42 @@ def _tool_texts(units: Iterable[Unit]) -> Iterable[tuple[str, str]]:
             yield unit.answers, "".join(text for _, text in unit.parts)
 
 
+def argument_stand_ins(units: Iterable[Unit]) -> Iterable[tuple[str, str, str]]:
+    """(call id, argument name, stand-in text) for every argument shown as a stand-in."""
+    for unit in units:
+        if unit.role != "assistant" or not unit.calls:
+            continue
+        texts = [text for kind, text in unit.parts if kind == CALL_ARGUMENTS]
+        for call_id, arguments in zip(unit.calls, texts[1::2], strict=False):
+            if STAND_IN_MARK not in arguments:
+                continue
+            try:
+                parsed = json.loads(arguments)
+            except ValueError:
+                continue
+            if isinstance(parsed, dict):
+                for name, value in parsed.items():
+                    if is_stand_in(value):
+                        yield call_id, name, value
+
+
 def measure(
     figures: Figures,
     inputs: Sequence[ModelInput],
     outputs: dict[str, str],
     count: TokenCounter,
-    read: Callable[[str], str | None] | None = None,
+    read: Callable[..., str | None] | None = None,
     redact: Callable[[str], str] | None = None,
+    arguments: dict[str, dict[str, Any]] | None = None,
 ) -> Figures:
     """Fill ``figures`` from the model inputs of one session.
 
-    ``outputs``: the recorded output of each call id. ``read(handle)`` returns the
-    full stored text behind a handle (None if it cannot); ``redact`` gives the
+    ``outputs``: the recorded output of each call id. ``read(handle, part)`` returns
+    the full stored text behind a handle (None if it cannot); ``redact`` gives the
     stored, redacted form of an output. Every stand-in the model saw is read back
-    once and compared with its call's recorded output (or that output redacted).
+    once and compared with its call's recorded output (or that output redacted);
+    every argument stand-in (``arguments``: the recorded arguments of each call id)
+    is read back with ``part="args.<name>"`` and compared with the recorded value.
     """
     previous: Sequence[Unit] = ()
     for model_input in inputs:
@@ -302,6 +329,16 @@ def measure(
             figures.restored_redacted += 1
         else:
             figures.unrestorable.append(call_id)
+    shown_arguments = {(c, n, t) for model_input in inputs for c, n, t in argument_stand_ins(model_input.units)}
+    for call_id, name, text in sorted(shown_arguments):
+        figures.argument_stand_ins += 1
+        pointer_id = handle_of(text)
+        restored = read(f"ctx:{pointer_id}", f"args.{name}") if (read is not None and pointer_id) else None
+        value = (arguments or {}).get(call_id, {}).get(name)
+        if restored is not None and isinstance(value, str) and restored in (value, redact(value) if redact else value):
+            figures.arguments_restored += 1
+        else:
+            figures.arguments_unrestorable.append(f"{call_id}:{name}")
     return figures
 
 

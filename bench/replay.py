@@ -176,6 +176,9 @@ def summarize(figures: Iterable[Figures]) -> dict[str, Any]:
                 "restored": sum(group[i].restored for i in ids),
                 "restored_redacted": sum(group[i].restored_redacted for i in ids),
                 "unrestorable": sum(len(group[i].unrestorable) for i in ids),
+                "argument_stand_ins": sum(group[i].argument_stand_ins for i in ids),
+                "arguments_restored": sum(group[i].arguments_restored for i in ids),
+                "arguments_unrestorable": sum(len(group[i].arguments_unrestorable) for i in ids),
                 "run_seconds": sum(group[i].run_seconds for i in ids),
             }
         row["cpu_by_length"] = _cpu_by_length([reduced[i] for i in ids])
@@ -241,6 +244,8 @@ def render(summary: dict[str, Any]) -> str:
             f"| stand-ins seen (distinct) | {w['stand_ins']:,} | {r['stand_ins']:,} | |",
             f"| ...restored exactly / as redacted / unrestorable | – | {r['restored']:,} / "
             f"{r['restored_redacted']:,} / {r['unrestorable']:,} | |",
+            f"| argument stand-ins seen (distinct) / restored exactly / unrestorable | {w['argument_stand_ins']:,} "
+            f"| {r['argument_stand_ins']:,} / {r['arguments_restored']:,} / {r['arguments_unrestorable']:,} | |",
             f"| recorded outputs verbatim in the last call | {w['outputs_verbatim_at_last_call']:,} "
             f"| {r['outputs_verbatim_at_last_call']:,} | |",
             f"| pairing errors / order errors | {w['pairing_errors']} / {w['order_errors']} "

@@ -58,9 +58,9 @@ class CompactionSettings:
     max_output_tokens: int = 1000
     head_chars: int = 1500
     tail_chars: int = 500
-    high_water: int = 8000
-    low_water: int = 2000
-    keep: int = 5
+    high_water: int = 6000
+    low_water: int = 0
+    keep: int = 3
     min_gain: int = 1000
     preview_chars: int = 0
     args_chars: int = 300
