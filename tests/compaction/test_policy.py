@@ -1,0 +1,267 @@
+"""The compaction policy on its own: batches, what is left alone, argument stand-ins, restorability."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolctx
+from toolctx import session
+from toolctx.compaction import CompactionSettings, Compactor, notes, persist_call, shown_output
+from toolctx.errors import ConfigError
+from toolctx.models import StorageKind
+from toolctx.standins import handle_of, is_stand_in, read_context
+from toolctx.tokens import estimate_tokens
+
+from .conftest import DictAdapter, Message, answer, asks, user
+
+SMALL = CompactionSettings(high_water=1000, low_water=200, keep=2, min_gain=0)
+
+
+class Loop:
+    """A made-up agent loop: each step asks for tool calls, stores them as a tool hook would, then calls the model."""
+
+    def __init__(self, s: toolctx.ContextSession, settings: CompactionSettings = SMALL) -> None:
+        self.session = s
+        self.compactor = Compactor(DictAdapter(), settings, s)
+        self.messages: list[Message] = [user(0, "fix the failing test")]
+        self.views: list[list[Message]] = []
+        self.edits: list[int] = []
+        self.steps = 0
+
+    def step(self, *calls: tuple[str, dict[str, Any], str], name: str = "shell", error: bool = False) -> list[Message]:
+        self.steps += 1
+        ids = [f"c{self.steps}_{i}" for i in range(len(calls))]
+        self.messages.append(asks(self.steps, *((i, name, a) for i, (_, a, _) in zip(ids, calls, strict=True))))
+        for call_id, (_, args, output) in zip(ids, calls, strict=True):
+            persist_call(self.session, name, args, output, call_id=call_id, error=ValueError(output) if error else None)
+            self.messages.append(answer(call_id, output, name, error))
+        return self.call_model()
+
+    def call_model(self) -> list[Message]:
+        shown, edits = self.compactor.view(list(self.messages))
+        self.views.append(shown)
+        self.edits.append(len(edits))
+        return shown
+
+
+def restored(s: toolctx.ContextSession, text: str, part: str = "result") -> str:
+    pointer_id = handle_of(text)
+    assert pointer_id is not None, text
+    header, _, body = read_context(s, f"ctx:{pointer_id}", 0, 10**9, part).partition("\n")
+    assert header.startswith("[ctx:"), header
+    return body
+
+
+def output(i: int, size: int = 2000) -> str:
+    return "".join(f"{i}: line {n} of the test run output\n" for n in range(size // 30))[:size]
+
+
+def tokens(messages: list[Message]) -> int:
+    return sum(DictAdapter().describe(m).tokens for m in messages)
+
+
+def test_below_the_high_water_mark_nothing_changes(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        loop = Loop(s)
+        shown = loop.step(("ls", {"command": "ls"}, "a.py b.py"))
+        assert shown == loop.messages
+        assert all(a is b for a, b in zip(shown, loop.messages, strict=True))
+        assert not notes(s).offer_read_context  # no stand-in: read_context is not worth its definition
+
+
+def test_a_batch_compacts_down_to_the_low_water_mark_and_keeps_the_recent_results(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        loop = Loop(s)
+        while not any(loop.edits):
+            loop.step(("run", {"command": "pytest"}, output(loop.steps)))
+        shown = loop.views[-1]
+        assert tokens(loop.messages) > SMALL.high_water
+        assert loop.views[-2] == loop.messages[: len(loop.views[-2])]  # nothing before the first batch
+        results = [m for m in shown if m["role"] == "tool"]
+        assert [is_stand_in(m["text"]) for m in results[-2:]] == [False, False]  # keep=2
+        assert all(is_stand_in(m["text"]) for m in results[:-2])
+        assert tokens(shown) <= SMALL.low_water + tokens(results[-2:]) + tokens(shown[:1])
+        for m in results[:-2]:
+            assert restored(s, m["text"]) == next(o["text"] for o in loop.messages if o["id"] == m["id"])
+        assert notes(s).offer_read_context
+
+
+def test_between_batches_the_prefix_stays_the_same(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        loop = Loop(s, CompactionSettings(high_water=2000, low_water=200, keep=2, min_gain=0))
+        for _ in range(30):
+            loop.step(("run", {"command": "pytest"}, output(loop.steps, 900)))
+        batches = [i for i, n in enumerate(loop.edits) if n]
+        assert len(batches) >= 2
+        assert len(batches) < len(loop.edits) / 3  # edits come in batches, not one per call
+        for i in range(1, len(loop.views)):
+            before, now = loop.views[i - 1], loop.views[i]
+            if not loop.edits[i]:
+                assert now[: len(before)] == before
+            # a stand-in, once shown, is shown the same way on every later call
+            for old, new in zip(before, now, strict=False):
+                if old["role"] == "tool" and is_stand_in(old["text"]):
+                    assert new["text"] == old["text"]
+
+
+def test_a_batch_that_frees_too_little_is_not_made(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        loop = Loop(s, CompactionSettings(high_water=300, low_water=0, keep=1, min_gain=100_000))
+        for _ in range(6):
+            loop.step(("run", {"command": "pytest"}, output(loop.steps, 800)))
+        assert loop.edits == [0] * 6
+        assert loop.views[-1] == loop.messages
+
+
+def test_parallel_calls_keep_their_pairs_and_each_gets_its_own_stand_in(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        loop = Loop(s, CompactionSettings(high_water=500, low_water=0, keep=1, min_gain=0, args_chars=100))
+        loop.step(*((f"w{i}", {"path": f"f{i}.py", "content": "x = 1\n" * (100 + i)}, output(i)) for i in range(3)))
+        shown = loop.step(("ls", {"command": "ls"}, "done"))
+        asked = shown[1]
+        assert [c["id"] for c in asked["calls"]] == ["c1_0", "c1_1", "c1_2"]
+        for i, call in enumerate(asked["calls"]):
+            assert call["args"]["path"] == f"f{i}.py"
+            assert is_stand_in(call["args"]["content"])
+            assert restored(s, call["args"]["content"], "args.content") == "x = 1\n" * (100 + i)
+        assert [m["call_id"] for m in shown[2:5]] == ["c1_0", "c1_1", "c1_2"]
+        handles = {handle_of(m["text"]) for m in shown[2:5]}
+        assert len(handles) == 3
+        assert [m["id"] for m in shown] == [m["id"] for m in loop.messages]
+
+
+def test_errors_and_excluded_tools_are_left_alone(context_dir: Path) -> None:
+    settings = CompactionSettings(high_water=500, low_water=0, keep=0, min_gain=0, exclude_tools=("plan",))
+    with session(context_dir) as s:
+        loop = Loop(s, settings)
+        loop.step(("boom", {"command": "boom"}, output(1)), error=True)
+        loop.step(("plan", {"text": "the plan"}, output(2)), name="plan")
+        # an error the framework does not mark, but the store does (as the Agents SDK's handled errors)
+        loop.messages.append(asks(9, ("quiet", "shell", {"command": "quiet"})))
+        persist_call(s, "shell", {"command": "quiet"}, output(3), call_id="quiet", error=ValueError("quiet"))
+        loop.messages.append(answer("quiet", output(3)))
+        loop.step(("ok", {"command": "ok"}, output(4)))
+        texts = {m["id"]: m["text"] for m in loop.views[-1] if m["role"] == "tool"}
+        assert texts["tc1_0"] == output(1)
+        assert texts["tc2_0"] == output(2)
+        assert texts["tquiet"] == output(3)
+        assert is_stand_in(texts["tc3_0"])
+        with pytest.raises(ConfigError, match="exclude_tools"):
+            CompactionSettings(exclude_tools=(1,))  # type: ignore[arg-type]
+
+
+def test_long_string_arguments_become_stand_ins_and_the_arguments_stay_json(context_dir: Path) -> None:
+    script = "cat <<'EOF' > fix.py\n" + "def handler(request):\n    return 1\n" * 40 + "EOF"
+    with session(context_dir) as s:
+        loop = Loop(s, CompactionSettings(high_water=400, low_water=0, keep=1, min_gain=0))
+        loop.step(("write", {"command": script, "timeout": 30}, ""))
+        loop.step(("ls", {"command": "ls"}, output(2)))
+        shown = loop.step(("ls", {"command": "ls -la"}, "fix.py"))
+        args = shown[1]["calls"][0]["args"]
+        json.dumps(args)
+        assert args["timeout"] == 30
+        assert is_stand_in(args["command"])
+        assert restored(s, args["command"], "args.command") == script
+        assert json.loads(restored(s, args["command"], "args")) == {"command": script, "timeout": 30}
+        assert loop.messages[1]["calls"][0]["args"]["command"] == script  # the framework's own copy is untouched
+        assert "has no argument" in read_context(s, f"ctx:{handle_of(args['command'])}", part="args.nope")
+        assert "part must be" in read_context(s, f"ctx:{handle_of(args['command'])}", part="everything")
+
+
+def test_a_stand_in_of_a_stand_in_names_the_same_stored_output(context_dir: Path) -> None:
+    big = output(7, 20_000)
+    with session(context_dir) as s:
+        loop = Loop(s, CompactionSettings(high_water=600, low_water=0, keep=1, min_gain=0, max_output_tokens=1000))
+        pointer = persist_call(s, "shell", {"command": "cat log"}, big, call_id="big")
+        first = shown_output(loop.compactor.settings, s, pointer, big)
+        assert first is not None
+        assert is_stand_in(first)
+        assert notes(s).offer_read_context
+        loop.messages += [asks(0, ("big", "shell", {"command": "cat log"})), answer("big", first)]
+        loop.step(("ls", {"command": "ls"}, output(1)))
+        shown = loop.step(("ls", {"command": "ls"}, output(2)))
+        second = next(m["text"] for m in shown if m["id"] == "tbig")
+        assert is_stand_in(second)
+        assert len(second) < len(first) / 5
+        assert handle_of(second) == handle_of(first) == pointer.id  # type: ignore[union-attr]
+        assert restored(s, second) == big
+        assert len(s) == 3  # nothing stored twice
+
+
+def test_stand_ins_are_cut_from_the_redacted_copy(context_dir: Path) -> None:
+    secret = "Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123456789"
+    big = secret + "\n" + output(1, 8000)
+    with session(context_dir) as s:
+        settings = CompactionSettings(high_water=300, low_water=0, keep=0, min_gain=0, preview_chars=200)
+        pointer = persist_call(s, "shell", {"command": "env"}, big, call_id="env")
+        first = shown_output(settings, s, pointer, big)
+        assert first is not None
+        assert "abcdefghijklmnopqrstuvwxyz0123456789" not in first
+        stored = restored(s, first)
+        assert stored != big
+        assert "abcdefghijklmnopqrstuvwxyz0123456789" not in stored
+        assert f"{len(stored):,} characters" in first  # sizes are those of what read_context returns
+        loop = Loop(s, settings)
+        loop.messages += [asks(0, ("env", "shell", {"command": "env"})), answer("env", big)]
+        shown = loop.call_model()
+        marker = next(m["text"] for m in shown if m["id"] == "tenv")
+        assert "abcdefghijklmnopqrstuvwxyz0123456789" not in marker
+        assert f"{len(stored):,} characters" in marker
+        assert marker.endswith(stored[:200] + " [...]")
+
+
+def test_a_result_that_cannot_be_stored_is_shown_whole(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with session(context_dir) as s:
+        loop = Loop(s, CompactionSettings(high_water=300, low_water=0, keep=0, min_gain=0, max_output_tokens=10))
+
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise OSError("disk full")
+
+        monkeypatch.setattr(s, "save_context", refuse)
+        pointer = persist_call(s, "shell", {"command": "cat"}, output(1), call_id="lost")
+        assert pointer is None  # storing failed, and did not raise
+        assert shown_output(loop.compactor.settings, s, pointer, output(1)) is None  # so: the whole output
+        loop.messages += [asks(0, ("lost", "shell", {"command": "cat"})), answer("lost", output(1))]
+        shown = loop.call_model()  # compaction tries to store it late, fails, and leaves it whole
+        assert next(m["text"] for m in shown if m["id"] == "tlost") == output(1)
+        escalated = toolctx.testing.escalated_warnings()
+        assert escalated
+        assert all(re.search("store", str(w)) for w in escalated)
+
+
+def test_a_result_the_store_has_only_the_call_of_is_shown_whole(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        settings = CompactionSettings(max_output_tokens=10)
+        pointer = persist_call(s, "shell", {}, output(1), call_id="x")
+        assert pointer is not None
+        unstored = pointer.model_copy(update={"storage": StorageKind.NONE})
+        assert shown_output(settings, s, unstored, output(1)) is None
+
+
+def test_a_history_edited_elsewhere_is_read_again(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        loop = Loop(s)
+        for _ in range(8):
+            loop.step(("run", {"command": "pytest"}, output(loop.steps)))
+        before = loop.views[-1]
+        summarised = [user(0, "summary of the earlier steps"), *loop.messages[5:]]
+        shown, _ = loop.compactor.view(summarised)
+        assert [m["id"] for m in shown] == [m["id"] for m in summarised]
+        kept = {m["id"]: m["text"] for m in before if m["role"] == "tool"}
+        for m in shown:  # earlier decisions still apply: the same stand-ins
+            if m["role"] == "tool" and is_stand_in(kept.get(m["id"], "")):
+                assert m["text"] == kept[m["id"]]
+
+
+def test_settings_are_checked() -> None:
+    with pytest.raises(ConfigError, match="low_water"):
+        CompactionSettings(high_water=10, low_water=20)
+    with pytest.raises(ConfigError, match="keep"):
+        CompactionSettings(keep=-1)
+    assert "read_context" in CompactionSettings().exclude_tools
+    assert estimate_tokens("abcd") == 1
