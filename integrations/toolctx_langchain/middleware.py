@@ -32,12 +32,13 @@ from toolctx_langchain.tools import read_context_tool
 __all__ = ["ToolContextMiddleware"]
 
 
-def _thread() -> str | None:
-    """The LangGraph thread (or run) the current call belongs to."""
-    try:
-        config = get_config()
-    except RuntimeError:  # called outside a graph run
-        return None
+def _thread(config: Any = None) -> str | None:
+    """The LangGraph thread (or run) the current call belongs to (from ``config``, else the running graph's)."""
+    if not isinstance(config, dict):
+        try:
+            config = get_config()
+        except RuntimeError:  # called outside a graph run
+            return None
     tag = (config.get("configurable") or {}).get("thread_id") or config.get("run_id")
     return None if tag is None else str(tag)
 
@@ -59,8 +60,9 @@ class ToolContextMiddleware(AgentMiddleware):
     :class:`~toolctx.compaction.CompactionSettings` for every option, passed here
     by keyword, and their defaults). Calls and results stay paired; error results,
     ``exclude_tools`` and ``read_context`` are left alone. The ``read_context`` tool
-    is offered to the model only once the conversation has a stand-in (or is near
-    the first batch), so a short conversation costs nothing.
+    is offered to the model only once the conversation has a stand-in (the first
+    batch waits one model call so that the tool list and the messages change in
+    the same call), so a short conversation costs nothing.
 
     ``write_back`` (on): the stand-ins also go into the agent state, so a
     checkpointed conversation stays small. ``session``: a ContextSession, or a
@@ -120,7 +122,13 @@ class ToolContextMiddleware(AgentMiddleware):
         call = request.tool_call
         args = model_arguments(request.tool, call.get("args") or {})
         return persist_call(
-            session, name or call["name"], args, result, error=error, call_id=call.get("id"), task_id=_thread()
+            session,
+            name or call["name"],
+            args,
+            result,
+            error=error,
+            call_id=call.get("id"),
+            task_id=_thread(getattr(request.runtime, "config", None)),
         )
 
     def _failed(self, request: ToolCallRequest, error: Exception) -> None:
@@ -158,12 +166,11 @@ class ToolContextMiddleware(AgentMiddleware):
         pointer = self._save(session, request, message.name, stored, error)
         if pointer is None:
             return message
-        meta = {**message.response_metadata, META: {"id": pointer.id}}
         shown = shown_output(self.settings, session, pointer, text)
-        if shown is not None:
-            meta[META]["stand_in"] = True
-            return message.model_copy(update={"content": shown, "response_metadata": meta})
-        return message.model_copy(update={"response_metadata": meta})
+        meta = {**message.response_metadata, META: {"id": pointer.id, "stand_in": shown is not None}}
+        if shown is None:
+            return message.model_copy(update={"response_metadata": meta})
+        return message.model_copy(update={"content": shown, "response_metadata": meta})
 
     # -- model calls -------------------------------------------------------------------
 
@@ -182,12 +189,14 @@ class ToolContextMiddleware(AgentMiddleware):
     def _prepared(self, request: ModelRequest) -> tuple[ModelRequest, list[AnyMessage]]:
         """The request to send, and the messages whose shown form changed in this call."""
         try:
-            messages, edits = self.compactor.view(request.messages, _thread())
+            session = self.session()
+            offer = notes(session).offer_read_context  # as the Agents SDK does: decided before this call's edits
+            messages, edits = self.compactor.view(request.messages, _thread(), session)
             changed = (
                 [m for m, before in zip(messages, request.messages, strict=True) if m is not before] if edits else []
             )
             tools = request.tools
-            if not notes(self.session()).offer_read_context:
+            if not offer:
                 tools = [t for t in tools if getattr(t, "name", None) != READ_CONTEXT]
             return request.override(messages=messages, tools=tools), changed
         except Exception as exc:  # compaction is an optimisation: never break the model call

@@ -52,7 +52,7 @@ def read_context_tool(session: SessionSource = None) -> FunctionTool:
         return read_stored(get_session(), id, offset, limit, part)
 
     def offered(context: Any, agent: Any) -> bool:
-        """Offered once the conversation has a stand-in (or is near its first batch of them)."""
+        """Offered once the conversation has a stand-in, or the call before its first batch of them."""
         try:
             return notes(get_session()).offer_read_context
         except Exception as exc:

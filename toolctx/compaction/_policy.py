@@ -115,8 +115,13 @@ class Compactor(Generic[T]):
 
     # -- one model call ----------------------------------------------------------------
 
-    def view(self, items: Sequence[T], key: Hashable = None) -> tuple[list[T], list[Edit]]:
-        """The items to send, and the edits this call made (empty: the same as last time plus the new ones)."""
+    def view(
+        self, items: Sequence[T], key: Hashable = None, session: ContextSession | None = None
+    ) -> tuple[list[T], list[Edit]]:
+        """The items to send, and the edits this call made (empty: the same as last time plus the new ones).
+
+        ``key`` tells conversations apart (a thread id); ``session`` saves resolving it again.
+        """
         fingerprint = self.adapter.fingerprint
         conversation = self._conversation(key)
         n = len(items)
@@ -127,7 +132,8 @@ class Compactor(Generic[T]):
         )
         if not reuse:
             conversation = self._conversations[key] = _Conversation()
-        session = self.session()
+        if session is None:
+            session = self.session()
         for position in range(conversation.length, n):
             conversation.emitted.append(self._add(conversation, session, position, items[position]))
         if n:
@@ -137,9 +143,6 @@ class Compactor(Generic[T]):
                 fingerprint(items[-1]),
             )
         edits = self._compact(conversation, session)
-        session_notes = notes(session)
-        if conversation.shown >= self.settings.high_water - self.settings.min_gain:
-            session_notes.offer_read_context = True
         return list(conversation.emitted), edits
 
     def _conversation(self, key: Hashable) -> _Conversation:
@@ -188,9 +191,18 @@ class Compactor(Generic[T]):
             if gain > 0:
                 conversation.candidates.append((call_id, gain))
                 conversation.available += gain
-        if conversation.shown <= settings.high_water or conversation.available < settings.min_gain:
+        if conversation.shown <= settings.high_water:
             return []
         wanted = conversation.shown - settings.low_water
+        # A batch breaks the prompt cache after its first edit: make it only if it frees enough to pay for that.
+        if min(conversation.available, wanted) < settings.min_gain:
+            return []
+        session_notes = notes(session)
+        if not session_notes.offer_read_context:
+            # The first batch waits one call: read_context is offered from the next call on, and the tool
+            # list and the messages then change in the same call, one cache break instead of two.
+            session_notes.offer_read_context = True
+            return []
         chosen: list[str] = []
         expected = 0
         while conversation.candidates and expected < wanted:
@@ -200,8 +212,6 @@ class Compactor(Generic[T]):
             expected += gain
         edits = [edit for call_id in chosen if (edit := self._edit(conversation, session, call_id)) is not None]
         self._apply(conversation, edits)
-        if edits:
-            notes(session).offer_read_context = True
         return edits
 
     def _estimated_gain(self, conversation: _Conversation, call_id: str) -> int:
