@@ -109,3 +109,25 @@ def test_a_context_dir_full_of_user_files_is_left_alone(tmp_path: Path) -> None:
         save(s, result=BIG)
     after = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
     assert after == before
+
+
+@pytest.mark.parametrize("bad", [2.5, float("nan"), b"id", ["t"], {"t": 1}, True, object()])
+def test_tags_and_call_ids_of_the_wrong_type_get_a_config_error_naming_them(context_dir: Path, bad: object) -> None:
+    with ContextSession(context_dir) as s:
+        with pytest.raises(ConfigError, match="task_id must be an int or a str"):
+            s.save_context("t", {}, 1, task_id=bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="query_id must be a str or None"):
+            s.save_context("t", {}, 1, query_id=bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="call_id must be a str or None"):
+            s.save_context("t", {}, 1, call_id=bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="call_id must be a str"):
+            s.find_call(bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match=r"query\(\) takes the user's question as a str"), s.query(bad):  # type: ignore[arg-type]
+            pass
+        assert len(s) == 0
+
+
+def test_task_ids_beyond_64_bits_are_kept_exactly(context_dir: Path) -> None:
+    with ContextSession(context_dir) as s:
+        s.save_context("t", {}, 1, task_id=2**70)
+        assert [p.task_id for p in s.get_pointers_for_task(2**70)] == [2**70]

@@ -264,6 +264,8 @@ class ContextSession:
     @contextlib.contextmanager
     def query(self, text: str) -> Iterator[str]:
         """Tag calls made inside the block with ``query_id = hash_query(text)``; yields the id."""
+        if not isinstance(text, str):
+            raise ConfigError(f"query() takes the user's question as a str, got {type(text).__name__}: {text!r:.80}")
         query_id = hash_query(text)
         token = current_tags.set(current_tags.get()._replace(query_id=query_id))
         try:
@@ -274,10 +276,7 @@ class ContextSession:
     @contextlib.contextmanager
     def task(self, task_id: int | str) -> Iterator[int | str]:
         """Tag calls made inside the block with ``task_id``."""
-        if isinstance(task_id, bool) or not isinstance(task_id, (int, str)):
-            raise ConfigError(f"task_id must be an int or a str, got {task_id!r:.80}")
-        if isinstance(task_id, str):
-            task_id = clean_text(task_id)
+        task_id = _task_id(task_id)
         token = current_tags.set(current_tags.get()._replace(task_id=task_id))
         try:
             yield task_id
@@ -315,6 +314,11 @@ class ContextSession:
             raise ConfigError(f"args must be a mapping of argument names to values, got {type(args).__name__}")
         if description is not None and not isinstance(description, str):
             raise ConfigError(f"description must be a str, got {type(description).__name__}")
+        if task_id is not None:
+            task_id = _task_id(task_id)
+        for name, value in (("query_id", query_id), ("call_id", call_id)):
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"{name} must be a str or None, got {type(value).__name__}: {value!r:.80}")
         args_json, args_notes = encode(args, sort_keys=True)
         redactor = self._saver.redactor
         if description is not None and redactor is not None:
@@ -327,9 +331,9 @@ class ContextSession:
             order=tuple(k for k in args if isinstance(k, str)),
             description=None if description is None else clean_text(description),
             threshold=None if threshold is None else byte_count("threshold", threshold),
-            task_id=clean_text(task_id) if isinstance(task_id, str) else task_id,
+            task_id=task_id,
             query_id=None if query_id is None else clean_text(query_id),
-            call_id=None if call_id is None else clean_text(str(call_id)),
+            call_id=None if call_id is None else clean_text(call_id),
         )
         return self._pointer(self._saver.save(call, result, error))
 
@@ -356,6 +360,8 @@ class ContextSession:
 
     def find_call(self, call_id: str) -> ContextPointer | None:
         """The pointer stored with this framework call id (the latest, if several), or None."""
+        if not isinstance(call_id, str):
+            raise ConfigError(f"call_id must be a str, got {type(call_id).__name__}: {call_id!r:.80}")
         saver = self._saver
         record = saver.records.get(saver.calls.get(call_id, ""))
         return None if record is None else self._pointer(record)
@@ -552,3 +558,10 @@ def _track(session: ContextSession) -> None:
 def _reseed_after_fork() -> None:
     for live in list(_live_sessions):
         live._saver.after_fork()
+
+
+def _task_id(value: object) -> int | str:
+    """A task id as stored: an int, or a str made valid UTF-8."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ConfigError(f"task_id must be an int or a str, got {type(value).__name__}: {value!r:.80}")
+    return clean_text(value) if isinstance(value, str) else value
