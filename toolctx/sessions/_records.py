@@ -33,6 +33,7 @@ from toolctx._naming import POINTER_ID, RAND_DIGITS, context_filename, parse_con
 from toolctx._serialize import clean_text
 from toolctx.models import FORMAT, CallMetadata, ContextPointer, ErrorInfo, StorageKind, StoredContext
 from toolctx.redaction import Redactor
+from toolctx.sessions._echoes import scrub_text
 from toolctx.tokens import estimate_tokens
 
 __all__ = [
@@ -347,8 +348,13 @@ def parse_document(blob: bytes) -> StoredContext:
     return StoredContext.model_validate(document)
 
 
-def error_info(error: BaseException | ErrorInfo, redactor: Redactor | None = None) -> ErrorInfo:
-    """The stored form of an exception (type, message, traceback): encodable, secrets redacted."""
+def error_info(
+    error: BaseException | ErrorInfo, redactor: Redactor | None = None, echoes: tuple[str, ...] = ()
+) -> ErrorInfo:
+    """The stored form of an exception (type, message, traceback): encodable, secrets redacted.
+
+    ``echoes`` are secret argument values to remove wherever the message repeats them.
+    """
     if isinstance(error, ErrorInfo):
         kind, message, text = error.type, error.message, error.traceback
     else:
@@ -363,7 +369,7 @@ def error_info(error: BaseException | ErrorInfo, redactor: Redactor | None = Non
 
     def clean(value: str) -> str:
         value = clean_text(value)
-        return value if redactor is None else redactor.redact_text(value)
+        return value if redactor is None else scrub_text(redactor.redact_text(value), echoes)
 
     return ErrorInfo(
         type=clean_text(kind),

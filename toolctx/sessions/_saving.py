@@ -32,13 +32,14 @@ import xxhash
 from toolctx._defaults import INDEX_PREVIEW_CHARS, PREVIEW_CHARS
 from toolctx._hashing import hash_bytes
 from toolctx._internal import DEBUG, internal_error, log_enabled
-from toolctx._naming import HEAD_BYTES, MANIFEST_NAME, is_own_file, new_rand, pointer_id
+from toolctx._naming import HEAD_BYTES, MANIFEST_NAME, is_own_file, new_rand, pointer_id, sanitize_tool_name
 from toolctx._platform import fork_safe_lock
 from toolctx._serialize import encode
 from toolctx.errors import SessionClosedError
 from toolctx.models import ErrorInfo, StorageKind
 from toolctx.redaction import Redactor
 from toolctx.selection import SearchIndex
+from toolctx.sessions._echoes import redacted_values, scrub_json, scrub_text
 from toolctx.sessions._records import Call, Payload, Record, error_info, preview_of
 from toolctx.storage import BlobStore
 from toolctx.tokens import estimate_tokens
@@ -46,6 +47,7 @@ from toolctx.tokens import estimate_tokens
 __all__ = ["SavePath", "Tags", "current_tags"]
 
 _MEMORY, _DISK, _NONE = StorageKind.MEMORY, StorageKind.DISK, StorageKind.NONE
+_NAMES_KEPT = 10_000  # distinct tool names and tags whose redacted form is remembered
 _LONG_PREVIEWS = 4096  # unsearched calls whose long index preview is queued (about 4 MB)
 
 Emit = Callable[..., None]
@@ -93,6 +95,7 @@ class SavePath:
         self._generation = 0  # changes each time the store is cleared
         self._memory: deque[Record] = deque()  # outputs held in memory, oldest first
         self._written: dict[str, str] = {}  # identical-output key -> file already holding it
+        self._redacted_names: dict[str, str] = {}  # tool name or tag -> its redacted form
         self._ids = itertools.count()
         # Ids begin, and file names end, with this per-session random part; a forked child gets its own.
         self.rand = new_rand()
@@ -128,12 +131,13 @@ class SavePath:
             encoded = data
             args_json = call.args_json
             redactor = self.redactor
+            echoes: tuple[str, ...] = ()
             if redactor is not None:
-                args_json, data = redactor.redact_call(args_json, data)
+                args_json, data, echoes = self._redact(call, redactor, data)
             # Kept for the record's life: an exact-size copy, not orjson's over-allocated buffer.
             args_json = call.args_json = memoryview(args_json).tobytes()
             if error is not None:
-                error = error_info(error, redactor)
+                error = error_info(error, redactor, echoes)
             if call.args_notes:
                 notes = tuple(f"arguments: {note}" for note in call.args_notes) + notes
             size = len(data)
@@ -176,6 +180,44 @@ class SavePath:
             if self.closed and not saving:
                 with self.lock:
                     self._idle.notify_all()
+
+    def _redact(self, call: Call, redactor: Redactor, data: bytes) -> tuple[bytes, bytes, tuple[str, ...]]:
+        """The call's redacted arguments and result, and the secret argument values to remove elsewhere."""
+        args_json = call.args_json
+        redacted_args, data = redactor.redact_call(args_json, data)
+        echoes: tuple[str, ...] = ()
+        if redacted_args != args_json:  # a secret argument: find where the tool echoed it
+            echoes = redacted_values(args_json, redacted_args)
+            data = scrub_json(data, echoes)
+        self._redact_fields(call, redactor, echoes)
+        return redacted_args, data, echoes
+
+    def _redact_fields(self, call: Call, redactor: Redactor, echoes: tuple[str, ...]) -> None:
+        """Redact the call's name, tags, framework id and description, the other places a secret can hide.
+
+        Names and tags repeat from call to call: each distinct one is redacted once.
+        """
+        seen = self._redacted_names
+
+        def redact(text: str) -> str:
+            clean = seen.get(text)
+            if clean is None:
+                clean = redactor.redact_text(text)
+                if len(seen) < _NAMES_KEPT:
+                    seen[text] = clean
+            return scrub_text(clean, echoes) if echoes else clean
+
+        name = redact(call.tool_name)
+        if name != call.tool_name:
+            call.tool_name, call.safe_name = name, sanitize_tool_name(name)
+        if isinstance(call.task_id, str):
+            call.task_id = redact(call.task_id)
+        if call.query_id is not None:
+            call.query_id = redact(call.query_id)
+        if call.call_id is not None:
+            call.call_id = scrub_text(redactor.redact_text(call.call_id), echoes)
+        if echoes and call.description is not None:
+            call.description = scrub_text(call.description, echoes)
 
     def _keep_in_memory(self, record: Record, payload: Payload) -> None:
         record.storage = _MEMORY
