@@ -88,6 +88,7 @@ class _Conversation:
     last: Hashable = None
     emitted: list[Any] = field(default_factory=list)
     shown: int = 0  # estimated tokens of what the model is shown
+    sizes: list[int] = field(default_factory=list)  # the same, per item
     calls: dict[str, tuple[int, ToolCall]] = field(default_factory=dict)  # call id -> (position, call)
     results: dict[str, tuple[int, Item]] = field(default_factory=dict)  # call id -> (position, result)
     recent: deque[str] = field(default_factory=deque)  # results still inside the keep window
@@ -179,6 +180,7 @@ class Compactor(Generic[T]):
             item = self.adapter.apply(item, result, shown_args)
             tokens = self.adapter.describe(item).tokens
         conversation.shown += tokens
+        conversation.sizes.append(tokens)
         return item
 
     # -- choosing and making a batch ---------------------------------------------------------
@@ -293,9 +295,9 @@ class Compactor(Generic[T]):
                 position = conversation.calls[edit.call_id][0]
                 text, args = by_position.setdefault(position, (None, {}))
                 args[edit.call_id] = edit.args
-        describe = self.adapter.describe
         for position, (text, args) in by_position.items():
-            before = conversation.emitted[position]
-            after = self.adapter.apply(before, text, args)
-            conversation.shown += describe(after).tokens - describe(before).tokens
+            after = self.adapter.apply(conversation.emitted[position], text, args)
+            size = self.adapter.describe(after).tokens
+            conversation.shown += size - conversation.sizes[position]
+            conversation.sizes[position] = size
             conversation.emitted[position] = after
