@@ -120,7 +120,7 @@ class ToolContextMiddleware(AgentMiddleware):
         self, session: ContextSession, request: ToolCallRequest, name: str | None, result: Any, error: Any
     ) -> Any:
         call = request.tool_call
-        args = model_arguments(request.tool, call.get("args") or {})
+        args = model_arguments(getattr(request, "tool", None), call.get("args") or {})
         return persist_call(
             session,
             name or call["name"],
