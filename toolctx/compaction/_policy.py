@@ -10,6 +10,7 @@ call, so the prompt prefix only changes when a new batch is made.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -113,6 +114,7 @@ class Compactor(Generic[T]):
         self.args: dict[str, Mapping[str, Any]] = {}  # call id -> the arguments shown from now on
         self.operations = 0
         self._conversations: OrderedDict[Hashable, _Conversation] = OrderedDict()
+        self._lock = threading.Lock()  # one adapter may serve agents running in several threads
 
     # -- one model call ----------------------------------------------------------------
 
@@ -123,6 +125,12 @@ class Compactor(Generic[T]):
 
         ``key`` tells conversations apart (a thread id); ``session`` saves resolving it again.
         """
+        if session is None:
+            session = self.session()
+        with self._lock:
+            return self._view(items, key, session)
+
+    def _view(self, items: Sequence[T], key: Hashable, session: ContextSession) -> tuple[list[T], list[Edit]]:
         fingerprint = self.adapter.fingerprint
         conversation = self._conversation(key)
         n = len(items)
@@ -133,8 +141,6 @@ class Compactor(Generic[T]):
         )
         if not reuse:
             conversation = self._conversations[key] = _Conversation()
-        if session is None:
-            session = self.session()
         for position in range(conversation.length, n):
             conversation.emitted.append(self._add(conversation, session, position, items[position]))
         if n:
