@@ -577,3 +577,38 @@ def test_a_function_returning_a_generator_is_stored_as_what_it_yields(context_di
         assert sum(squares(4)) == 14
         [context] = s.load_contexts(s.get_all_pointers())
     assert context.result == [0, 1, 4, 9]
+
+
+def test_parameters_a_framework_injects_are_never_stored(context_dir: Path) -> None:
+    from typing import Annotated
+
+    from agents import RunContextWrapper
+    from langchain.tools import ToolRuntime
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.prebuilt import InjectedState
+
+    def lookup(ctx: Any, order_id: str, runtime: Any = None, config: Any = None, state: Any = None) -> str:
+        return order_id
+
+    # Evaluated annotations, as in a module without ``from __future__ import annotations``.
+    lookup.__annotations__ = {
+        "ctx": RunContextWrapper[Any],
+        "order_id": str,
+        "runtime": ToolRuntime | None,
+        "config": RunnableConfig | None,
+        "state": Annotated[dict[str, Any] | None, InjectedState],
+    }
+    lookup = persist_context(lookup)
+
+    @persist_context
+    def written(ctx: RunContextWrapper[Any], order_id: str) -> str:  # annotations kept as text
+        return order_id
+
+    user_data = {"user": "ann", "card": "4111 1111 1111 1111"}
+    with session(context_dir) as s:
+        lookup(RunContextWrapper(context=user_data), "A1", None, {"tags": ["x"]}, {"messages": []})
+        lookup(RunContextWrapper(context={"other": 1}), "A1")
+        written(RunContextWrapper(context=user_data), "A1")
+        first, second, third = s.get_all_pointers()
+    assert first.args == second.args == third.args == {"order_id": "A1"}
+    assert first.args_hash == second.args_hash  # the same model call: the same stored call

@@ -23,6 +23,7 @@ as the list of the items it yielded.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Generator
 from types import GeneratorType
 from typing import Any, ParamSpec, TypeVar, overload
@@ -96,6 +97,30 @@ class _Binder:
         return bound
 
 
+# Parameters the frameworks fill in themselves, recognised by their annotation's name (so no
+# framework is imported): LangChain's ToolRuntime, RunnableConfig, callback managers and
+# Injected* markers (InjectedState, InjectedStore, InjectedToolCallId, InjectedToolArg), the
+# Agents SDK's RunContextWrapper and ToolContext. They are not the model's arguments: they
+# would put the user's context data into the store and make every call hash differently.
+_INJECTED = re.compile(
+    r"\b(?:ToolRuntime|RunnableConfig|RunContextWrapper|ToolContext|Injected\w*|\w*CallbackManager\w*)\b"
+)
+
+
+def _injected(signature: inspect.Signature) -> frozenset[str]:
+    """The parameters of ``signature`` that a framework injects, by the name of their annotation."""
+    names: set[str] = set()
+    for parameter in signature.parameters.values():
+        annotation = parameter.annotation
+        if annotation is inspect.Parameter.empty:
+            continue
+        # The repr names the class, what Optional[...] wraps, and Annotated[...]'s markers.
+        text = annotation if isinstance(annotation, str) else repr(annotation)
+        if _INJECTED.search(text):
+            names.add(parameter.name)
+    return frozenset(names)
+
+
 # What begin() captures before the tool runs: the save path of the session current when
 # the call started, and the call itself. A plain tuple: this is on every call's path.
 _Started = tuple[SavePath, Call]
@@ -131,7 +156,7 @@ class _Tool:
                 f"ignore names {unknown} that tool {self.name!r} does not have; "
                 f"its parameters are {list(signature.parameters)}"
             )
-        ignored = frozenset(ignore)
+        ignored = frozenset(ignore) | _injected(signature)
         self.binders = (_Binder(signature, ignored, False), _Binder(signature, ignored, True))
         first = next(iter(signature.parameters.values()), None)
         # A classmethod over this wrapper passes the class as the first argument on Python
@@ -329,7 +354,10 @@ def persist_context(
     or a callable taking the bound arguments dict; default: built from the name
     and arguments.
     ``ignore``: parameter names to leave out of the stored and hashed arguments
-    (clients, handles, secrets).
+    (clients, handles, secrets). Parameters a framework injects are always left
+    out, recognised by their annotation: LangChain's ``ToolRuntime``,
+    ``RunnableConfig``, callback managers and ``Injected*`` markers, the Agents
+    SDK's ``RunContextWrapper`` and ``ToolContext``.
     ``threshold``: bytes from which this tool's results go to disk, overriding the
     session's.
     ``record_errors``: store exceptions the tool raises as error contexts (they
