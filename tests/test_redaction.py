@@ -205,9 +205,7 @@ def test_an_anchor_runs_only_its_own_pattern(monkeypatch: pytest.MonkeyPatch) ->
     out, changed = redactor(data)
     assert changed
     assert SECRETS["openai"].split()[1] not in out.decode()
-    rule = redactor._rule_for(redactor._prefilter.found(data))
-    assert rule is not None
-    assert rule.pattern == "(?:" + next(p.regex for p in redactor.patterns if p.name == "sk-key") + ")"
+    assert [rule.name for rule in redactor._rules_for(redactor._prefilter.found(data))] == ["sk-key"]
 
 
 def test_a_subclass_overriding_redact_value_still_sees_every_output_with_a_fragment() -> None:
