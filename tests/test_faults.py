@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import files_under
 from toolctx import StorageKind, ToolctxWarning, current_session, persist_context, session
+from toolctx._naming import MARKER_NAME
 
 
 class Opaque:
@@ -185,7 +186,8 @@ def test_files_are_private_and_writes_leave_no_temp_files(context_dir: Path) -> 
         for i in range(20):
             s.save_context("t", {"i": i}, "v")
         names = [p.name for p in s.session_dir.iterdir()]
-        assert not [n for n in names if n.startswith(".")]
+        assert MARKER_NAME in names  # the one hidden file: the mark that toolctx made this folder
+        assert not [n for n in names if n.startswith(".") and n != MARKER_NAME]  # no temp file left
         assert stat.S_IMODE(s.session_dir.stat().st_mode) == 0o700
         assert {stat.S_IMODE(p.stat().st_mode) for p in s.session_dir.iterdir()} == {0o600}
 

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from toolctx import StorageKind, persist_context, session
+from toolctx._naming import LOCK_NAME, MARKER_NAME
 
 
 @persist_context(description="{ticker} income statements ({period})")
@@ -54,5 +55,5 @@ def test_an_agent_turn_end_to_end(tmp_path: Path) -> None:
         s.clear()
         assert len(s) == 0
         assert s.load_contexts(chosen) == []
-        assert sorted(p.name for p in s.session_dir.iterdir()) == ["session.lock"]
+        assert sorted(p.name for p in s.session_dir.iterdir()) == [MARKER_NAME, LOCK_NAME]
     assert list(context_dir.iterdir()) == []

@@ -48,7 +48,8 @@ def test_file_names_are_unique_and_stay_in_the_session_directory(sequence: list[
             assert {p.filename for p in again} <= set(filenames)
             assert [c.id for c in s.load_contexts(again)] == [p.id for p in again]
             if sequence:
-                assert len(all_files(s.session_dir)) == len(filenames) + 1  # + the lock; no manifest unless kept
+                # + the lock and the folder's mark; no manifest unless kept
+                assert len(all_files(s.session_dir)) == len(filenames) + 2
             for path in all_files(root):
                 assert path.parent == s.session_dir
         assert all_files(root) == []
