@@ -244,3 +244,20 @@ def test_both_engines_redact_everything_the_same_way(value: Any) -> None:
     assert fast.redact_call(args, data) == PORTABLE.redact_call(args, data)
     # Running only the rules whose fragments the scan found gives what every rule gives.
     assert orjson.loads(fast(data)[0]) == fast.redact_value(orjson.loads(data))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'log: password=hunter2 "quoted" back\\slash\ttab\r\n\x08\x0c end',
+        "password=hunter2 with a bell \x07 and an escape \x1b[0m",
+        "a path C:\\u0041 and password=hunter2",
+        "ｐａｓｓｗｏｒｄ=hunter2 é",
+        "nothing to see",
+    ],
+)
+def test_a_string_result_is_written_as_orjson_writes_it(redactor: Redactor, text: str) -> None:
+    data = encode(text)[0]
+    stored, changed = redactor(data)
+    assert stored == orjson.dumps(redactor.redact_text(text))
+    assert changed == (redactor.redact_text(text) != text)

@@ -26,6 +26,7 @@ them where needed (:class:`Lowered`), reading full-width forms as ASCII
 from __future__ import annotations
 
 import bisect
+import codecs
 import functools
 import re
 import threading
@@ -80,8 +81,9 @@ class _Needles:
     that occurs a million times costs a handful of matches, not a million.
     """
 
-    def __init__(self, members: Sequence[tuple[Hashable, bytes]]) -> None:
+    def __init__(self, members: Sequence[tuple[Hashable, bytes]], place: frozenset[Hashable]) -> None:
         self.fragments = [f for f, _ in members]
+        self._place = [f in place for f in self.fragments]
         self.needles = [n for _, n in members]
         # Needles that also start where needle i matched: those it begins with.
         self._prefixes = [
@@ -108,7 +110,7 @@ class _Needles:
                 fragment = self.fragments[j]
                 hits.add(fragment)
                 counts[j] += 1
-                if positions is None or counts[j] > cap:
+                if positions is None or counts[j] > cap or not self._place[j]:
                     done.append(j)
                     if positions is not None:
                         positions.pop(fragment, None)  # too many to use: a plain pass is cheaper
@@ -122,11 +124,11 @@ class _Needles:
 _SMALL = 1024
 
 
-def _by_first_byte(members: Sequence[tuple[Hashable, bytes]]) -> list[_Needles]:
+def _by_first_byte(members: Sequence[tuple[Hashable, bytes]], place: frozenset[Hashable]) -> list[_Needles]:
     groups: dict[bytes, list[tuple[Hashable, bytes]]] = {}
     for fragment, needle in members:
         groups.setdefault(needle[:1], []).append((fragment, needle))
-    return [_Needles(group) for _, group in sorted(groups.items())]
+    return [_Needles(group, place) for _, group in sorted(groups.items())]
 
 
 def _needle(fragment: str | bytes) -> bytes:
@@ -146,6 +148,7 @@ class Prefilter:
         exact: Iterable[str | bytes],
         *,
         screens: Iterable[Screen] = (),
+        place: Iterable[Hashable] | None = None,
         use_hyperscan: bool = True,
     ) -> None:
         self.screens = tuple(screens)
@@ -158,7 +161,10 @@ class Prefilter:
         self._local = threading.local()
         self._database: Any = None
         self._every: Any = None
-        self._lengths = [len(f.encode()) for f in self.caseless] + [len(_needle(f)) for f in self.exact]
+        # Literals whose places locate() reports (all by default); 0 marks the others.
+        self._place = frozenset(self.caseless) | frozenset(self.exact) if place is None else frozenset(place)
+        self._lengths = [len(f.encode()) if f in self._place else 0 for f in self.caseless]
+        self._lengths += [len(_needle(f)) if f in self._place else 0 for f in self.exact]
         self._lengths += [0] * len(self.screens)
         if not self.fragments:
             return
@@ -174,8 +180,8 @@ class Prefilter:
         # Small data: one alternation for each kind. Large data: one pass for each first
         # byte, since ``re`` skips to a literal first byte many times faster than it
         # tries an alternation at every byte.
-        self._small = (_Needles(as_given), _Needles(lowered))
-        self._large = (_by_first_byte(as_given), _by_first_byte(lowered))
+        self._small = (_Needles(as_given, self._place), _Needles(lowered, self._place))
+        self._large = (_by_first_byte(as_given, self._place), _by_first_byte(lowered, self._place))
         self._screens = [
             (s.name, re.compile(s.regex), s.literal.decode() if s.caseless else s.literal, s.caseless)
             for s in self.screens
@@ -188,10 +194,11 @@ class Prefilter:
         expressions = [re.escape(f.encode()) for f in self.caseless]
         expressions += [re.escape(_needle(f)) for f in self.exact]
         expressions += [s.regex for s in self.screens]
-        # Each fragment reported once; with ``every``, each occurrence of a literal.
+        # Each fragment reported once; with ``every``, each occurrence of a literal worth placing.
         single, caseless = hyperscan.HS_FLAG_SINGLEMATCH, hyperscan.HS_FLAG_CASELESS
-        literal = 0 if every else single
-        flags = [literal | caseless] * len(self.caseless) + [literal] * len(self.exact)
+        literals = len(self.caseless) + len(self.exact)
+        flags = [0 if every and length else single for length in self._lengths[:literals]]
+        flags = [flag | caseless for flag in flags[: len(self.caseless)]] + flags[len(self.caseless) :]
         flags += [single | caseless if s.caseless else single for s in self.screens]
         database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         database.compile(expressions=expressions, ids=list(range(len(expressions))), flags=flags)
@@ -322,7 +329,7 @@ class Folded:
     in it back to the input.
     """
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, *, text: bool = True) -> None:
         self._input = data
         found: list[tuple[int, int]] = []
         for seeds in _WIDE_ALNUM:
@@ -332,9 +339,12 @@ class Folded:
                 while width := _wide_before(data, start):
                     start -= width
                 at = _WIDE_RUN.match(data, seed.start()).end()  # type: ignore[union-attr]
-                found.append((start, at))
+                # In bytes that need not be text, a run counts where the bytes around it are UTF-8.
+                if text or _utf8_around(data, start, at):
+                    found.append((start, at))
         self._found = _merge(found)
-        self._runs: list[tuple[int, list[int]]] = []  # (start in output, where each character starts in input)
+        # (start in output, start in input, length, bytes of input per character or where each one starts)
+        self._runs: list[tuple[int, int, int, list[int] | int]] = []
         self._starts: list[int] = []
         self._data: bytes | None = None if self._found else data
 
@@ -347,30 +357,49 @@ class Folded:
             data, last, size = self._input, 0, 0
             parts: list[bytes] = []
             for start, end in self._found:
-                forms = list(_WIDE_ONE.finditer(data, start, end))
-                run = bytes(_FOLD[_code(m.group())] for m in forms)
+                forms = data[start:end]
+                places: list[int] | int
+                if b"\\" not in forms:  # all UTF-8, three bytes each
+                    run, places = forms.decode().translate(_FOLD).encode(), 3
+                elif forms.isascii():  # all JSON escapes, six bytes each
+                    run, places = forms.decode("unicode_escape").translate(_FOLD).encode(), 6
+                else:  # both: one by one
+                    each = list(_WIDE_ONE.finditer(data, start, end))
+                    run, places = bytes(_FOLD[_code(m.group())] for m in each), [m.start() for m in each] + [end]
                 parts += (data[last:start], run)
                 size += start - last
-                self._runs.append((size, [m.start() for m in forms] + [end]))
+                self._runs.append((size, start, len(run), places))
                 size += len(run)
                 last = end
             parts.append(data[last:])
             self._data = b"".join(parts)
-            self._starts = [out for out, _ in self._runs]
+            self._starts = [run[0] for run in self._runs]
         return self._data
 
     def _place(self, at: int) -> int:
         k = bisect.bisect_right(self._starts, at) - 1
         if k < 0:
             return at
-        out, places = self._runs[k]
-        if at - out < len(places):
-            return places[at - out]  # inside the run (or at its end)
-        return places[-1] + at - out - (len(places) - 1)
+        out, start, length, places = self._runs[k]
+        if at - out <= length:  # inside the run (or at its end)
+            return start + (at - out) * places if isinstance(places, int) else places[at - out]
+        end = start + length * places if isinstance(places, int) else places[-1]
+        return end + at - out - length
 
     def original(self, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
         """``spans`` of :attr:`data` as spans of the input."""
         return [(self._place(s), self._place(e)) for s, e in spans]
+
+
+def _utf8_around(data: bytes, start: int, end: int) -> bool:
+    low, high = max(0, start - 16), min(len(data), end + 16)
+    while low < start and 0x80 <= data[low] < 0xC0:  # begin on a character
+        low += 1
+    try:
+        codecs.utf_8_decode(data[low:high], "strict", False)  # not final: a cut last character is fine
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _code(form: bytes) -> int:
@@ -380,7 +409,7 @@ def _code(form: bytes) -> int:
 class Lowered:
     """``data`` with its ASCII letters lowered (offsets unchanged): all of it, or only where asked."""
 
-    _AROUND = 4096
+    _AROUND = 512  # most matches are shorter; one that reaches the end is matched again on all of it
 
     def __init__(self, data: bytes) -> None:
         self.data = data

@@ -150,7 +150,7 @@ value keeps its ``$bytes`` form and decodes to the original bytes with the secre
 the JSON escape ``\\uff50`` that ``json.dumps`` writes) that holds a full-width letter or
 digit is read as the ASCII it stands for, so ``ｐａｓｓｗｏｒｄ＝hunter2`` is
 ``password=hunter2``; the secret's characters are replaced in the original text. In bytes,
-only when they are UTF-8.
+a run counts where the 16 bytes on each side of it are UTF-8.
 
 A rule finds its matches left to right, each search resuming where the last match ended
 (a match that the checks above reject still ends there); replacements that overlap or
@@ -379,12 +379,18 @@ _NOT_SECRET = frozenset(
     b"none null nil true false undefined str string bytes int integer bool boolean float number any object "
     b"optional required secretstr".split()
 )
+_NOT_SECRET_LENGTH = max(map(len, _NOT_SECRET))
 _NAME = re.compile(rb"[$@]?[A-Za-z_][A-Za-z0-9_\-]*")
 _DOTTED_NAME = re.compile(rb"[$@]?[A-Za-z_]{1,32}(?:\.[A-Za-z_]{1,32})++")
 _WORDY = re.compile(rb"[A-Za-z0-9\x80-\xff]")
 _BLOB_HEAD = b'{"$bytes":"'
 _BLOB_MARK = '"$bytes":"'
-_FOLD_MARKS = (b"\xef\xbc", b"\xef\xbd", "\\uff")  # U+FF00-U+FF7F, the full-width forms: UTF-8 or escaped
+# A full-width letter or digit (０-９, Ａ-Ｚ, ａ-ｚ), as UTF-8 or JSON-escaped: then full-width forms are read.
+_FOLD_SCREENS = (
+    Screen("full-width", rb"\xef(?:\xbc[\x90-\x99\xa1-\xba]|\xbd[\x81-\x9a])", b"\xef", caseless=False),
+    Screen("full-width-escaped", rb"\\uff(?:1[0-9]|2[1-9a-f]|3[0-9a]|4[1-9a-f]|5[0-9a])", b"\\u"),
+)
+_FOLD = frozenset(s.name for s in _FOLD_SCREENS)
 
 
 def _words(key: str) -> str:
@@ -458,8 +464,8 @@ class Redactor:
         rules: list[_Rule] = []
         screens: list[Screen] = []
         caseless: set[str] = set()
-        exact: set[str | bytes] = {_BLOB_MARK, *_FOLD_MARKS[:2]}
-        caseless.add(_FOLD_MARKS[2])
+        exact: set[str | bytes] = {_BLOB_MARK}
+        screens.extend(_FOLD_SCREENS)
         by_literal: dict[tuple[bytes, bool], list[tuple[bytes, bytes]]] = {}
         for word in words:
             literal, in_any_case, rest = _key_literal(word, possessive=True)
@@ -476,7 +482,7 @@ class Redactor:
             regex = re.compile(re.escape(literal) + b"(?P<rest>" + rest + b")" + _CLOSE + value)
             anchor = literal.decode() if in_any_case else literal
             rules.append(_Rule(name, regex, in_any_case, frozenset({name}), (anchor,), assignment=True))
-        self._key_screens = frozenset(s.name for s in screens)
+        self._key_screens = frozenset(s.name for s in screens if s.name.startswith("key:"))
         for pattern in self.patterns:
             try:
                 regex = re.compile(pattern.regex.encode("utf-8", "surrogatepass"))
@@ -496,7 +502,8 @@ class Redactor:
             rules.append(_Rule(pattern.name, regex, pattern.caseless, triggers, literals * (pattern in _STARTS)))
         self._rules = tuple(rules)
         self._unanchored = tuple(r for r in rules if not r.triggers)
-        self._prefilter = Prefilter(caseless, exact, screens=screens)
+        placed = {literal for rule in rules for literal in rule.literals}
+        self._prefilter = Prefilter(caseless, exact, screens=screens, place=placed)
         # A subclass that changes how values, strings or keys are judged gets the full
         # walk through its own methods whenever the scan found anything.
         self._custom = any(getattr(type(self), name) is not getattr(Redactor, name) for name in _HOOKS)
@@ -538,7 +545,7 @@ class Redactor:
             redacted = self.redact_value(value)
             return (data, False) if redacted == value else (orjson.dumps(redacted), True)
         rules = self._rules_for(found)
-        fold = not found.isdisjoint(_FOLD_MARKS)
+        fold = not found.isdisjoint(_FOLD)
         blobs = _BLOB_MARK in found
         keys = fold or not found.isdisjoint(self._key_screens)
         if not rules and not fold and not blobs and not (keys and data[:1] in (b"{", b"[")):
@@ -612,10 +619,6 @@ class Redactor:
         them, or for large data where placing each literal pays, ``data`` is scanned
         itself (``fold=None``: see for yourself). ``text``: ``data`` is known to be UTF-8.
         """
-        if fold is not False and (not data.isascii() or b"\\u" in data):
-            folded = Folded(data)
-            if folded and (text or _utf8(data)):  # full-width letters: match on their ASCII reading
-                return folded.original(self._secret_spans(folded.data, None, False, text=True))
         located = None
         if rules is None or len(data) >= _LARGE:
             if len(data) >= _LARGE:
@@ -624,6 +627,11 @@ class Redactor:
             else:
                 found = self._prefilter.found(data)
             rules = self._rules_for(found) if found or self._unanchored else ()
+            fold = fold is not False and not found.isdisjoint(_FOLD)
+        if fold:
+            folded = Folded(data, text=text)
+            if folded:  # full-width letters: match on their ASCII reading
+                return folded.original(self._secret_spans(folded.data, None, False, text=True))
         return self._spans(data, rules, located) if rules else []
 
     def _spans(
@@ -672,7 +680,7 @@ class Redactor:
         if kind == "bare" and data[value_end : value_end + 1] not in _AFTER_BARE:
             return None  # ``token = tokenizer(text)``: a call, not a value
         if kind != "line":
-            if value.lower() in _NOT_SECRET:
+            if len(value) <= _NOT_SECRET_LENGTH and value.lower() in _NOT_SECRET:
                 return None  # a type or a literal: ``token: str``, ``password = None``
             if kind == "bare" and (
                 _DOTTED_NAME.fullmatch(value) or (_NAME.fullmatch(value) and self.is_secret_key(value.decode()))
@@ -765,14 +773,6 @@ def _from_base64(text: str | memoryview) -> bytes | None:
     except (binascii.Error, ValueError):
         return None
     return raw if len(text) == (len(raw) + 2) // 3 * 4 else None
-
-
-def _utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 @functools.cache
