@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -25,7 +26,7 @@ from toolctx.storage import DictStore
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
 
 FORKS = 200
-HUNG_AFTER = 30.0  # seconds: a healthy child exits in milliseconds; one still running by then is stuck
+HUNG_AFTER = 30.0  # seconds after the last fork: a healthy child exits in milliseconds; one running by then is stuck
 
 
 def fork(child: Callable[[], int]) -> int:
@@ -42,15 +43,15 @@ def fork(child: Callable[[], int]) -> int:
     return pid
 
 
-def wait_for(pid: int) -> int | None:
-    """The child's exit code, or None if it was still running after HUNG_AFTER seconds (then it is killed)."""
+def wait_for(pid: int, deadline: float) -> int | None:
+    """The child's exit code, or None if it was still running at ``deadline`` (then it is killed)."""
     hung = threading.Event()
 
     def kill() -> None:
         hung.set()
         os.kill(pid, signal.SIGKILL)
 
-    watchdog = threading.Timer(HUNG_AFTER, kill)
+    watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), kill)
     watchdog.start()
     _, status = os.waitpid(pid, 0)
     watchdog.cancel()
@@ -113,7 +114,9 @@ def test_children_forked_while_threads_save_never_hang(context_dir: Path) -> Non
         for thread in threads:
             thread.start()
         try:
-            codes = [wait_for(fork(lambda n=n: child(n))) for n in range(FORKS)]
+            children = [fork(lambda n=n: child(n)) for n in range(FORKS)]  # forking on, while they run
+            deadline = time.monotonic() + HUNG_AFTER
+            codes = [wait_for(pid, deadline) for pid in children]
         finally:
             stop.set()
             for thread in threads:
@@ -145,7 +148,7 @@ def test_a_child_forked_while_a_call_is_being_saved_does_not_wait_for_it_when_it
             still_saving = s._saver.close(0.0)
             return 0 if still_saving == 0 else 1
 
-        assert wait_for(fork(child)) == 0
+        assert wait_for(fork(child), time.monotonic() + HUNG_AFTER) == 0
     finally:
         release.set()
         saver.join()
