@@ -168,3 +168,12 @@ def test_splice_merges_overlapping_and_touching_spans_and_keeps_characters_whole
     assert splice(data, [(9, 12), (0, 1)], b"X") == "Xaé bbb X".encode()
     assert splice(data, [(2, 3)], b"X") == b"aaX bbb ccc"
     assert splice(data, [], b"X") == data
+
+
+@pytest.mark.parametrize("use_hyperscan", [True, False])
+def test_only_the_literals_worth_placing_are_placed(use_hyperscan: bool) -> None:
+    prefilter = Prefilter(CASELESS, EXACT, place={"AKIA", "token"}, use_hyperscan=use_hyperscan)
+    data = b"AKIA sk- TOKEN password sk- AKIA"
+    found, positions = prefilter.locate(data, 4)
+    assert found == {"AKIA", "sk-", "token", "password"}
+    assert positions == {"AKIA": [0, 28], "token": [9]}

@@ -521,6 +521,11 @@ class Redactor:
             blob = self._top_blob(data)
             if blob is not None:
                 return blob
+        if len(data) >= _LARGE and data[:1] == b'"' and self._prefilter.engine == "re" and not self._custom:
+            # Without Hyperscan a scan costs more than a parse: scan the text once, not its JSON first.
+            text = orjson.loads(data)
+            redacted = self._text(text, None, None, None)
+            return (data, False) if redacted is text else (orjson.dumps(redacted), True)
         return self._redact_json(data, self._prefilter.found(data))
 
     def redact_call(self, args_json: bytes, result_json: bytes) -> tuple[bytes, bytes]:
@@ -588,9 +593,7 @@ class Redactor:
 
     def redact_text(self, text: str) -> str:
         """``text`` with every secret in it replaced (the same object if it holds none)."""
-        raw = text.encode("utf-8", "surrogatepass")
-        spans = self._secret_spans(raw, None, None, text=True)
-        return splice(raw, spans, self._replacement).decode("utf-8", "surrogatepass") if spans else text
+        return self._text(text, None, None, None)
 
     def redact_bytes(self, data: bytes) -> bytes:
         """``data`` with the bytes of every secret replaced by those of the replacement (``data`` if none).
@@ -601,9 +604,11 @@ class Redactor:
         spans = self._secret_spans(data, None, None, text=False)
         return splice(data, spans, self._replacement) if spans else data
 
-    def _text(self, text: str, raw: bytes | None, rules: tuple[_Rule, ...], fold: bool) -> str:
-        fold = fold and (not text.isascii() or "\\u" in text)
-        if not rules and not fold:
+    def _text(self, text: str, raw: bytes | None, rules: tuple[_Rule, ...] | None, fold: bool | None) -> str:
+        """``text`` redacted by ``rules`` (and read full-width if ``fold``), or by what a scan of it finds (None)."""
+        if fold:
+            fold = not text.isascii() or "\\u" in text
+        if rules is not None and not rules and not fold:
             return text
         if raw is None:
             raw = text.encode("utf-8", "surrogatepass")
