@@ -261,3 +261,9 @@ def test_a_string_result_is_written_as_orjson_writes_it(redactor: Redactor, text
     stored, changed = redactor(data)
     assert stored == orjson.dumps(redactor.redact_text(text))
     assert changed == (redactor.redact_text(text) != text)
+
+
+@pytest.mark.parametrize("key", ["api/key", "api:key", "Private+Key", "access·key", "secret key"])
+def test_dict_keys_split_at_any_punctuation(redactor: Redactor, key: str) -> None:
+    assert redactor.is_secret_key(key)
+    assert stored(redactor, {key: "v-123"}) == {key: REDACTED}

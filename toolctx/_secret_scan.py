@@ -36,7 +36,7 @@ from typing import Any
 
 from toolctx._internal import WARNING, log
 
-__all__ = ["Folded", "Lowered", "Prefilter", "Screen", "splice"]
+__all__ = ["FULL_WIDTH", "Folded", "Lowered", "Prefilter", "Screen", "splice"]
 
 
 @dataclass(frozen=True)
@@ -299,7 +299,8 @@ def _record(fragment_id: int, start: int, end: int, flags: int, hits: _Hits) -> 
 
 _NOTHING: frozenset[Any] = frozenset()
 
-_FOLD = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20}  # full-width forms to ASCII
+FULL_WIDTH = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20}
+"""``str.translate`` table from the full-width forms of ASCII (U+FF01-U+FF5E, U+3000) to ASCII."""
 # A full-width form as UTF-8 or as a JSON escape (``json.dumps`` writes ``\uff50``).
 _WIDE = (
     rb"(?:\xef(?:\xbc[\x81-\xbf]|\xbd[\x80-\x9e])|\xe3\x80\x80"
@@ -360,12 +361,12 @@ class Folded:
                 forms = data[start:end]
                 places: list[int] | int
                 if b"\\" not in forms:  # all UTF-8, three bytes each
-                    run, places = forms.decode().translate(_FOLD).encode(), 3
+                    run, places = forms.decode().translate(FULL_WIDTH).encode(), 3
                 elif forms.isascii():  # all JSON escapes, six bytes each
-                    run, places = forms.decode("unicode_escape").translate(_FOLD).encode(), 6
+                    run, places = forms.decode("unicode_escape").translate(FULL_WIDTH).encode(), 6
                 else:  # both: one by one
                     each = list(_WIDE_ONE.finditer(data, start, end))
-                    run, places = bytes(_FOLD[_code(m.group())] for m in each), [m.start() for m in each] + [end]
+                    run, places = bytes(FULL_WIDTH[_code(m.group())] for m in each), [m.start() for m in each] + [end]
                 parts += (data[last:start], run)
                 size += start - last
                 self._runs.append((size, start, len(run), places))

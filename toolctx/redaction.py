@@ -11,8 +11,8 @@ the tool's caller still gets the real value.
 ``s`` (``api_keys``, ``cookies``; but ``tokens`` is not secret). Words are split at every
 run of characters that are not letters or digits (``_``, ``-``, ``.``, spaces, repeated or
 not), at URL-encoded ``%5F``, ``%2D``, ``%2E`` and ``%20``, and where a lower-case letter or
-a digit meets an upper-case one; letter case is ignored, and full-width forms read as ASCII
-(NFKC). So ``access_token``, ``X-Api-Key``, ``clientSecret``, ``DB_PASSWORD``,
+a digit meets an upper-case one; letter case is ignored, and full-width forms read as
+ASCII. So ``access_token``, ``X-Api-Key``, ``clientSecret``, ``DB_PASSWORD``,
 ``SECRET_KEY``, ``api--key``, ``api%5Fkey``, ``Set-Cookie`` and ``ｐａｓｓｗｏｒｄ`` are
 secret; ``max_tokens``, ``token_count``, ``secret_name``, ``password_hint`` and ``key`` are
 not.
@@ -173,14 +173,13 @@ import base64
 import binascii
 import functools
 import re
-import unicodedata
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from toolctx._secret_scan import Folded, Lowered, Prefilter, Screen, splice
+from toolctx._secret_scan import FULL_WIDTH, Folded, Lowered, Prefilter, Screen, splice
 from toolctx.errors import ConfigError
 
 __all__ = [
@@ -396,10 +395,10 @@ _FOLD = frozenset(s.name for s in _FOLD_SCREENS)
 def _words(key: str) -> str:
     """``key`` as lower-case snake-case words: ``X-Api-Key``, ``apiKey``, ``api%5Fkey`` and ``ａｐｉ＿ｋｅｙ`` alike."""
     if not key.isascii():
-        key = unicodedata.normalize("NFKC", key)
+        key = key.translate(FULL_WIDTH)
     if "%" in key:
         key = _PERCENT.sub("_", key)
-    return _SEPARATORS.sub("_", _CAMEL.sub("_", key)).casefold().strip("_")
+    return _SEPARATORS.sub("_", _CAMEL.sub("_", key)).lower().strip("_")
 
 
 def _chars(text: str) -> bytes:
@@ -482,7 +481,8 @@ class Redactor:
             regex = re.compile(re.escape(literal) + b"(?P<rest>" + rest + b")" + _CLOSE + value)
             anchor = literal.decode() if in_any_case else literal
             rules.append(_Rule(name, regex, in_any_case, frozenset({name}), (anchor,), assignment=True))
-        self._key_screens = frozenset(s.name for s in screens if s.name.startswith("key:"))
+        # Any key word, wherever it is, may be part of a dict key: is_secret_key() judges those.
+        self._key_words = frozenset(lit.decode() if any_case else lit for lit, any_case in by_literal)
         for pattern in self.patterns:
             try:
                 regex = re.compile(pattern.regex.encode("utf-8", "surrogatepass"))
@@ -552,7 +552,7 @@ class Redactor:
         rules = self._rules_for(found)
         fold = not found.isdisjoint(_FOLD)
         blobs = _BLOB_MARK in found
-        keys = fold or not found.isdisjoint(self._key_screens)
+        keys = fold or not found.isdisjoint(self._key_words)
         if not rules and not fold and not blobs and not (keys and data[:1] in (b"{", b"[")):
             return data, False  # only a key word was found, and a lone string or number has no keys
         value = orjson.loads(data)
