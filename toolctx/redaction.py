@@ -20,31 +20,33 @@ not.
 - In a JSON object (a dict, or a call's arguments by name) the whole value under a secret
   key is replaced, whatever it is (string, number, list or object); ``null`` stays ``null``.
 - In text, an assignment to a secret key: the key (letters, digits, ``_``, ``.``, ``-``,
-  ``%`` and non-ASCII characters; its own words may also be separated by spaces, as in
-  ``API key``), optionally closed by a quote (``"api_key":``; ``\\"api_key\\":`` in JSON
-  held in a string), spaces or tabs, ``=`` or ``:`` (or full-width ``＝``, ``：``)
-  optionally followed by ``=`` or ``>``, spaces or tabs, then the value, which is replaced:
+  ``%`` and non-ASCII characters, up to 64 of them before its longest word, and not the
+  ``n``, ``r`` or ``t`` of an escaped line end ``\\n``; between its own words spaces are
+  allowed too, as in ``API key``), optionally closed by a quote (``"api_key":``;
+  ``\\"api_key\\":`` in JSON held in a string), spaces or tabs, ``=`` or ``:`` (or
+  full-width ``＝``, ``：``) optionally followed by ``=`` or ``>``, spaces or tabs, then the
+  value, which is replaced:
 
   - quoted (``"..."``, ``'...'``, ```...```): up to the closing quote, a backslash or the
     end of the line;
   - a list on one line, ``[...]``, with no brackets or braces inside: all of its inside;
-  - else bare: the characters up to whitespace or one of ``"'`,;&<>()[]{}\\``, and only
-    if whitespace, one of ``"'`,;&<>)]}\\`` or the end follows (``token = tokenizer(text)``
-    is a call, not a value).
+  - else bare: one or more characters up to whitespace or one of ``"'`,;&<>()[]{}\\``,
+    and only if whitespace, one of ``"'`,;&<>)]}\\`` or the end follows
+    (``token = tokenizer(text)`` is a call, not a value).
 
   The value is kept when it cannot be a secret: a type or a literal (``str``, ``string``,
   ``bytes``, ``int``, ``integer``, ``bool``, ``boolean``, ``float``, ``number``, ``any``,
   ``object``, ``optional``, ``required``, ``secretstr``, ``none``, ``null``, ``nil``,
-  ``true``, ``false``, ``undefined``, in any case); a bare dotted name of letters and
-  ``_`` (``self.password``, ``settings.API_KEY``); a bare name that is itself a secret key
-  (``password=password``, ``token=access_token``); a value with no letter or digit
-  (``****``); or, after a colon, a bare word of fewer than 8 letters (``Password: see
-  below``). A key whose last word is ``authorization`` or ``cookie`` followed by a colon
-  is an HTTP header: its value is the rest of the line, up to a quote, a backslash or
-  the line's end, after an optional scheme word that is kept (``basic``, ``bearer``,
-  ``digest``, ``token``, ``negotiate``, ``ntlm``, ``hmac``, ``apikey``,
-  ``aws4-hmac-sha256``): ``Authorization: Basic [REDACTED]``, ``Cookie: [REDACTED]``,
-  ``Set-Cookie: [REDACTED]``.
+  ``true``, ``false``, ``undefined``, in any case); a bare dotted name of letters and ``_``
+  (``self.password``, ``settings.API_KEY``, parts of at most 32); a bare name that is itself
+  a secret key (``password=password``, ``token=access_token``); a value with no letter or
+  digit (``****``); the replacement itself; or, after a colon, a bare value of fewer than
+  8 ASCII letters (``Password: see below``). A key whose last word is ``authorization``,
+  ``cookie`` or ``cookies`` followed by a colon is an HTTP header: its value is the rest of
+  the line, up to a quote, a backslash or the line's end, after an optional scheme word that
+  is kept (``basic``, ``bearer``, ``digest``, ``token``, ``negotiate``, ``ntlm``, ``hmac``,
+  ``apikey``, ``aws4-hmac-sha256``): ``Authorization: Basic [REDACTED]``,
+  ``Cookie: [REDACTED]``, ``Set-Cookie: [REDACTED]``.
 
 **Secret formats**, found in any text (:data:`DEFAULT_PATTERNS`). *Not after X* means
 the character before the match is not one of X; *token characters* are ``A-Z a-z 0-9 _ -``;
@@ -68,7 +70,7 @@ name                   not after                 match
 ``private-key``                                  ``-----BEGIN``, up to three words of upper-case
                                                  letters or digits, ``PRIVATE KEY`` (``BLOCK``)
                                                  ``-----``, everything up to the next ``-----``,
-                                                 quote or backslash before a quote, then the
+                                                 ``"`` or ``'`` (or a backslash before one), the
                                                  ``-----END ... PRIVATE KEY-----`` line if that
                                                  is what follows
 ``jwt``                ``A-Z a-z 0-9 -``         ``eyJ`` + 8 or more token characters + ``.`` +
@@ -237,7 +239,8 @@ DEFAULT_KEYS: tuple[str, ...] = (
     "credential",
     "cookie",
 )
-"""Key names (in snake case) whose values are secret when a key ends with them (or with them plus ``s``)."""
+"""Key names (in snake case) whose values are secret when a key ends with them (or with them plus ``s``, but
+``tokens`` is not secret)."""
 
 _URL_PART = r"\x00-\x20\"'`\\"  # whitespace, control characters, quotes and backslash end a URL part
 
