@@ -612,3 +612,22 @@ def test_parameters_a_framework_injects_are_never_stored(context_dir: Path) -> N
         first, second, third = s.get_all_pointers()
     assert first.args == second.args == third.args == {"order_id": "A1"}
     assert first.args_hash == second.args_hash  # the same model call: the same stored call
+
+
+def test_a_session_ending_between_the_check_and_the_save_still_keeps_the_call(
+    context_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolctx.sessions._saving import SavePath
+
+    real_save = SavePath.save
+
+    def closing_save(self: SavePath, *args: Any) -> Any:
+        if self is block._saver:  # the block's session ends right as the call is handed over
+            block.close()
+        return real_save(self, *args)
+
+    monkeypatch.setattr(SavePath, "save", closing_save)
+    with session(context_dir) as block:
+        assert search_code("late", limit=1) == [{"path": "src/late_0.py"}]
+    assert len(block) == 0
+    assert [p.tool_name for p in current_session().get_all_pointers()] == ["search_code"]

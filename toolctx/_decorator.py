@@ -35,7 +35,7 @@ from toolctx._describe import Describer, default_description, make_describer
 from toolctx._internal import internal_error
 from toolctx._naming import sanitize_tool_name
 from toolctx._serialize import clean_text, encode
-from toolctx.errors import ConfigError
+from toolctx.errors import ConfigError, SessionClosedError
 from toolctx.redaction import REDACTED
 from toolctx.sessions import ContextSession, current_session
 from toolctx.sessions._records import Call
@@ -211,7 +211,10 @@ class _Tool:
         try:
             if saver.closed:  # the block ended while the tool ran: keep the call anyway
                 saver = current_session()._saver
-            saver.save(call, result, error)
+            try:
+                saver.save(call, result, error)
+            except SessionClosedError:  # it ended just now, between the check and the save
+                current_session()._saver.save(call, result, error)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a result's or exception's own code may raise anything
