@@ -267,3 +267,50 @@ def test_a_string_result_is_written_as_orjson_writes_it(redactor: Redactor, text
 def test_dict_keys_split_at_any_punctuation(redactor: Redactor, key: str) -> None:
     assert redactor.is_secret_key(key)
     assert stored(redactor, {key: "v-123"}) == {key: REDACTED}
+
+
+LARGE_PIECES = [
+    'password=hunter2 "quoted" back\\slash\ttab\r\n\x08\x0c\x07\x1b[0m é 😀 ',
+    "a literal \\u0041 and \\u001b in source, token: t0k3n-value\n",
+    'json.dumps: {"api_key": "k-123"} and {\\"token\\": \\"t-456\\"}\n',
+    "ｐａｓｓｗｏｒｄ＝hunter2 and \\uff50\\uff41\\uff53\\uff53\\uff57\\uff4f\\uff52\\uff44=hunter3\n",
+    "AKIAIOSFODNN7EXAMPLE sk-proj1234567890abcdefghijKLMN postgres://u:pw9@h/x\n",
+    "ordinary filler line without anything in it\n" * 40,
+]
+
+
+PLAIN_PIECES = [  # no control character but the short-escaped ones, no backslash before u or /
+    'password=hunter2 "quoted" back\\slash\ttab\r\n\x08\x0c é 😀 ',
+    'json.dumps: {"api_key": "k-123"} and {\\"token\\": \\"t-456\\"}\n',
+    "ｐａｓｓｗｏｒｄ＝hunter2 and AKIAIOSFODNN7EXAMPLE, postgres://u:pw9@h/x\n",
+    "ordinary filler line without anything in it\n" * 40,
+]
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [LARGE_PIECES, PLAIN_PIECES, LARGE_PIECES[5:]],
+    ids=["secrets and controls", "secrets", "clean"],
+)
+def test_a_large_string_result_is_written_as_orjson_writes_it(redactor: Redactor, pieces: list[str]) -> None:
+    # Past 1 MiB a string result is read and written as JSON directly, without a str.
+    text = "".join(pieces) * (1 + (1 << 20) // len("".join(pieces)))
+    data = encode(text)[0]
+    stored, changed = redactor(data)
+    expected = redactor.redact_text(text)
+    assert stored == orjson.dumps(expected)
+    assert changed == (expected != text)
+    assert stored is data or changed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a literal \\u00e9 and a regex \\/x\\/ in source, password=hunter2\n",
+        "a literal \\\\u00e9 and \\\\/ after two backslashes, token: t0k3n-value\n",
+    ],
+)
+def test_large_string_results_with_backslashes_before_u_or_slash(redactor: Redactor, text: str) -> None:
+    text = text * (1 + (1 << 20) // len(text))
+    data = encode(text)[0]
+    assert redactor(data)[0] == orjson.dumps(redactor.redact_text(text))

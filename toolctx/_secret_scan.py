@@ -36,7 +36,7 @@ from typing import Any
 
 from toolctx._internal import WARNING, log
 
-__all__ = ["FULL_WIDTH", "Folded", "Lowered", "Prefilter", "Screen", "splice"]
+__all__ = ["FULL_WIDTH", "Folded", "Lowered", "Prefilter", "Screen", "splice", "whole_spans"]
 
 
 @dataclass(frozen=True)
@@ -460,11 +460,16 @@ def _whole_characters(data: bytes, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def whole_spans(data: bytes, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` of UTF-8 ``data`` widened to whole characters, sorted, and merged where they overlap or touch."""
+    return _merge(_whole_characters(data, s, e) for s, e in spans)
+
+
 def splice(data: bytes, spans: Iterable[tuple[int, int]], replacement: bytes) -> bytes:
     """``data`` with each span (merged where they overlap or touch) replaced by ``replacement``."""
     parts: list[bytes] = []
     last = 0
-    for start, end in _merge(_whole_characters(data, s, e) for s, e in spans):
+    for start, end in whole_spans(data, spans):
         parts += (data[last:start], replacement)
         last = end
     parts.append(data[last:])

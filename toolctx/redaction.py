@@ -173,6 +173,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import functools
 import re
 from collections.abc import Hashable, Iterable, Sequence
@@ -181,7 +182,7 @@ from typing import Any
 
 import orjson
 
-from toolctx._secret_scan import FULL_WIDTH, Folded, Lowered, Prefilter, Screen, splice
+from toolctx._secret_scan import FULL_WIDTH, Folded, Lowered, Prefilter, Screen, splice, whole_spans
 from toolctx.errors import ConfigError
 
 __all__ = [
@@ -385,6 +386,7 @@ _NOT_SECRET_LENGTH = max(map(len, _NOT_SECRET))
 _NAME = re.compile(rb"[$@]?[A-Za-z_][A-Za-z0-9_\-]*")
 _DOTTED_NAME = re.compile(rb"[$@]?[A-Za-z_]{1,32}(?:\.[A-Za-z_]{1,32})++")
 _WORDY = re.compile(rb"[A-Za-z0-9\x80-\xff]")
+_JSON_LONGER = bytes(1 if b in b'"\\\b\t\n\f\r' else 0 for b in range(256))
 _BLOB_HEAD = b'{"$bytes":"'
 _BLOB_MARK = '"$bytes":"'
 # A full-width letter or digit (０-９, Ａ-Ｚ, ａ-ｚ), as UTF-8 or JSON-escaped: then full-width forms are read.
@@ -524,12 +526,15 @@ class Redactor:
             blob = self._top_blob(data)
             if blob is not None:
                 return blob
-        if len(data) >= _LARGE and data[:1] == b'"' and self._prefilter.engine == "re" and not self._custom:
-            # Without Hyperscan a scan costs more than a parse: scan the text once, not its JSON first.
-            text = orjson.loads(data)
-            redacted = self._text(text, None, None, None)
-            return (data, False) if redacted is text else (orjson.dumps(redacted), True)
-        return self._redact_json(data, self._prefilter.found(data))
+        if len(data) < _LARGE or data[:1] != b'"' or self._custom:
+            return self._redact_json(data, self._prefilter.found(data))
+        # Without Hyperscan a scan costs more than a parse: scan the text once, not its JSON first.
+        found = None if self._prefilter.engine == "re" else self._prefilter.found(data)
+        if found is None or self._rules_for(found) or not found.isdisjoint(_FOLD):
+            text = self._large_text(data, found)
+            if text is not None:
+                return text
+        return self._redact_json(data, self._prefilter.found(data) if found is None else found)
 
     def redact_call(self, args_json: bytes, result_json: bytes) -> tuple[bytes, bytes]:
         """Redact a call's argument and result JSON, with one scan when both are small."""
@@ -543,6 +548,36 @@ class Redactor:
             args = self._redact_json(args_json, self._prefilter.found(args_json))[0]
             return args, self._redact_json(result_json, found)[0]
         return self(args_json)[0], self(result_json)[0]
+
+    def _large_text(self, data: bytes, found: frozenset[Hashable] | None) -> tuple[bytes, bool] | None:
+        """A large result that is one string, redacted without building a ``str`` (None: not as orjson writes it).
+
+        orjson escapes only ``"``, ``\\`` and control characters; without a ``\\u00XX`` (a
+        rare control character) each of its escapes is one of Python's, so ``escape_decode``
+        gives the text's UTF-8 at once. The secrets found in it are then replaced in the
+        JSON itself, each offset moved by the escapes before it: exactly what orjson would
+        write for the redacted text.
+        """
+        if _escaped(data, b"\\u") or _escaped(data, b"\\/"):
+            return None  # control characters (or another writer): parsed as any JSON
+        view = memoryview(data)
+        raw: bytes = codecs.escape_decode(view[1:-1])[0]
+        rules, fold = (None, None) if found is None else (self._rules_for(found), not found.isdisjoint(_FOLD))
+        spans = whole_spans(raw, self._secret_spans(raw, rules, fold, text=True))
+        if not spans:
+            return data, False
+        longer = raw.translate(_JSON_LONGER)  # 1 where the JSON writes the byte as two
+        replacement = orjson.dumps(self.replacement)[1:-1]
+        parts: list[bytes | memoryview] = []
+        text_at, json_at, kept = 0, 1, 0
+        for start, end in spans:
+            json_start = json_at + start - text_at + longer.count(1, text_at, start)
+            json_end = json_start + end - start + longer.count(1, start, end)
+            parts += (view[kept:json_start], replacement)
+            text_at = end
+            json_at = kept = json_end
+        parts.append(view[kept:])
+        return b"".join(parts), True
 
     def _redact_json(self, data: bytes, found: frozenset[Hashable]) -> tuple[bytes, bool]:
         """Apply the rules whose fragments were found: the parse is skipped when none can match."""
@@ -627,6 +662,15 @@ class Redactor:
         them, or for large data where placing each literal pays, ``data`` is scanned
         itself (``fold=None``: see for yourself). ``text``: ``data`` is known to be UTF-8.
         """
+        if fold is None and len(data) >= _LARGE and (not data.isascii() or b"\\u" in data):
+            # Large: place literals once, in the text to match. Without Hyperscan scans are
+            # costly, so look for full-width forms directly; with it, a quick scan first.
+            fold = self._prefilter.engine == "re" or not self._prefilter.found(data).isdisjoint(_FOLD)
+        if fold:
+            folded = Folded(data, text=text)
+            if folded:
+                return folded.original(self._secret_spans(folded.data, None, False, text=True))
+            fold = False
         located = None
         if rules is None or len(data) >= _LARGE:
             if len(data) >= _LARGE:
@@ -772,6 +816,23 @@ def _starts(rule: _Rule, found: frozenset[Hashable], positions: dict[Hashable, l
                 return None  # too frequent to place: one pass is cheaper
             starts += places
     return sorted(set(starts))
+
+
+def _escaped(data: bytes, escape: bytes, most: int = 4096) -> bool:
+    """Whether JSON ``data`` holds ``escape`` (``\\u``, say) as an escape, not after an escaped backslash.
+
+    Past ``most`` look-alikes it answers yes: the caller then takes its general path.
+    """
+    at = data.find(escape)
+    while at >= 0 and most:
+        run = at
+        while run and data[run - 1] == 0x5C:  # backslashes just before it
+            run -= 1
+        if (at - run) % 2 == 0:
+            return True
+        at = data.find(escape, at + 2)
+        most -= 1
+    return at >= 0
 
 
 def _from_base64(text: str | memoryview) -> bytes | None:
