@@ -252,6 +252,7 @@ DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
         r"[a-z0-9._~+/\-]{8,}+=*+)",
         ("bearer",),
         caseless=True,
+        screen=r"bearer(?:[ \t]|\\t){1,8}[a-z0-9._~+/\-]{8}",
     ),
     SecretPattern(
         "url-credentials",
