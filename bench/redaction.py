@@ -18,7 +18,8 @@ installed, and the ``re`` engine of a core install).
 **Large outputs.** ``redact_call`` on one result of ``--large-mb`` MB (its JSON as a
 session encodes it), for each engine: the text of the trace outputs repeated (real
 code and logs, with the assignments and keys a coding agent sees), prose that says
-``token`` on every line without holding one, random bytes and the bytes of that text.
+``token`` on every line and log lines that say ``token``, ``bearer`` and ``https://``
+without holding a secret, random bytes, and the bytes of the trace text.
 Figures are the median seconds over ``--large-rounds`` runs, after one run to warm up,
 and MB/s of the result's size, by the clock and by the process's CPU time (steadier on
 a shared machine).
@@ -43,6 +44,7 @@ from toolctx.redaction import Redactor, default_redactor
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "dev.jsonl"
 PROSE = "The tokenizer splits text into tokens; each token has an id and a secret-free embedding.\n"
+LOG = "2024-05-01 INFO token refreshed for user 42 via bearer auth; see https://example.com/docs\n"
 
 
 def calls(path: Path) -> dict[str, list[tuple[bytes, bytes]]]:
@@ -115,6 +117,7 @@ def large_inputs(traces: Path, size: int) -> dict[str, Any]:
     return {
         "trace text": text,
         "prose saying token": (PROSE * (size // len(PROSE) + 1))[:size],
+        "log lines saying token, bearer, https://": (LOG * (size // len(LOG) + 1))[:size],
         "random bytes": os.urandom(size),
         "bytes of trace text": text.encode()[:size],
     }
