@@ -717,7 +717,24 @@ class Redactor:
         return spans
 
     def _assigned(self, match: re.Match[bytes], data: bytes) -> tuple[int, int] | None:
-        """The value's span of a ``KEY = value`` match, if the key is secret and the value may be."""
+        """The value's span of a ``KEY = value`` match, if the value may be a secret and the key is secret."""
+        kind = match.lastgroup or "bare"
+        value_start, value_end = match.span(kind)
+        value = data[value_start:value_end]
+        if self._replacement in (value, data[value_start - 1 : value_end + 1]):
+            return None  # already redacted
+        if kind != "line":
+            if not _WORDY.search(value):
+                return None  # no letter or digit: already masked (``****``), or punctuation
+            if len(value) <= _NOT_SECRET_LENGTH and value.lower() in _NOT_SECRET:
+                return None  # a type or a literal: ``token: str``, ``password = None``
+            if kind == "bare":
+                if data[value_end : value_end + 1] not in _AFTER_BARE:
+                    return None  # ``token = tokenizer(text)``: a call, not a value
+                if _DOTTED_NAME.fullmatch(value) or (_NAME.fullmatch(value) and self.is_secret_key(value.decode())):
+                    return None  # a name passed on: ``password=password``, ``token = self.token``
+                if match["op"].lower() in _COLONS and len(value) < 8 and value.isalpha():
+                    return None  # after a colon, a short word is prose: ``password: see below``
         start = match.start()
         floor = max(0, start - 64)
         begin = start - _KEY_BEFORE.match(data[floor:start][::-1]).end()  # type: ignore[union-attr]
@@ -725,24 +742,6 @@ class Redactor:
             begin += 1  # an escaped newline (JSON inside a string) ends the line before the key
         if not self.is_secret_key(data[begin : match.end("rest")].decode("utf-8", "replace")):
             return None
-        kind = match.lastgroup or "bare"
-        value_start, value_end = match.span(kind)
-        value = data[value_start:value_end]
-        if self._replacement in (value, data[value_start - 1 : value_end + 1]):
-            return None  # already redacted
-        if kind == "bare" and data[value_end : value_end + 1] not in _AFTER_BARE:
-            return None  # ``token = tokenizer(text)``: a call, not a value
-        if kind != "line":
-            if len(value) <= _NOT_SECRET_LENGTH and value.lower() in _NOT_SECRET:
-                return None  # a type or a literal: ``token: str``, ``password = None``
-            if kind == "bare" and (
-                _DOTTED_NAME.fullmatch(value) or (_NAME.fullmatch(value) and self.is_secret_key(value.decode()))
-            ):
-                return None  # a name passed on: ``password=password``, ``token = self.token``
-            if not _WORDY.search(value):
-                return None  # no letter or digit: already masked (``****``), or punctuation
-            if kind == "bare" and match["op"].lower() in _COLONS and len(value) < 8 and value.isalpha():
-                return None  # after a colon, a short word is prose: ``password: see below``
         return value_start, value_end
 
     # -- keys, bytes values, whole values ----------------------------------------------------------
