@@ -1,4 +1,4 @@
-"""Token estimates, made when a call is saved so budgets never read stored outputs."""
+"""The fast token estimate, made when a call is saved so budgets never read stored outputs."""
 
 from __future__ import annotations
 
