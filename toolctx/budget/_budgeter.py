@@ -1,0 +1,107 @@
+"""The token budgeter: creates budgets, shares the dynamic pool out, cuts text to fit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import toolctx.tokens
+from toolctx._checks import whole_number
+from toolctx.budget._allocation import FIXED_COMPONENTS, DynamicShares, FixedAllocations, TokenBudget, share_out
+from toolctx.budget._truncate import FitItems, Truncation, fit_items, truncate_lines
+from toolctx.tokens import EstimateCounter, TokenCounter
+
+__all__ = ["TokenBudgeter", "default_counter"]
+
+
+def default_counter() -> TokenCounter:
+    """The exact o200k_base counter when this install has one, else the fast estimate."""
+    get_counter = getattr(toolctx.tokens, "get_counter", None)
+    if get_counter is not None:
+        try:
+            counter = get_counter("o200k_base")
+        except (ImportError, LookupError, ValueError):  # no exact tokenizer installed
+            pass
+        else:
+            if isinstance(counter, TokenCounter):
+                return counter
+    return EstimateCounter()
+
+
+class TokenBudgeter:
+    """Splits a total token budget into allocations and fits text into them.
+
+    ``fixed`` overrides any of the fixed allocations (a :class:`FixedAllocations`
+    or a mapping such as ``{"repo_map": 5000}``); ``shares`` the dynamic shares;
+    ``counter`` is any :class:`~toolctx.tokens.TokenCounter` (by default the exact
+    o200k_base counter when installed, else the estimate). Every count the budgeter
+    makes goes through that one counter, so a budget is kept in its units.
+    """
+
+    def __init__(
+        self,
+        fixed: FixedAllocations | Mapping[str, int] | None = None,
+        shares: DynamicShares | None = None,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        if shares is not None and not isinstance(shares, DynamicShares):
+            raise TypeError(f"shares must be a DynamicShares, not {type(shares).__name__}")
+        if counter is not None and not isinstance(counter, TokenCounter):
+            raise TypeError(f"counter must have a name and a count(text) method, got {type(counter).__name__}")
+        self.fixed = FixedAllocations.from_mapping(fixed)
+        self.shares = shares or DynamicShares()
+        self.counter = counter if counter is not None else default_counter()
+
+    def __repr__(self) -> str:
+        return f"TokenBudgeter(fixed={self.fixed!r}, shares={self.shares!r}, counter={self.counter.name!r})"
+
+    def estimate_tokens(self, text: str) -> int:
+        """The tokens ``text`` costs, counted with the budgeter's counter."""
+        return self.counter.count(text)
+
+    def create_budget(self, max_tokens: int) -> TokenBudget:
+        """Split ``max_tokens`` into the fixed allocations and the dynamic shares.
+
+        With the defaults, 150,000 tokens give 24,000 fixed (16,000 of them kept for
+        the response) and a pool of 126,000: 75,600 for files, 31,500 for code results,
+        18,900 for memories. A budget smaller than the fixed allocations scales every
+        one of them down by the same factor and leaves no pool; the budget's warnings
+        say so.
+        """
+        whole_number("max_tokens", max_tokens, minimum=1, unit="tokens")
+        fixed = {name: getattr(self.fixed, name) for name in FIXED_COMPONENTS}
+        reserved = self.fixed.reserved
+        warnings: tuple[str, ...] = ()
+        if max_tokens < self.fixed.total:
+            scale = max_tokens / self.fixed.total
+            fixed = {name: int(value * scale) for name, value in fixed.items()}
+            reserved = int(reserved * scale)
+            warnings = (
+                f"max_tokens={max_tokens:,} is smaller than the fixed allocations ({self.fixed.total:,} tokens, "
+                f"{self.fixed.reserved:,} of them reserved for the response); each was scaled down to "
+                f"{scale:.0%} and nothing is left for files, code results and memories but what the fixed "
+                "parts leave unused. Raise max_tokens or lower the fixed allocations.",
+            )
+        pool = max_tokens - reserved - sum(fixed.values())
+        dynamic = share_out(pool, self.shares.as_dict(), dict.fromkeys(self.shares.as_dict(), pool))
+        return TokenBudget(
+            max_tokens=max_tokens,
+            reserved=reserved,
+            allocations={**fixed, **dynamic},
+            dynamic_pool=pool,
+            warnings=warnings,
+        )
+
+    def allocate(self, pool: int, demands: Mapping[str, int]) -> dict[str, int]:
+        """Share ``pool`` tokens among files, code results and memories, by share, up to each one's demand.
+
+        What a component does not need flows to the others (see :func:`share_out`).
+        """
+        return share_out(pool, self.shares.as_dict(), demands)
+
+    def truncate_to_fit(self, text: str, max_tokens: int) -> Truncation:
+        """``text`` cut after its last whole line that fits, with a line saying what was cut."""
+        return truncate_lines(text, max_tokens, self.counter)
+
+    def fit_items(self, items: Sequence[str], max_tokens: int, separator: str = "\n") -> FitItems:
+        """The whole items that fit ``max_tokens`` in order, with a line saying how many were left out."""
+        return fit_items(items, max_tokens, self.counter, separator)
