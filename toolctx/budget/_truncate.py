@@ -7,7 +7,6 @@ counted in the budget, and a budget too small for even the marker gives nothing.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -66,22 +65,34 @@ def truncate_lines(text: str, max_tokens: int, counter: TokenCounter) -> Truncat
     lines = text.splitlines(keepends=True)
     if tokens <= max_tokens:
         return Truncation(text, tokens, len(lines), len(lines))
-    # Per-line counts add up to about the count of their concatenation: a first guess,
-    # checked with an exact count of the candidate and walked back while it is over.
-    sizes = list(accumulate(counter.count(line) for line in lines))
-    room = max_tokens - counter.count(_line_marker(len(lines) - 1, len(lines)))
-    keep = bisect_right(sizes, room) if room > 0 else 0
+    # Binary search on the number of whole lines kept, counting each candidate exactly
+    # (marker included). The first probe is proportional, so a cut to a small part of
+    # a large text counts only small prefixes.
+    offsets = list(accumulate((len(line) for line in lines), initial=0))
+    fits, over = 0, len(lines)  # bounds: `over` lines do not fit; more than `fits` might
+    best: Truncation | None = None
+    probe = min(len(lines) - 1, len(lines) * max_tokens // max(tokens, 1))
     while True:
-        candidate = "".join(lines[:keep])
-        if candidate and not candidate.endswith("\n"):
-            candidate += "\n"
-        candidate += _line_marker(keep, len(lines))
+        candidate = _cut(text, offsets, probe, len(lines))
         cost = counter.count(candidate)
         if cost <= max_tokens:
-            return Truncation(candidate, cost, keep, len(lines))
-        if keep == 0:
+            best = Truncation(candidate, cost, probe, len(lines))
+            fits = probe
+        elif probe == 0:
             return Truncation("", 0, 0, len(lines))
-        keep = keep - max(1, (keep * (cost - max_tokens)) // max(cost, 1))
+        else:
+            over = probe
+        if over - fits <= 1:
+            break
+        probe = (fits + over) // 2
+    return best if best is not None else Truncation("", 0, 0, len(lines))
+
+
+def _cut(text: str, offsets: list[int], keep: int, total: int) -> str:
+    kept = text[: offsets[keep]]
+    if kept and not kept.endswith("\n"):
+        kept += "\n"
+    return kept + _line_marker(keep, total)
 
 
 def _items_marker(cut: int, total: int) -> str:

@@ -1,0 +1,363 @@
+"""Building a fresh context: every component gathered for the task and fitted to its allocation.
+
+The fixed components (system prompt, task, repo map, docs) are built first, each
+within its ceiling; what they leave unused joins the dynamic pool. Files, code
+results and memories then share the pool by their shares, a part one of them
+does not need flowing to the others. A last count of the whole rendered context
+checks the budget; if joining the sections cost a few tokens more than their
+parts, the last dynamic section is cut to make up for it.
+
+Nothing the builder calls may stop a build: a source that is missing or fails
+leaves its part empty (or falls back to the plain search) and adds a warning.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from toolctx._internal import describe_error
+from toolctx.budget import DYNAMIC_COMPONENTS, TokenBudgeter, truncate_lines
+from toolctx.errors import ConfigError
+from toolctx.fresh import _render
+from toolctx.fresh._deps import local_imports
+from toolctx.fresh._models import (
+    CodebaseDocsSummary,
+    CodeSearchResult,
+    ContextBuilderOptions,
+    ContextOptions,
+    ContextProjectConfig,
+    FileContent,
+    MemoryEntry,
+    TaskContext,
+    TaskSpec,
+    TokenBreakdown,
+)
+from toolctx.fresh._project import ProjectFiles
+from toolctx.fresh._providers import CodeSearchProvider, PlainSearch, RepoMapProvider, as_result, fuse_rankings
+from toolctx.fresh._render import CachedCounter
+from toolctx.fresh._sources import MemorySource, codebase_docs, gather_memories
+
+__all__ = ["ContextBuilder"]
+
+T = TypeVar("T")
+Auto = Literal["auto"]
+
+
+def _project(project: ContextProjectConfig | str | os.PathLike[str]) -> ContextProjectConfig:
+    if isinstance(project, ContextProjectConfig):
+        config = project
+    elif isinstance(project, str | os.PathLike):
+        path = Path(project).expanduser()
+        config = ContextProjectConfig(name=path.resolve().name or str(path), path=str(path))
+    else:
+        raise TypeError(f"project must be a ContextProjectConfig or a path, not {type(project).__name__}")
+    if not Path(config.path).expanduser().is_dir():
+        raise ConfigError(f"project path {config.path!r} is not a directory; pass the root folder of the project")
+    return config
+
+
+class ContextBuilder:
+    """Builds a :class:`TaskContext` for a task from one project's files and the agent's memory.
+
+    ``repo_map`` and ``code_search`` are sources (see :class:`RepoMapProvider`,
+    :class:`CodeSearchProvider`); ``"auto"`` uses the tree-sitter repo map and code
+    search when tree-sitter is installed (``toolctx[repomap]``) and the plain BM25
+    search otherwise; ``None`` leaves code search out and lists files by path.
+    ``memory`` is a :class:`toolctx.memory.MemoryStore` (each agent's own memory is
+    read) or one agent's :class:`toolctx.memory.AgentMemory`.
+    """
+
+    def __init__(
+        self,
+        project: ContextProjectConfig | str | os.PathLike[str],
+        *,
+        budgeter: TokenBudgeter | None = None,
+        repo_map: RepoMapProvider | Auto | None = "auto",
+        code_search: CodeSearchProvider | Auto | None = "auto",
+        memory: Any = None,
+        options: ContextBuilderOptions | None = None,
+    ) -> None:
+        self.project = _project(project)
+        self.options = options or ContextBuilderOptions()
+        self.budgeter = budgeter or TokenBudgeter()
+        self.counter = CachedCounter(self.budgeter.counter)
+        self.files = ProjectFiles(
+            self.project.path,
+            max_chars=self.options.max_file_size_chars,
+            encoding=self.options.encoding,
+            max_files=self.options.max_scan_files,
+        )
+        self.plain = PlainSearch(self.files, self.counter)
+        self.notes: list[str] = []  # why a source fell back, repeated in every context's warnings
+        self.repo_map = self._source(repo_map, "_repomap", "RepoMap", RepoMapProvider)
+        self.code_search = self._source(code_search, "_codesearch", "CodeSearch", CodeSearchProvider)
+        self.memory = memory
+
+    def _source(self, given: Any, module: str, name: str, kind: type) -> Any:
+        if given != "auto":
+            if given is not None and not isinstance(given, kind):
+                raise TypeError(f"{name.lower()} must provide {kind.__name__}'s methods, got {type(given).__name__}")
+            return given
+        try:
+            import importlib
+
+            factory = getattr(importlib.import_module(f"toolctx.fresh.{module}"), name)
+            return factory(self.files.root, counter=self.counter) if name == "RepoMap" else factory(self.files.root)
+        except ImportError as exc:
+            if "tree_sitter" in str(exc) or "tree-sitter" in str(exc):
+                self.notes.append(f"{name} needs tree-sitter ({exc}); using the plain BM25 search instead")
+            return self.plain
+
+    def _guard(self, what: str, call: Callable[[], T], fallback: T, warnings: list[str]) -> T:
+        try:
+            return call()
+        except Exception as exc:  # a source's failure must not stop the build
+            warnings.append(f"{what} failed ({type(exc).__name__}: {describe_error(exc)}); left out")
+            return fallback
+
+    def build(
+        self,
+        task: TaskSpec,
+        options: ContextOptions | None = None,
+        *,
+        agent_id: str | None = None,
+        memory: MemorySource | None = None,
+    ) -> TaskContext:
+        """A context for ``task`` built from scratch, within ``options.max_tokens``.
+
+        ``memory`` overrides the builder's memory for this build (one agent's memory).
+        """
+        if not isinstance(task, TaskSpec):
+            raise TypeError(f"task must be a TaskSpec, not {type(task).__name__}")
+        options = options or ContextOptions()
+        counter = self.counter
+        budget = self.budgeter.create_budget(options.max_tokens)
+        warnings = [*budget.warnings, *self.notes]
+        listing: list[tuple[str, int, int]] = []
+        if not self.files.exists():
+            warnings.append(f"project path {str(self.files.root)!r} no longer exists; no files, map or docs")
+        else:
+            listing, cut_short = self.files.scan()
+            if cut_short:
+                warnings.append(
+                    f"the project has more than {self.options.max_scan_files:,} files; only those were read"
+                )
+        self._guard("indexing the project", lambda: self.plain.refresh(listing), None, warnings)
+        paths = {path for path, _mtime, _size in listing}
+        mentioned = self._mentioned(task, paths, warnings)
+        task_text = task.search_text()
+        query = options.code_search_query or task_text
+
+        sections: dict[str, str] = {}
+        sections["system_prompt"] = truncate_lines(
+            _render.system_prompt(self.project, options.system_prompt), budget["system_prompt"], counter
+        ).text
+        sections["task_spec"] = truncate_lines(_render.task_section(task), budget["task_spec"], counter).text
+        repo_map = ""
+        if options.include_repo_map and listing:
+            room = max(0, budget["repo_map"] - counter.count(_render.HEADINGS["repo_map"] + "\n"))
+            source = self.repo_map or self.plain
+            repo_map = self._guard(
+                "the repo map", lambda: source.render(task_text, [p for p, _ in mentioned], room), "", warnings
+            )
+            if repo_map.strip():
+                cut = truncate_lines(f"{_render.HEADINGS['repo_map']}\n{repo_map}", budget["repo_map"], counter)
+                sections["repo_map"] = cut.text
+        docs = None
+        if options.include_codebase_docs and listing:
+            room = max(0, budget["codebase_docs"] - counter.count(_render.HEADINGS["codebase_docs"] + "\n\n"))
+            docs = self._guard(
+                "the codebase docs", lambda: codebase_docs(self.files, paths, room, counter), None, warnings
+            )
+            if docs is not None and docs.sections:
+                body = "\n\n".join([_render.HEADINGS["codebase_docs"], *(s.text for s in docs.sections)])
+                sections["codebase_docs"] = truncate_lines(body, budget["codebase_docs"], counter).text
+        used = {name: counter.count(text) for name, text in sections.items()}
+        pool = max(0, budget.context_tokens - sum(used.values()))
+
+        files = self._file_candidates(task_text, mentioned, paths, options.max_relevant_files, warnings)
+        hits = self._code_hits(query, options.max_code_results, warnings)
+        memories = self._memories(agent_id, memory, task_text, options.max_memories, warnings)
+        dynamic = self._fit_dynamic(pool, files, hits, memories, options.max_code_results)
+        kept_files, kept_hits, kept_memories = dynamic["files"][1], dynamic["code_results"][1], dynamic["memories"][1]
+        for name in DYNAMIC_COMPONENTS:
+            sections[name] = dynamic[name][0].text
+        token_count = self._settle(sections, budget.context_tokens)
+        if len(kept_files) < len(files):
+            warnings.append(f"{len(files) - len(kept_files)} of {len(files)} candidate files did not fit the budget")
+        breakdown = TokenBreakdown(
+            **{name: counter.count(text) for name, text in sections.items()},
+            reserved=budget.reserved,
+            total=token_count + budget.reserved,
+        )
+        return TaskContext(
+            context_id=f"ctx-{uuid.uuid4().hex[:16]}",
+            agent_id=agent_id,
+            task_spec=task,
+            project_config=self.project,
+            repo_map=repo_map if "repo_map" in sections else "",
+            codebase_docs=docs if docs is not None else CodebaseDocsSummary(),
+            relevant_files=tuple(kept_files),
+            relevant_code=tuple(kept_hits),
+            relevant_memories=tuple(kept_memories),
+            sections={name: text for name, text in sections.items() if text},
+            breakdown=breakdown,
+            warnings=tuple(warnings),
+            token_count=token_count,
+            token_budget=budget.max_tokens,
+            counter=counter.name,
+            generated_at=datetime.now(UTC),
+        )
+
+    def _mentioned(self, task: TaskSpec, paths: set[str], warnings: list[str]) -> list[tuple[str, str]]:
+        """The task's files, then its dependencies, that the context can show, with why they are in it."""
+        found: list[tuple[str, str]] = []
+        for reason, names in (("task", task.files), ("dependency", task.dependencies)):
+            for name in names:
+                path = self.files.normalise(name)
+                if path is None:
+                    warnings.append(f"{reason} file {name!r} named by the task is outside the project root; left out")
+                elif path not in paths:
+                    problem = self.files.read(path).problem or "is excluded by .gitignore"
+                    warnings.append(f"{reason} file {name!r} named by the task {problem}; left out")
+                elif path not in (p for p, _ in found):
+                    found.append((path, reason))
+        return found
+
+    def _file_candidates(
+        self, task_text: str, mentioned: list[tuple[str, str]], paths: set[str], limit: int, warnings: list[str]
+    ) -> list[FileContent]:
+        ordered = list(mentioned)
+        for path, reason in mentioned:
+            if reason == "task":
+                text = self.files.read(path).text or ""
+                ordered += [(dep, "dependency") for dep in local_imports(path, text, paths)]
+        names = [p for p, _ in mentioned]
+        none: list[tuple[str, float]] = []
+        rankings = [self._guard("ranking files", lambda: self.plain.rank_files(task_text, names), none, warnings)]
+        if self.repo_map is not None and self.repo_map is not self.plain:
+            source = self.repo_map
+            rankings.append(
+                self._guard("the repo map's ranking", lambda: source.rank_files(task_text, names), none, warnings)
+            )
+        ordered += [(path, "ranked") for path, _score in fuse_rankings(rankings) if path in paths]
+        chosen: list[FileContent] = []
+        seen: set[str] = set()
+        for path, reason in ordered:
+            if len(chosen) >= max(limit, sum(1 for _, r in mentioned if r == "task")) or path in seen:
+                continue
+            seen.add(path)
+            read = self.files.read(path)
+            if read.text is None:
+                if reason != "ranked":
+                    warnings.append(f"{reason} file {path!r} {read.problem}; left out")
+                continue
+            chosen.append(FileContent(path=path, content=read.text, tokens=0, reason=reason))
+        return chosen
+
+    def _code_hits(self, query: str, limit: int, warnings: list[str]) -> list[CodeSearchResult]:
+        if self.code_search is None or limit <= 0 or not query.strip():
+            return []
+        source = self.code_search
+        found: Sequence[Any] = self._guard("code search", lambda: source.search(query, limit * 4), [], warnings)
+        hits = [as_result(hit) for hit in found]
+        if not hits:
+            return []
+        floor = max(hit.score for hit in hits) * self.options.min_code_relevance
+        return [hit for hit in hits if hit.score >= floor]  # cut to the limit once files are placed
+
+    def _memories(
+        self, agent_id: str | None, memory: MemorySource | None, task_text: str, limit: int, warnings: list[str]
+    ) -> list[MemoryEntry]:
+        source: Any = memory
+        if source is None and self.memory is not None and agent_id is not None:
+            store = self.memory
+            source = (
+                store
+                if not hasattr(store, "agent")
+                else self._guard(
+                    f"opening the memory of agent {agent_id!r}", lambda: store.agent(agent_id, create=False), None, []
+                )
+            )
+        if source is None:
+            return []
+        floor = self.options.min_memory_relevance
+        return self._guard("reading memories", lambda: gather_memories(source, task_text, limit, floor), [], warnings)
+
+    def _fit_dynamic(
+        self,
+        pool: int,
+        files: list[FileContent],
+        hits: list[CodeSearchResult],
+        memories: list[MemoryEntry],
+        max_hits: int,
+    ) -> dict[str, tuple[_render.Fitted, list[Any]]]:
+        """Files, code results and memories fitted to shares of ``pool``, unused parts flowing on."""
+        counter = self.counter
+        file_items = [_render.file_item(f.path, f.content) for f in files]
+        bodies = [f.content for f in files]
+        code_items = [_render.code_item(h) for h in hits]
+        memory_items = [_render.memory_item(m) for m in memories]
+        items = {"files": file_items, "code_results": code_items, "memories": memory_items}
+        demands = {name: sum(counter.count(i) + 2 for i in rows) + 8 if rows else 0 for name, rows in items.items()}
+        shares = self.budgeter.allocate(pool, demands)
+        fitted = _render.fit_section("files", file_items, shares["files"], counter, partial_bodies=bodies)
+        # Code found in a file shown whole is already there.
+        whole = {files[i].path for i in fitted.kept if i != fitted.partial}
+        hits = [hit for hit in hits if hit.path not in whole][:max_hits]
+        code_items = [_render.code_item(h) for h in hits]
+        demands["code_results"] = sum(counter.count(i) + 2 for i in code_items) + 8 if code_items else 0
+        # What the files left flows to code results and memories, by their shares.
+        rest = self.budgeter.allocate(pool - fitted.tokens, {**demands, "files": 0})
+        code = _render.fit_section("code_results", code_items, rest["code_results"], counter)
+        mems = _render.fit_section("memories", memory_items, rest["memories"], counter)
+        left = pool - fitted.tokens - code.tokens - mems.tokens
+        if left > 0 and (len(fitted.kept) < len(file_items) or fitted.partial is not None):
+            fitted = _render.fit_section(
+                "files", file_items, pool - code.tokens - mems.tokens, counter, partial_bodies=bodies
+            )
+        kept_files = []
+        for index in fitted.kept:
+            source = files[index]
+            cut = index == fitted.partial
+            kept_files.append(source.model_copy(update={"truncated": cut, "tokens": counter.count(file_items[index])}))
+        return {
+            "files": (fitted, kept_files),
+            "code_results": (
+                code,
+                [hits[i].model_copy(update={"tokens": counter.count(code_items[i])}) for i in code.kept],
+            ),
+            "memories": (
+                mems,
+                [memories[i].model_copy(update={"tokens": counter.count(memory_items[i])}) for i in mems.kept],
+            ),
+        }
+
+    def _settle(self, sections: dict[str, str], limit: int) -> int:
+        """The rendered context's token count, cutting the last dynamic sections while it is over ``limit``."""
+        counter = self.counter
+        while True:  # every pass makes a section strictly shorter, so this ends (at the latest, empty)
+            system = sections.get("system_prompt", "")
+            rest = "\n\n".join(text for name, text in sections.items() if name != "system_prompt" and text)
+            total = counter.count(system) + counter.count(rest)
+            if total <= limit:
+                return total
+            over = total - limit
+            for name in (
+                "memories",
+                "code_results",
+                "files",
+                "codebase_docs",
+                "repo_map",
+                "task_spec",
+                "system_prompt",
+            ):
+                if sections.get(name):
+                    size = counter.count(sections[name])
+                    sections[name] = truncate_lines(sections[name], max(0, size - over - 2), counter).text
+                    break
