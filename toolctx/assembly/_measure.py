@@ -1,0 +1,104 @@
+"""Counting what a model is sent: messages with their framing, tool definitions, the reply priming.
+
+The convention is OpenAI's for chat input: each message costs its text plus
+:data:`FRAMING` tokens of role and separator markup, a tool call its name and its
+arguments as JSON, the tool definitions their JSON, and every request
+:data:`REPLY_PRIMING` tokens. Counts are exact for the counter given (an exact
+tokenizer from :mod:`toolctx.tokens`, or the estimate) and cached per message
+object, so a long history is counted once, not on every model call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import toolctx.tokens
+from toolctx.assembly._types import HistoryMessage
+from toolctx.tokens import EstimateCounter, TokenCounter
+
+__all__ = ["FRAMING", "REPLY_PRIMING", "Measure", "arguments_json", "resolve_counter", "tool_json"]
+
+FRAMING = 3
+REPLY_PRIMING = 3
+
+
+def arguments_json(arguments: Mapping[str, Any]) -> str:
+    """A tool call's arguments as the JSON text a model is sent (the same in every renderer)."""
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def tool_json(definition: Mapping[str, Any]) -> str:
+    """A tool definition as the JSON text that is counted."""
+    return json.dumps(definition, ensure_ascii=False)
+
+
+def resolve_counter(counter: TokenCounter | str | None) -> TokenCounter:
+    """A counter from a :class:`~toolctx.tokens.TokenCounter`, an encoding name, or None.
+
+    None picks the exact ``o200k_base`` counter when :mod:`toolctx.tokens` can
+    build one here, else the estimate; a name needs the exact counter.
+    """
+    get_counter = getattr(toolctx.tokens, "get_counter", None)
+    if counter is None:
+        if get_counter is not None:
+            try:
+                return get_counter("o200k_base")  # type: ignore[no-any-return]
+            except Exception:  # no exact tokenizer installed: the estimate still bounds nothing wrongly
+                pass
+        return EstimateCounter()
+    if isinstance(counter, str):
+        if get_counter is None:
+            raise ValueError(f"no exact token counter for {counter!r} in this toolctx; pass a TokenCounter")
+        return get_counter(counter)  # type: ignore[no-any-return]
+    if isinstance(counter, TokenCounter):
+        return counter
+    raise TypeError(
+        f"counter must be a toolctx TokenCounter (name and count(text)), a name or None, got {counter!r:.80}"
+    )
+
+
+class Measure:
+    """Exact counts of messages and texts with one counter, each message counted once."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._messages: dict[int, tuple[HistoryMessage, int]] = {}
+        self._texts: dict[str, int] = {}
+
+    def text(self, text: str) -> int:
+        """Tokens of ``text`` (small texts that recur, such as components, are remembered)."""
+        if not text:
+            return 0
+        found = self._texts.get(text)
+        if found is None:
+            found = self.counter.count(text)
+            if len(self._texts) > 4096:
+                self._texts.clear()
+            self._texts[text] = found
+        return found
+
+    def message(self, message: HistoryMessage) -> int:
+        """Tokens of one message as sent: its content, its calls' names and arguments, and its framing."""
+        found = self._messages.get(id(message))
+        if found is not None and found[0] is message:
+            return found[1]
+        count = self.counter.count
+        tokens = FRAMING + (count(message.content) if message.content else 0)
+        for call in message.tool_calls:
+            tokens += count(call.name) + count(arguments_json(call.arguments))
+        self._messages[id(message)] = (message, tokens)
+        return tokens
+
+    def messages(self, messages: Iterable[HistoryMessage]) -> int:
+        return sum(self.message(m) for m in messages)
+
+    def tools(self, definitions: Sequence[Mapping[str, Any]]) -> int:
+        return sum(self.text(tool_json(d)) for d in definitions)
+
+    def prune(self, live: Sequence[HistoryMessage]) -> None:
+        """Forget messages no longer shown once the cache holds many more than are live."""
+        if len(self._messages) > 2 * len(live) + 256:
+            keep = {id(m) for m in live}
+            self._messages = {k: v for k, v in self._messages.items() if k in keep}

@@ -1,0 +1,148 @@
+"""The assembler's state: a versioned pydantic model that round-trips exactly through JSON, plugins included."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from toolctx.assembly._history import HistorySpan
+from toolctx.assembly._strategies import resolve_strategy, strategy_name
+from toolctx.assembly._types import AssemblerConfig, HistoryMessage, StateVersionError, any_json, config_error
+from toolctx.errors import ConfigError, ToolctxWarning
+
+if TYPE_CHECKING:
+    from toolctx.assembly._assembler import ContextAssembler
+
+__all__ = ["STATE_VERSION", "AssemblerState", "StateMixin"]
+
+STATE_VERSION = 1
+
+
+class AssemblerState(BaseModel):
+    """Everything an assembler needs to carry on where it was: ``get_state()`` makes it, ``restore_state()`` reads it.
+
+    ``model_dump_json()`` and ``AssemblerState.model_validate_json()`` round-trip
+    it exactly. ``plugins``: each plugin's own state by name (JSON values),
+    including states kept for plugins the assembler did not have.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: int = STATE_VERSION
+    conversation_id: str
+    system_prompt: str = ""
+    instructions: str = ""
+    current_input_id: str | None = None
+    history: tuple[HistoryMessage, ...] = ()
+    spans: tuple[HistorySpan, ...] = ()
+    config: AssemblerConfig = Field(default_factory=AssemblerConfig)
+    strategy: str | None = "proactive"
+    tools: tuple[dict[str, JsonValue], ...] = ()
+    plugins: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+def _parsed(state: AssemblerState | Mapping[str, Any] | str | bytes) -> AssemblerState:
+    if isinstance(state, AssemblerState):
+        raw: Any = state.model_dump(mode="json")
+    elif isinstance(state, str | bytes):
+        try:
+            raw = orjson.loads(state)
+        except orjson.JSONDecodeError as exc:
+            raise ConfigError(f"a saved state must be JSON ({exc})") from None
+    else:
+        raw = state
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"a saved state is an AssemblerState, its dict or its JSON, got {type(state).__name__}")
+    version = raw.get("version")
+    if version != STATE_VERSION:
+        newer = isinstance(version, int) and not isinstance(version, bool) and version > STATE_VERSION
+        advice = "upgrade toolctx to read it" if newer else "it was not written by ContextAssembler.get_state()"
+        raise StateVersionError(
+            f"state version {version!r} cannot be read (this toolctx reads version {STATE_VERSION}); {advice}"
+        )
+    try:
+        return AssemblerState.model_validate(raw)
+    except ValidationError as exc:
+        raise config_error("saved state", exc) from None
+
+
+class StateMixin:
+    """get_state / restore_state of :class:`ContextAssembler`."""
+
+    def get_state(self: ContextAssembler) -> AssemblerState:  # type: ignore[misc]
+        """The state to save (``.model_dump_json()``) and restore later, here or in another process."""
+        plugins: dict[str, Any] = dict(self._orphans)
+        for name, plugin in self._plugins.items():
+            getter = getattr(plugin, "get_state", None)
+            if getter is None:
+                continue
+            value = getter()
+            if not any_json(value):
+                raise ConfigError(f"plugin {name!r}: get_state() must return JSON values, got {value!r:.80}")
+            plugins[name] = value
+        return AssemblerState(
+            conversation_id=self.conversation_id,
+            system_prompt=self._system_prompt,
+            instructions=self._instructions,
+            current_input_id=self._current,
+            history=tuple(self._history),
+            spans=tuple(self._spans),
+            config=self._config,
+            strategy=strategy_name(self._strategy),
+            tools=tuple(self._tools),
+            plugins=plugins,
+        )
+
+    def restore_state(self: ContextAssembler, state: AssemblerState | Mapping[str, Any] | str | bytes) -> None:  # type: ignore[misc]
+        """Carry on from a saved state (the model, its dict or its JSON); checked whole before anything changes.
+
+        A plugin state with no plugin of that name here is kept (and in the next
+        ``get_state()``) with a :class:`~toolctx.ToolctxWarning`; registering such a
+        plugin later restores it. A state of another version raises
+        :class:`StateVersionError`, changing nothing.
+        """
+        parsed = _parsed(state)
+        ids = [m.id for m in parsed.history]
+        if len(set(ids)) != len(ids):
+            raise ConfigError("a saved state's history has repeated message ids")
+        if parsed.current_input_id is not None and parsed.current_input_id not in set(ids):
+            raise ConfigError(f"a saved state's current input {parsed.current_input_id!r} is not in its history")
+        self.conversation_id = parsed.conversation_id
+        self._system_prompt, self._instructions = parsed.system_prompt, parsed.instructions
+        self._history = list(parsed.history)
+        self._by_id = {m.id: m for m in self._history}
+        self._current = parsed.current_input_id
+        self._spans = list(parsed.spans)
+        self._config = parsed.config
+        if parsed.strategy is not None:
+            self._strategy = resolve_strategy(parsed.strategy)
+        self._tools = [dict(t) for t in parsed.tools]
+        self._orphans = {}
+        for name, value in parsed.plugins.items():
+            plugin = self._plugins.get(name)
+            if plugin is None:
+                self._orphans[name] = value
+                warnings.warn(
+                    f"the saved state has a state for plugin {name!r}, which is not registered; it is kept "
+                    "(and saved again by get_state()) and restored when a plugin of that name is registered",
+                    ToolctxWarning,
+                    stacklevel=2,
+                )
+            else:
+                self._restore_plugin(plugin, value)
+        self._last = None
+        self._events.emit("state_restored", state=parsed)
+
+    def _restore_plugin(self: ContextAssembler, plugin: Any, value: Any) -> None:  # type: ignore[misc]
+        restore = getattr(plugin, "restore_state", None)
+        if restore is None:
+            return
+        try:
+            restore(value)
+        except Exception as exc:
+            self._orphans[plugin.name] = value  # nothing lost: saved again by get_state()
+            self._plugin_failed(plugin.name, "restore_state", exc)

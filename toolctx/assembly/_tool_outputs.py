@@ -1,0 +1,232 @@
+"""ToolOutputPlugin: tool results in the history, stored and compacted by toolctx's one compaction policy.
+
+Tool outputs live in the history, next to the calls that asked for them, so this
+plugin adds no component of its own: it stores each result in the session when
+it arrives (a big one is shown as a stand-in right away), and it hands the
+history to :class:`toolctx.compaction.Compactor`, the policy the framework
+adapters use, which replaces old results and long arguments by restorable
+stand-ins in cache-friendly batches. When the assembler needs room, the plugin
+makes a batch at once, of everything the policy allows (never the ``keep`` most
+recent results, error results or excluded tools). Nothing is dropped: every
+stand-in names the handle ``read_context`` reads back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
+
+from toolctx.assembly._measure import arguments_json
+from toolctx.assembly._types import HistoryMessage, ToolCallSpec
+from toolctx.compaction import (
+    READ_CONTEXT,
+    CompactionSettings,
+    Compactor,
+    Item,
+    ToolCall,
+    notes,
+    persist_call,
+    shown_output,
+)
+from toolctx.errors import ConfigError
+from toolctx.models import ErrorInfo
+from toolctx.sessions import ContextSession, current_session
+from toolctx.standins import DEFAULT_READ_LIMIT, output_text, read_context
+from toolctx.tokens import TokenCounter, estimate_tokens
+
+__all__ = ["READ_CONTEXT_DEFINITION", "HistoryItemAdapter", "ToolOutputPlugin", "resolve_session"]
+
+READ_CONTEXT_DEFINITION: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": READ_CONTEXT,
+        "description": (
+            'Read back a stored tool output (or, with part="args.<name>", an argument) or earlier messages by the '
+            "handle ctx:<id> named in a [toolctx stand-in]; offset and limit are in characters."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "offset": {"type": "integer", "default": 0},
+                "limit": {"type": "integer", "default": DEFAULT_READ_LIMIT},
+                "part": {"type": "string", "default": "result"},
+            },
+            "required": ["id"],
+        },
+    },
+}
+
+
+def resolve_session(session: ContextSession | Callable[[], ContextSession] | None) -> Callable[[], ContextSession]:
+    """A function giving the session: a fixed one, a function returning one, or (None) the current one."""
+    if session is None:
+        return current_session
+    if isinstance(session, ContextSession):
+        return lambda: session
+    if callable(session):
+        return session
+    raise ConfigError(
+        f"session must be a toolctx ContextSession, a function returning one, or None; got {session!r:.80}"
+    )
+
+
+class HistoryItemAdapter:
+    """The compaction policy's view of :class:`HistoryMessage` objects.
+
+    Pinned messages, and the results of a pinned message's calls, are described
+    as the policy describes error results: left alone.
+    """
+
+    def __init__(self) -> None:
+        self.pinned_calls: set[str] = set()
+
+    def fingerprint(self, item: HistoryMessage) -> Hashable:
+        return (item.role, item.id, hash(item.content), item.pinned)
+
+    def describe(self, item: HistoryMessage) -> Item:
+        if item.role == "tool":
+            return Item(
+                estimate_tokens(item.content),
+                result_of=item.tool_call_id,
+                tool=item.name or "",
+                text=item.content,
+                is_error=item.metadata.get("is_error") is True or item.pinned or item.tool_call_id in self.pinned_calls,
+            )
+        if item.pinned:
+            self.pinned_calls.update(c.id for c in item.tool_calls)
+        if item.tool_calls:
+            calls = tuple(ToolCall(c.id, c.name, c.arguments) for c in item.tool_calls)
+            tokens = estimate_tokens(item.content) + sum(
+                estimate_tokens(arguments_json(c.arguments)) + estimate_tokens(c.name) for c in item.tool_calls
+            )
+            return Item(tokens, calls=calls)
+        return Item(estimate_tokens(item.content), question=item.content if item.role == "user" else None)
+
+    def apply(self, item: HistoryMessage, result: str | None, args: Mapping[str, Mapping[str, Any]]) -> HistoryMessage:
+        if item.role == "tool" and result is not None:
+            return item.model_copy(update={"content": result})
+        if item.tool_calls and args:
+            calls = tuple(
+                c.model_copy(update={"arguments": dict(args[c.id])}) if c.id in args else c for c in item.tool_calls
+            )
+            return item.model_copy(update={"tool_calls": calls})
+        return item
+
+
+class ToolOutputPlugin:
+    """Stores tool results and compacts old ones restorably with the core policy (see the module docstring).
+
+    ``settings`` (or its options by keyword): :class:`~toolctx.compaction.CompactionSettings`;
+    at its defaults the policy compacts on its own once the conversation passes
+    6,000 estimated tokens, as the framework adapters do; with a high
+    ``high_water`` it compacts only when the assembler needs room. ``session``: a
+    ContextSession or a function returning one (the current session by default).
+    """
+
+    compactable = True
+
+    def __init__(
+        self,
+        settings: CompactionSettings | None = None,
+        *,
+        session: ContextSession | Callable[[], ContextSession] | None = None,
+        name: str = "tool_outputs",
+        priority: int = 10,
+        **options: Any,
+    ) -> None:
+        if settings is not None and options:
+            raise ConfigError("pass either a CompactionSettings or its options by keyword, not both")
+        self.settings = settings if settings is not None else CompactionSettings(**options)
+        self.name = name
+        self.priority = priority
+        self.session = resolve_session(session)
+        self.adapter = HistoryItemAdapter()
+        self.compactor: Compactor[HistoryMessage] = Compactor(self.adapter, self.settings, self.session)
+        self._key = uuid.uuid4().hex
+        self._last: Sequence[HistoryMessage] = ()
+
+    def __repr__(self) -> str:
+        return f"ToolOutputPlugin({self.name!r}, compacted={len(self.compactor.results)})"
+
+    def get_component(self) -> None:
+        return None  # the outputs are in the history, next to their calls
+
+    def record(
+        self, call: ToolCallSpec, output: Any, *, error: bool | BaseException = False
+    ) -> tuple[str, dict[str, Any]]:
+        """Store one result; the text the model is shown (a stand-in if big) and metadata for its message."""
+        session = self.session()
+        text = output_text(output)
+        failure: BaseException | ErrorInfo | None = None
+        if isinstance(error, BaseException):
+            failure = error
+        elif error:
+            failure = ErrorInfo(type="ToolError", message=text[:20_000])
+        pointer = persist_call(session, call.name, call.arguments, output, error=failure, call_id=call.id)
+        meta: dict[str, Any] = {"is_error": True} if failure is not None else {}
+        if pointer is None:
+            return text, meta
+        meta["toolctx"] = pointer.id
+        shown = shown_output(self.settings, session, pointer, text)
+        return (text if shown is None else shown), meta
+
+    def history_view(self, messages: Sequence[HistoryMessage]) -> list[HistoryMessage]:
+        """The history with the policy's stand-ins (making a batch when the policy says so)."""
+        self._last = messages
+        shown, _ = self.compactor.view(messages, self._key, self.session())
+        return shown
+
+    def pinned(self, messages: Sequence[HistoryMessage]) -> None:
+        """``messages`` were pinned: their calls' results and arguments are shown whole again, and never compacted."""
+        for message in messages:
+            ids = [c.id for c in message.tool_calls] + ([message.tool_call_id] if message.tool_call_id else [])
+            for call_id in ids:
+                self.adapter.pinned_calls.add(call_id)
+                self.compactor.results.pop(call_id, None)
+                self.compactor.args.pop(call_id, None)
+        self._key = uuid.uuid4().hex  # the policy reads the history again, with the pins
+
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        """``read_context``, once the conversation shows a stand-in."""
+        return [READ_CONTEXT_DEFINITION] if notes(self.session()).offer_read_context else []
+
+    def compact(self, target_tokens: int, counter: TokenCounter) -> int:
+        """Make a batch now, of every old result and argument the policy allows; the tokens it freed."""
+        session = self.session()
+        notes(session).offer_read_context = True  # from this call on, in the same call as the stand-ins
+        before, _ = self.compactor.view(self._last, self._key, session)
+        saved = self.compactor.settings
+        self.compactor.settings = dataclasses.replace(saved, high_water=1, low_water=0, min_gain=0)
+        try:
+            after, _ = self.compactor.view(self._last, self._key, session)
+        finally:
+            self.compactor.settings = saved
+        return sum(_tokens(a, counter) - _tokens(b, counter) for a, b in zip(before, after, strict=True) if a is not b)
+
+    def read(self, ref: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result") -> str:
+        """The body of a ``read_context`` tool call: the stored text behind a handle (see :func:`read_context`)."""
+        return read_context(self.session(), ref, offset, limit, part)
+
+    def get_state(self) -> dict[str, Any]:
+        return {
+            "results": dict(self.compactor.results),
+            "args": {k: dict(v) for k, v in self.compactor.args.items()},
+            "offered": notes(self.session()).offer_read_context,
+        }
+
+    def restore_state(self, state: Any) -> None:
+        if not isinstance(state, dict):
+            raise ConfigError(f"a tool-output plugin state is a dict with results and args, got {state!r:.80}")
+        self.compactor.results.clear()
+        self.compactor.results.update({str(k): str(v) for k, v in dict(state.get("results") or {}).items()})
+        self.compactor.args.clear()
+        self.compactor.args.update({str(k): dict(v) for k, v in dict(state.get("args") or {}).items()})
+        if state.get("offered"):
+            notes(self.session()).offer_read_context = True
+
+
+def _tokens(message: HistoryMessage, counter: TokenCounter) -> int:
+    return counter.count(message.content) + sum(counter.count(arguments_json(c.arguments)) for c in message.tool_calls)
