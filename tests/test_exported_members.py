@@ -28,7 +28,8 @@ def test_import_loads_no_framework_or_driver_and_touches_no_disk(tmp_path) -> No
     script = (
         "import sys, toolctx\n"
         "heavy = [m for m in sys.modules if m.split('.')[0] in "
-        "{'langchain', 'langchain_core', 'agents', 'openai', 'sqlalchemy', 'psycopg', 'fastapi', 'uvicorn', 'numpy'}]\n"
+        "{'langchain', 'langchain_core', 'agents', 'openai', 'sqlalchemy', 'psycopg', 'fastapi', 'uvicorn', 'numpy',"
+        " 'rs_bpe'}]\n"
         "print(heavy)\n"
     )
     env = {"HOME": str(tmp_path / "home"), "TOOLCTX_CONTEXT_DIR": str(tmp_path / "ctx"), "PATH": "/usr/bin:/bin"}

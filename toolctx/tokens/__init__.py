@@ -1,8 +1,27 @@
-"""Token counts: the fast estimate made when a call is saved, and the counter protocol budgets use."""
+"""Token counts: exact offline counts for OpenAI's encodings, and the fast estimate.
+
+* :func:`get_counter` gives a :class:`TokenCounter` by name (``"o200k_base"``,
+  ``"cl100k_base"``, ``"estimate"``); :func:`counter_for_model` by model name.
+  The exact counters need the ``tokens`` extra (``pip install 'toolctx[tokens]'``),
+  imported on first use.
+* :func:`estimate_tokens` is the estimate made when a call is saved: no
+  tokenizer, a few microseconds per output.
+"""
 
 from __future__ import annotations
 
 from toolctx.tokens._counter import EstimateCounter, TokenCounter
 from toolctx.tokens._estimate import estimate_tokens
+from toolctx.tokens._exact import ENCODINGS, ExactCounter
+from toolctx.tokens._models import counter_for_model, encoding_for_model, get_counter
 
-__all__ = ["EstimateCounter", "TokenCounter", "estimate_tokens"]
+__all__ = [
+    "ENCODINGS",
+    "EstimateCounter",
+    "ExactCounter",
+    "TokenCounter",
+    "counter_for_model",
+    "encoding_for_model",
+    "estimate_tokens",
+    "get_counter",
+]
