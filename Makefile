@@ -20,9 +20,11 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/python examples/quickstart.py
 
-# The memory store tests run against a real PostgreSQL server that they start themselves.
+# The memory store tests run against a real PostgreSQL server that they start themselves,
+# and the dashboard's tests drive the system Chromium (Debian's package) through Playwright.
 test: $(VENV)/.installed-dev
 	./scripts/ensure-postgres
+	./scripts/ensure-chromium
 	$(BIN)/python -m pytest --cov=toolctx --cov=toolctx_langchain --cov=toolctx_openai_agents --cov-report=term --cov-fail-under=90
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python

@@ -1,0 +1,55 @@
+"""toolctx's pytest plugin (entry point ``pytest11``): fixtures for testing agents and tools that use toolctx.
+
+Every fixture name starts with ``toolctx_`` so that none shadows a fixture of the
+project under test; :mod:`toolctx.testing` documents them. Loading the plugin
+imports nothing but :mod:`toolctx.testing`'s own needs; the memory fixture imports
+:mod:`toolctx.memory` (SQLAlchemy) only when a test asks for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from toolctx.testing import CapturedContexts, FixedClock, fixed_session
+
+if TYPE_CHECKING:
+    from toolctx.memory import MemoryStore
+    from toolctx.sessions import ContextSession
+
+__all__ = ["toolctx_clock", "toolctx_contexts", "toolctx_memory", "toolctx_session"]
+
+
+@pytest.fixture
+def toolctx_clock() -> FixedClock:
+    """A clock at 2025-01-01 00:00 UTC that moves only with ``advance()``."""
+    return FixedClock()
+
+
+@pytest.fixture
+def toolctx_session(tmp_path_factory: pytest.TempPathFactory, toolctx_clock: FixedClock) -> Iterator[ContextSession]:
+    """A session with fixed ids and clock in a temporary folder, current for the test and deleted after it."""
+    folder = tmp_path_factory.mktemp("toolctx-session")
+    with fixed_session(folder, toolctx_clock) as opened:
+        yield opened
+
+
+@pytest.fixture
+def toolctx_contexts(toolctx_session: ContextSession) -> CapturedContexts:
+    """The contexts the test's tools store (in ``toolctx_session``)."""
+    return CapturedContexts(toolctx_session)
+
+
+@pytest.fixture
+def toolctx_memory(tmp_path_factory: pytest.TempPathFactory, toolctx_clock: FixedClock) -> Iterator[MemoryStore]:
+    """A tiered memory on a SQLite file in a temporary folder, on ``toolctx_clock``."""
+    try:
+        from toolctx.memory import MemoryConfig, MemoryStore
+    except ImportError as exc:
+        pytest.skip(f"toolctx_memory needs toolctx[memory]: {exc}")
+    path = Path(tmp_path_factory.mktemp("toolctx-memory")) / "memory.db"
+    with MemoryStore(f"sqlite:///{path}", config=MemoryConfig(clock=toolctx_clock)) as store:
+        yield store

@@ -1,0 +1,136 @@
+"""Kept sessions read from disk without taking them over: what ``toolctx ls``/``show`` and the dashboard list.
+
+:meth:`ContextSession.resume` locks a session directory and rewrites its marker
+and manifest; looking must change nothing. These functions read a directory only
+if toolctx's marker names it, read its manifest line by line (a damaged line is
+skipped, as recovery would), and open files only if they are regular files, so
+nothing here writes, locks, or follows a link.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from toolctx._defaults import resolve_context_dir
+from toolctx._naming import MANIFEST_NAME, POINTER_ID, validate_session_id
+from toolctx.errors import ConfigError, NotFoundError, SessionNotFoundError
+from toolctx.models import ContextPointer, StoredContext
+from toolctx.sessions._records import Record, parse_document, parse_manifest_line
+from toolctx.storage._local import _read_regular, is_held, read_marker
+
+__all__ = ["SessionState", "SessionSummary", "context_pointers", "list_sessions", "read_context"]
+
+SessionState = Literal["kept", "in use", "orphaned"]
+
+
+class SessionSummary(BaseModel):
+    """One session directory toolctx created, as its files say now."""
+
+    session_id: str
+    state: SessionState
+    """``kept`` (closed with ``keep=True``, resumable), ``in use`` (a live process holds it) or ``orphaned``."""
+    contexts: int
+    size: int
+    """Bytes of the stored results listed in the manifest."""
+    tokens: int
+    updated_at: datetime
+    directory: str
+
+
+def _session_dir(root: Path, session_id: object) -> Path:
+    try:
+        name = validate_session_id(session_id)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; list session ids with `toolctx ls`") from None
+    directory = root / name
+    if not directory.is_dir() or directory.is_symlink() or read_marker(directory) is None:
+        raise SessionNotFoundError(f"no toolctx session {name!r} in {str(root)!r}; list them with `toolctx ls`")
+    return directory
+
+
+def _records(directory: Path) -> Iterator[Record]:
+    try:
+        manifest = _read_regular(os.path.join(directory, MANIFEST_NAME))
+    except OSError:
+        return
+    for line in manifest.splitlines():
+        try:
+            yield parse_manifest_line(line, directory.name)
+        except Exception:
+            continue
+
+
+def _state(directory: Path, kept: bool) -> SessionState:
+    if is_held(directory):
+        return "in use"
+    return "kept" if kept else "orphaned"
+
+
+def list_sessions(context_dir: str | os.PathLike[str] | None = None) -> list[SessionSummary]:
+    """Every toolctx session under ``context_dir`` (default as for ``session()``), most recent first."""
+    root = resolve_context_dir(context_dir)
+    found: list[SessionSummary] = []
+    try:
+        entries = list(os.scandir(root))
+    except (FileNotFoundError, NotADirectoryError):
+        return found
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            validate_session_id(entry.name)
+        except ConfigError:
+            continue
+        directory = Path(entry.path)
+        marker = read_marker(directory)
+        if marker is None:
+            continue
+        records = list({r.id: r for r in _records(directory)}.values())
+        found.append(
+            SessionSummary(
+                session_id=entry.name,
+                state=_state(directory, marker.kept),
+                contexts=len(records),
+                size=sum(r.size for r in records),
+                tokens=sum(r.tokens for r in records),
+                updated_at=datetime.fromtimestamp(entry.stat(follow_symlinks=False).st_mtime, UTC),
+                directory=str(directory),
+            )
+        )
+    found.sort(key=lambda s: (s.updated_at, s.session_id), reverse=True)
+    return found
+
+
+def context_pointers(session_id: str, context_dir: str | os.PathLike[str] | None = None) -> list[ContextPointer]:
+    """The contexts a session's manifest lists, oldest first (raises SessionNotFoundError)."""
+    directory = _session_dir(resolve_context_dir(context_dir), session_id)
+    records = sorted({r.id: r for r in _records(directory)}.values(), key=lambda r: (r.timestamp_ns, r.id))
+    return [r.pointer(directory.name, os.path.join(directory, r.filename)) for r in records]
+
+
+def read_context(session_id: str, context_id: str, context_dir: str | os.PathLike[str] | None = None) -> StoredContext:
+    """One stored context in full, by its id (``ctx:<id>`` works too)."""
+    directory = _session_dir(resolve_context_dir(context_dir), session_id)
+    wanted = context_id.removeprefix("ctx:") if isinstance(context_id, str) else context_id
+    if not isinstance(wanted, str) or POINTER_ID.fullmatch(wanted) is None:
+        raise ConfigError(
+            f"context id {context_id!r:.80} is not one toolctx gives (7 or more hex digits, or ctx:<id>); "
+            f"list them with `toolctx ls {directory.name}`"
+        )
+    for record in _records(directory):
+        if record.id == wanted:
+            try:
+                return parse_document(_read_regular(os.path.join(directory, record.filename)))
+            except (OSError, ValueError) as exc:
+                raise NotFoundError(
+                    f"context {wanted!r} of session {directory.name!r} is listed but its file cannot be read: {exc}"
+                ) from None
+    raise NotFoundError(
+        f"no context {wanted!r} in session {directory.name!r}; list them with `toolctx ls {directory.name}`"
+    )
