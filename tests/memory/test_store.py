@@ -289,7 +289,7 @@ def test_agents_cannot_see_or_touch_each_others_items(store: MemoryStore) -> Non
     assert alice.get(secret.id).content == "alice's task"
     assert alice.stats().total_items == bob.stats().total_items == 1
     assert alice.stats().checkpoints == bob.stats().checkpoints == 1
-    assert store.agents() == ["alice", "bob"]
+    assert store.agent_ids() == ["alice", "bob"]
 
 
 def test_unknown_agents_and_bad_agent_ids(store: MemoryStore) -> None:
@@ -302,7 +302,7 @@ def test_unknown_agents_and_bad_agent_ids(store: MemoryStore) -> None:
             AgentMemory(store, bad, create_on_write=True)  # type: ignore[arg-type]
     store.agent("real")
     assert store.agent("real", create=False).agent_id == "real"
-    assert store.agents() == ["real"]
+    assert store.agent_ids() == ["real"]
 
 
 def test_an_agent_created_on_write_is_registered_by_its_first_write_only(store: MemoryStore) -> None:
@@ -311,11 +311,11 @@ def test_an_agent_created_on_write_is_registered_by_its_first_write_only(store: 
         lazy.save("NOTE", "refused")
     with pytest.raises(ConfigError, match="content is empty"):
         lazy.save("TASK", "  ")
-    assert store.agents() == []  # a refused save registers nothing
+    assert store.agent_ids() == []  # a refused save registers nothing
     with pytest.raises(UnknownAgentError, match="no agent 'lazy'"):
         AgentMemory(store, "lazy").save("TASK", "not registered, not created")
     item = lazy.save("TASK", "the first write registers the agent")
-    assert store.agents() == ["lazy"]
+    assert store.agent_ids() == ["lazy"]
     assert store.agent("lazy", create=False).get(item.id).content == "the first write registers the agent"
     assert AgentMemory(store, "lazy", create_on_write=True).save("TASK", "and later ones find it").id > item.id
 
@@ -335,7 +335,7 @@ def _register_at_once(store: MemoryStore, agent_id: str, threads: int) -> list[s
 def test_threads_registering_one_new_agent_at_once_all_get_it(store: MemoryStore) -> None:
     for n in range(10):
         assert _register_at_once(store, f"agent-{n}", 4) == [f"agent-{n}"] * 4
-    assert store.agents() == [f"agent-{n}" for n in range(10)]
+    assert store.agent_ids() == [f"agent-{n}" for n in range(10)]
 
 
 def test_update_changes_content_hash_and_tokens(store: MemoryStore) -> None:

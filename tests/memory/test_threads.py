@@ -53,7 +53,7 @@ def test_threads_saving_at_once_lose_nothing_and_share_no_id(any_url: str) -> No
             agent = store.agent(name, create=False)
             assert agent.stats().total_items == THREADS // 2 * per_thread
             assert len(agent.items()) == THREADS // 2 * per_thread
-        stored = {item.id: item.content for name in store.agents() for item in store.agent(name).items()}
+        stored = {item.id: item.content for name in store.agent_ids() for item in store.agent(name).items()}
         assert stored == dict(saved)
 
 
@@ -161,13 +161,13 @@ def test_reads_answer_while_another_connection_holds_a_write_transaction(db_url:
         kept = agent.save("TASK", "committed")
         snapshot = agent.snapshot()
         writer = AgentMemory(other, "worker")
-        with writer._write() as (conn, revision):  # holds SQLite's write lock, or the agent's row lock
-            [pending] = _saving.insert_items(conn, revision, [_row(store, "not yet committed")])
+        with writer._write() as write:  # holds SQLite's write lock, or the agent's row lock
+            [pending] = _saving.insert_items(write.conn, write.revision, [_row(store, "not yet committed")])
 
             def read_everything() -> list[object]:
                 looked_up = store.agent("worker", create=False)
                 return [
-                    store.agents(),
+                    store.agent_ids(),
                     looked_up.get(kept.id).content,
                     [item.id for item in looked_up.items()],
                     [item.id for item in looked_up.working_set()],

@@ -209,7 +209,7 @@ def test_a_refused_save_registers_no_agent(store: MemoryStore) -> None:
         assert client.get("/api/agents/newcomer/context/stats").status_code == 404
         assert store.agents() == []
         assert client.post("/api/agents/newcomer/context/save", json=SAVE).status_code == 201
-        assert store.agents() == ["newcomer"]
+        assert store.agent_ids() == ["newcomer"]
 
 
 def test_reads_answer_while_another_connection_holds_a_write_transaction(db_url: str) -> None:

@@ -23,9 +23,11 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
     raise ImportError("toolctx.memory needs SQLAlchemy: pip install 'toolctx[memory]'") from exc
 
 from toolctx.errors import UnknownAgentError, UnknownCheckpointError, UnknownItemError
+from toolctx.memory._agent import AgentMemory
 from toolctx.memory._config import MAX_CONTENT_BYTES, MemoryConfig
 from toolctx.memory._items import DEFAULT_TYPE_WEIGHTS, ContextItem, Tier, content_hash
 from toolctx.memory._results import (
+    AgentSummary,
     CheckpointInfo,
     ContextDiff,
     ContextSnapshot,
@@ -35,12 +37,13 @@ from toolctx.memory._results import (
     TierUpdateResult,
 )
 from toolctx.memory._scoring import ImportanceScorer, ScoreBatch, Scorer, ScoreState, TierThresholds
-from toolctx.memory._store import AgentMemory, MemoryStore
+from toolctx.memory._store import MemoryStore
 
 __all__ = [
     "DEFAULT_TYPE_WEIGHTS",
     "MAX_CONTENT_BYTES",
     "AgentMemory",
+    "AgentSummary",
     "CheckpointInfo",
     "ContextDiff",
     "ContextItem",

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolctx.memory._items import ContextItem, Tier
 
 __all__ = [
+    "AgentSummary",
     "CheckpointInfo",
     "ContextDiff",
     "ContextSnapshot",
@@ -104,6 +105,31 @@ class ContextDiff(_Result):
     @property
     def changed(self) -> bool:
         return bool(self.added or self.modified or self.removed)
+
+
+class AgentSummary(_Result):
+    """One agent at a glance, as :meth:`MemoryStore.agents` lists it.
+
+    Tier counts and tokens are of unarchived items; archived items are counted apart.
+    ``updated_at`` is when a write last changed anything of the agent (None if none has).
+    """
+
+    agent_id: str
+    hot_count: int
+    warm_count: int
+    cold_count: int
+    hot_tokens: int
+    warm_tokens: int
+    cold_tokens: int
+    archived_count: int
+    archived_tokens: int
+    created_at: datetime
+    updated_at: datetime | None
+
+    @property
+    def total_items(self) -> int:
+        """Every item of the agent, archived ones included."""
+        return self.hot_count + self.warm_count + self.cold_count + self.archived_count
 
 
 class MemoryStats(_Result):

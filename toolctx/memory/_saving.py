@@ -21,7 +21,7 @@ from toolctx.memory._rows import ITEM_COLUMNS, mine, one_item, to_item
 from toolctx.memory._schema import contents, items
 from toolctx.tokens import estimate_tokens
 
-__all__ = ["check_content", "insert_items", "item_row", "replace_content", "saved_item"]
+__all__ = ["archive_items", "check_content", "insert_items", "item_row", "replace_content", "saved_item"]
 
 
 def check_content(content: object, max_bytes: int) -> str:
@@ -110,3 +110,21 @@ def replace_content(conn: Connection, agent_id: str, revision: int, item_id: int
     if conn.execute(known).first() is None:
         conn.execute(insert(contents).values(item_id=item_id, content_hash=digest, content=content))
     return one_item(conn, agent_id, item_id)
+
+
+def archive_items(conn: Connection, agent_id: str, revision: int, item_ids: Sequence[int]) -> list[int]:
+    """Archive the agent's items ``item_ids`` (all must be its own); the ids that were not archived before."""
+    found = dict(
+        conn.execute(select(items.c.id, items.c.archived).where(mine(agent_id), items.c.id.in_(item_ids))).all()
+    )
+    missing = [item_id for item_id in item_ids if item_id not in found]
+    if missing:
+        raise UnknownItemError(f"agent {agent_id!r} has no item {missing[0]!r}; nothing was archived")
+    fresh = [item_id for item_id in item_ids if not found[item_id]]
+    if fresh:
+        conn.execute(
+            update(items)
+            .where(mine(agent_id), items.c.id.in_(fresh))
+            .values(archived=True, loaded=False, revision=revision)
+        )
+    return fresh

@@ -53,6 +53,7 @@ __all__ = [
     "create_schema",
     "in_memory",
     "items",
+    "meta",
     "metadata",
     "open_engine",
 ]
@@ -72,6 +73,17 @@ agents = Table(
     # Bumped by every write: the row every writer of an agent locks first, so writes
     # of one agent are serialised across processes on PostgreSQL as on SQLite.
     Column("revision", BigInteger, nullable=False, default=0),
+    # When a write last changed anything of the agent (UNIX seconds); NULL until then.
+    Column("updated_at", Double, nullable=True),
+)
+
+# Store-wide counters. The row ``revision`` is bumped by every write, last thing before
+# its commit, so readers in any process can tell that something changed by reading one row.
+meta = Table(
+    "context_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", BigInteger, nullable=False),
 )
 
 items = Table(
@@ -268,6 +280,7 @@ def create_schema(engine: Engine) -> None:
             # DDL is transactional on PostgreSQL; the lock makes concurrent creators take turns.
             conn.execute(text("SELECT pg_advisory_xact_lock(7251883301)"))
         metadata.create_all(conn, checkfirst=True)
+        _upgrade(conn)
         if engine.dialect.name == "sqlite":
             _plan_for_large_agents(conn)
         else:
@@ -280,6 +293,18 @@ def create_schema(engine: Engine) -> None:
                     "ON agent_id, archived, tier FROM context_items"
                 )
             )
+
+
+def _upgrade(conn: Connection) -> None:
+    """Bring a store created by an earlier version up to this layout, and seed the revision counter."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("ALTER TABLE context_agents ADD COLUMN IF NOT EXISTS updated_at DOUBLE PRECISION")
+        conn.exec_driver_sql("INSERT INTO context_meta (key, value) VALUES ('revision', 0) ON CONFLICT DO NOTHING")
+        return
+    columns = {row[1] for row in conn.exec_driver_sql("PRAGMA table_info(context_agents)")}
+    if "updated_at" not in columns:
+        conn.exec_driver_sql("ALTER TABLE context_agents ADD COLUMN updated_at FLOAT")
+    conn.exec_driver_sql("INSERT OR IGNORE INTO context_meta (key, value) VALUES ('revision', 0)")
 
 
 # What ANALYZE would record for a store with many items per agent (see below):
