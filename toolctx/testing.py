@@ -16,7 +16,7 @@ With toolctx installed, pytest loads its plugin, whose fixtures need no import::
 - ``toolctx_clock``: a :class:`FixedClock` at 2025-01-01 00:00 UTC, shared by the
   fixtures below; it moves only when the test moves it;
 - ``toolctx_session``: a :func:`fixed_session` (id ``test-session``, its contexts'
-  ids ``000000`` then a counter, timestamps from the clock) in a temporary folder,
+  ids ``0000000``, ``0000001``, ..., timestamps from the clock) in a temporary folder,
   current for the test, deleted after it;
 - ``toolctx_contexts``: the :class:`CapturedContexts` the test's tools stored in it;
 - ``toolctx_memory``: a :class:`~toolctx.memory.MemoryStore` on a SQLite file in a
@@ -162,7 +162,7 @@ def fixed_session(
     """:func:`session_for_test` with ids and times a test can write down.
 
     The session's id is ``session_id``; its contexts' ids are ``000000`` followed by
-    their counter in hex (``0000001``, ``0000002``, ...); their timestamps come from
+    their counter in hex (``0000000``, ``0000001``, ...); their timestamps come from
     ``clock`` (a new :class:`FixedClock` if None). The clock stands in for the system
     clock of every session in the process while the block runs: use one at a time.
     """
