@@ -165,7 +165,7 @@ def test_the_fixed_clock_only_moves_forward() -> None:
     with pytest.raises(ValueError, match="only moves forward"):
         clock.advance(hours=-2)
     with pytest.raises(TypeError, match="timezone-aware"):
-        toolctx.testing.FixedClock(datetime(2025, 1, 1))  # noqa: DTZ001
+        toolctx.testing.FixedClock(datetime(2025, 1, 1))
 
 
 def test_fixed_session_gives_the_system_clock_back(tmp_path: Path) -> None:
