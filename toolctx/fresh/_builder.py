@@ -255,7 +255,8 @@ class ContextBuilder:
             read = self.files.read(path)
             if read.text is None:
                 if reason != "ranked":
-                    warnings.append(f"{reason} file {path!r} {read.problem}; left out")
+                    how = "named by the task" if path in names else "imported by a task file"
+                    warnings.append(f"{reason} file {path!r} {how} {read.problem}; left out")
                 continue
             chosen.append(FileContent(path=path, content=read.text, tokens=0, reason=reason))
         return chosen

@@ -13,8 +13,8 @@ from collections.abc import Collection
 
 __all__ = ["local_imports"]
 
-_PY_FROM = re.compile(r"^\s*from\s+(\.*)([\w.]*)\s+import\s+\(?([\w\s,*]+)", re.M)
-_PY_IMPORT = re.compile(r"^\s*import\s+([\w.]+(?:\s*,\s*[\w.]+)*)", re.M)
+_PY_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(?:\(([^)]*)\)|([\w \t,*]+))", re.M)
+_PY_IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*)", re.M)
 _JS_IMPORT = re.compile(r"""(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)['"](\.{1,2}/[^'"]+)['"]""")
 _JS_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", "/index.ts", "/index.tsx", "/index.js")
 _PY_ROOTS = ("", "src/", "lib/")
@@ -32,16 +32,20 @@ def _python_module(module: str, known: Collection[str]) -> str | None:
 def _python(path: str, text: str, known: Collection[str]) -> list[str]:
     found: list[str] = []
     package = posixpath.dirname(path)
-    for dots, module, names in _PY_FROM.findall(text):
+    for dots, module, grouped, listed in _PY_FROM.findall(text):
+        names = (grouped or listed).replace("\n", " ")
         if dots:
             base = package
             for _ in range(len(dots) - 1):
                 base = posixpath.dirname(base)
             prefix = f"{base}/{module.replace('.', '/')}" if module else base
             prefix = prefix.strip("/")
-            targets = [f"{prefix}.py", f"{prefix}/__init__.py"]
-            targets += [f"{prefix}/{n.strip()}.py" for n in names.split(",") if n.strip() not in ("", "*")]
-            found.extend(t for t in targets if t in known)
+            # The submodules a name list imports, else the module the names come from.
+            subs = [f"{prefix}/{n.strip()}.py" for n in names.split(",") if n.strip() not in ("", "*")]
+            hits = [t for t in subs if t in known] or [
+                t for t in (f"{prefix}.py", f"{prefix}/__init__.py") if t in known
+            ]
+            found.extend(hits)
             continue
         hit = _python_module(module, known)
         if hit is not None:
