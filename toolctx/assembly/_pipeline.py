@@ -275,11 +275,7 @@ async def _run(a: ContextAssembler, draft: Draft, plan: CompactionPlan, mandator
     return log
 
 
-async def prepare(a: ContextAssembler, force: bool) -> PreparedContext:
-    started = time.perf_counter()
-    draft = await build(a)
-    budget = draft.budget
-    assert budget is not None
+def _check_floor(budget: ContextBudget) -> None:
     if budget.floor > budget.limit:
         over = budget.floor - budget.limit
         raise ContextBudgetError(
@@ -287,6 +283,14 @@ async def prepare(a: ContextAssembler, force: bool) -> PreparedContext:
             f"pinned messages and components, the plan) need {budget.floor:,} tokens, {over:,} more than the limit "
             f"of {budget.limit:,}: raise max_tokens (or lower response_reserve) by at least {over:,}, or shorten them"
         )
+
+
+async def prepare(a: ContextAssembler, force: bool) -> PreparedContext:
+    started = time.perf_counter()
+    draft = await build(a)
+    budget = draft.budget
+    assert budget is not None
+    _check_floor(budget)
     if budget.status == "warning":
         a._events.emit("budget_warning", budget=budget)
     elif budget.status == "critical":
@@ -306,6 +310,8 @@ async def prepare(a: ContextAssembler, force: bool) -> PreparedContext:
     if draft.budget.used > draft.budget.limit:
         log += await _run(a, draft, CompactionPlan(target=draft.budget.limit), mandatory=True)
     final = draft.budget
+    if final.used > final.limit:
+        _check_floor(final)  # compaction offered read_context, and its definition alone does not fit
     if log:
         a._metrics_compactions += 1
         a._metrics_freed += budget.used - final.used

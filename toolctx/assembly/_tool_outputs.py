@@ -196,12 +196,14 @@ class ToolOutputPlugin:
     def compact(self, target_tokens: int, counter: TokenCounter) -> int:
         """Make a batch now, of every old result and argument the policy allows; the tokens it freed."""
         session = self.session()
-        notes(session).offer_read_context = True  # from this call on, in the same call as the stand-ins
         before, _ = self.compactor.view(self._last, self._key, session)
         saved = self.compactor.settings
-        self.compactor.settings = dataclasses.replace(saved, high_water=1, low_water=0, min_gain=0)
+        # min_gain 1: with nothing to compact, read_context is not switched on for nothing
+        self.compactor.settings = dataclasses.replace(saved, high_water=1, low_water=0, min_gain=1)
         try:
-            after, _ = self.compactor.view(self._last, self._key, session)
+            after, edits = self.compactor.view(self._last, self._key, session)
+            if not edits:  # the first batch switched read_context on and waited: make it now
+                after, edits = self.compactor.view(self._last, self._key, session)
         finally:
             self.compactor.settings = saved
         return sum(_tokens(a, counter) - _tokens(b, counter) for a, b in zip(before, after, strict=True) if a is not b)

@@ -1,0 +1,127 @@
+"""Invariants over random histories, plugins and budgets: the budget holds, calls stay paired, nothing is lost."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import toolctx
+from toolctx.assembly import ContextAssembler, ContextBudgetError, PlanPlugin, ToolOutputPlugin
+from toolctx.tokens import TokenCounter
+
+from .conftest import CharCounter, orphans, recount, run
+
+# one history entry: (kind, size, pinned); kinds: user, assistant, call (with n results), stray result, unanswered call
+entries = st.lists(
+    st.tuples(
+        st.sampled_from(["user", "assistant", "call", "call", "stray", "unanswered"]),
+        st.integers(0, 400),
+        st.booleans(),
+        st.integers(1, 3),
+    ),
+    max_size=40,
+)
+plugins = st.lists(st.tuples(st.integers(0, 600), st.integers(0, 10), st.booleans(), st.booleans()), max_size=3)
+
+
+class Random:
+    def __init__(self, name: str, size: int, priority: int, compactable: bool, shrinks: bool) -> None:
+        self.name, self.size, self.priority, self.compactable, self.shrinks = name, size, priority, compactable, shrinks
+
+    def get_component(self) -> str:
+        return f"{self.name}:" + "p" * self.size
+
+    def compact(self, target_tokens: int, counter: TokenCounter) -> int:
+        if not self.shrinks:
+            return 0
+        before, self.size = self.size, self.size // 3
+        return before - self.size
+
+
+def build(
+    s: toolctx.ContextSession,
+    history: list[tuple[str, int, bool, int]],
+    extra: list[Any],
+    limit: int,
+    strategy: str,
+    tool_plugin: bool,
+) -> ContextAssembler:
+    ctx = ContextAssembler(
+        max_tokens=limit, counter=CharCounter(), session=s, strategy=strategy, system_prompt="sys", preserve_recent=3
+    )
+    ctx.register_plugin(PlanPlugin({"goal": "g", "tasks": [{"id": "1", "description": "t"}]}))
+    if tool_plugin:
+        ctx.register_plugin(
+            ToolOutputPlugin(session=s, high_water=300, low_water=0, keep=1, min_gain=0, max_output_tokens=50)
+        )
+    for i, (size, priority, compactable, shrinks) in enumerate(extra):
+        ctx.register_plugin(Random(f"p{i}", size, priority, compactable, shrinks))
+    ctx.set_current_input("the task")
+    for n, (kind, size, pinned, results) in enumerate(history):
+        text = f"{n}:" + "h" * size
+        if kind in ("user", "assistant"):
+            ctx.add_message(kind, text, pinned=pinned and size < 60)
+        elif kind == "stray":
+            ctx.add_message("tool", text, tool_call_id=f"ghost{n}")
+        else:
+            calls = [{"id": f"c{n}_{r}", "name": "shell", "arguments": {"cmd": text[:80]}} for r in range(results)]
+            ctx.add_message("assistant", "", tool_calls=calls)
+            if kind == "call":
+                for call in calls:
+                    ctx.add_tool_result(call["id"], text)
+    return ctx
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(entries, plugins, st.integers(60, 6000), st.sampled_from(["proactive", "lazy", "adaptive"]), st.booleans())
+def test_prepared_contexts_fit_stay_paired_and_keep_what_must_stay(
+    history: list[tuple[str, int, bool, int]], extra: list[Any], limit: int, strategy: str, tool_plugin: bool
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp, toolctx.session(tmp) as s:
+        ctx = build(s, history, extra, limit, strategy, tool_plugin)
+        try:
+            prepared = run(ctx.prepare())
+        except ContextBudgetError as exc:
+            error = str(exc)
+        else:
+            error = ""
+        if error:  # only when the never-compacted parts alone are over the limit
+            found = re.search(r"need ([\d,]+) tokens", error)
+            assert found is not None
+            assert int(found.group(1).replace(",", "")) > limit
+            return
+        rendered = prepared.to_openai()
+        assert prepared.budget.used == recount(rendered, prepared.openai_tools(), CharCounter())
+        assert prepared.budget.used <= limit
+        assert orphans(rendered) == 0
+        contents = [m["content"] for m in rendered]
+        assert contents[0] == "sys"
+        assert "the task" in contents
+        for message in ctx.get_history():
+            if message.pinned:
+                assert message.content in contents
+        assert "- [ ] 1: t" in contents[-1]
+        for span in ctx.spans:
+            stored = ctx.expand(span.handle)
+            assert [m.id for m in stored] == [i for i in span.message_ids if not i.endswith(":missing")]
+            pointer = s.load_contexts([span.handle.removeprefix("ctx:")])
+            assert [m["id"] for m in pointer[0].result] == [m.id for m in stored]
+        # once the context is settled, a call with nothing new is the same prompt (the cache keeps all of it)
+        if prepared.budget.status == "ok" or strategy == "lazy":
+            second = run(ctx.prepare()).to_openai()  # the policy's first batch may wait one call
+            assert run(ctx.prepare()).to_openai() == second
+
+
+@pytest.mark.parametrize("limit", [900, 1500])
+def test_a_long_tool_session_at_a_tight_budget(limit: int) -> None:
+    history = [("call", 300, False, 2)] * 30
+    with tempfile.TemporaryDirectory() as tmp, toolctx.session(tmp) as s:
+        ctx = build(s, history, [], limit, "proactive", True)
+        prepared = run(ctx.prepare())
+        assert prepared.budget.used <= limit
+        assert orphans(prepared.to_openai()) == 0
