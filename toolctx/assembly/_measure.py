@@ -14,9 +14,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import toolctx.tokens
 from toolctx.assembly._types import HistoryMessage
-from toolctx.tokens import EstimateCounter, TokenCounter
+from toolctx.tokens import EstimateCounter, TokenCounter, get_counter
 
 __all__ = ["FRAMING", "REPLY_PRIMING", "Measure", "arguments_json", "resolve_counter", "tool_json"]
 
@@ -35,28 +34,23 @@ def tool_json(definition: Mapping[str, Any]) -> str:
 
 
 def resolve_counter(counter: TokenCounter | str | None) -> TokenCounter:
-    """A counter from a :class:`~toolctx.tokens.TokenCounter`, an encoding name, or None.
+    """A counter from a :class:`~toolctx.tokens.TokenCounter`, a :func:`~toolctx.tokens.get_counter` name, or None.
 
-    None picks the exact ``o200k_base`` counter when :mod:`toolctx.tokens` can
-    build one here, else the estimate; a name needs the exact counter.
+    None picks the exact ``o200k_base`` counter when its tokenizer is installed
+    (``toolctx[tokens]``), else the estimate.
     """
-    get_counter = getattr(toolctx.tokens, "get_counter", None)
     if counter is None:
-        if get_counter is not None:
-            try:
-                return get_counter("o200k_base")  # type: ignore[no-any-return]
-            except Exception:  # no exact tokenizer installed: the estimate still bounds nothing wrongly
-                pass
-        return EstimateCounter()
+        exact = get_counter("o200k_base")
+        try:
+            exact.count("a")  # loads the tokenizer now, so a missing one is found here
+        except ImportError:
+            return EstimateCounter()
+        return exact
     if isinstance(counter, str):
-        if get_counter is None:
-            raise ValueError(f"no exact token counter for {counter!r} in this toolctx; pass a TokenCounter")
-        return get_counter(counter)  # type: ignore[no-any-return]
+        return get_counter(counter)
     if isinstance(counter, TokenCounter):
         return counter
-    raise TypeError(
-        f"counter must be a toolctx TokenCounter (name and count(text)), a name or None, got {counter!r:.80}"
-    )
+    raise TypeError(f"counter must be a TokenCounter (name, count(text)), a counter name or None, not {counter!r:.80}")
 
 
 class Measure:
