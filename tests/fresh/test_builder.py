@@ -105,6 +105,11 @@ def test_a_large_file_is_cut_at_a_line_and_marked(project: Path) -> None:
     first = context.relevant_files[0]
     assert first.path == "pkg/handlers.py"
     assert first.truncated
+    kept, marker = first.content.rsplit("\n", 1)
+    assert big.startswith(kept + "\n")
+    assert marker.startswith("[… lines ")
+    assert first.content.endswith("cut to fit the token budget]")
+    assert first.tokens < EstimateCounter().count(big)
     assert "### pkg/handlers.py (cut to fit)" in context.sections["files"]
     assert "cut to fit the token budget]" in context.sections["files"]
     assert context.token_count <= 25_000 - 16_000
@@ -135,3 +140,22 @@ def test_components_can_be_left_out(project: Path) -> None:
 def test_a_custom_system_prompt_replaces_the_generated_one(project: Path) -> None:
     _, context = build(project, system_prompt="You fix payment bugs.")
     assert context.to_messages()[0] == {"role": "system", "content": "You fix payment bugs."}
+
+
+def test_a_code_memory_of_ones_own_is_merged_with_the_code_search(project: Path) -> None:
+    class Hit:
+        def __init__(self, path: str, name: str, score: float) -> None:
+            self.path, self.name, self.start_line, self.end_line = path, name, 1, 3
+            self.text, self.score = f"# {name} from the embeddings index", score
+
+    class Embeddings:
+        def search(self, query: str, k: int) -> list[Hit]:
+            return [Hit("svc/main.go", "semantic ShippingQuote", 0.93), Hit("pkg/refunds.py", "weak", 0.1)]
+
+    system = create_context_system(project, counter=EstimateCounter(), code_memory=Embeddings())
+    task = TaskSpec(id="t", name="loyalty points", files=("README.md",))
+    context = system.manager.build_fresh_context_sync(task, ContextOptions(max_relevant_files=1))
+    names = [hit.name for hit in context.relevant_code]
+    assert "semantic ShippingQuote" in names
+    assert "weak" not in names  # under min_code_relevance (half the best score of its source)
+    assert any("loyalty_points" in hit.name for hit in context.relevant_code)

@@ -13,10 +13,13 @@ leaves its part empty (or falls back to the plain search) and adds a warning.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -25,6 +28,7 @@ from toolctx.budget import DYNAMIC_COMPONENTS, TokenBudgeter, truncate_lines
 from toolctx.errors import ConfigError
 from toolctx.fresh import _render
 from toolctx.fresh._deps import local_imports
+from toolctx.fresh._fitting import fit_dynamic, settle
 from toolctx.fresh._models import (
     CodebaseDocsSummary,
     CodeSearchResult,
@@ -68,6 +72,8 @@ class ContextBuilder:
     :class:`CodeSearchProvider`); ``"auto"`` uses the tree-sitter repo map and code
     search when tree-sitter is installed (``toolctx[repomap]``) and the plain BM25
     search otherwise; ``None`` leaves code search out and lists files by path.
+    ``code_memory`` is a search of your own (embeddings, the seed's CodeMemory):
+    its hits are merged with the code search's by reciprocal rank fusion.
     ``memory`` is a :class:`toolctx.memory.MemoryStore` (each agent's own memory is
     read) or one agent's :class:`toolctx.memory.AgentMemory`.
     """
@@ -79,6 +85,7 @@ class ContextBuilder:
         budgeter: TokenBudgeter | None = None,
         repo_map: RepoMapProvider | Auto | None = "auto",
         code_search: CodeSearchProvider | Auto | None = "auto",
+        code_memory: CodeSearchProvider | None = None,
         memory: Any = None,
         options: ContextBuilderOptions | None = None,
     ) -> None:
@@ -96,6 +103,9 @@ class ContextBuilder:
         self.notes: list[str] = []  # why a source fell back, repeated in every context's warnings
         self.repo_map = self._source(repo_map, "_repomap", "RepoMap", RepoMapProvider)
         self.code_search = self._source(code_search, "_codesearch", "CodeSearch", CodeSearchProvider)
+        if code_memory is not None and not isinstance(code_memory, CodeSearchProvider):
+            raise TypeError(f"code_memory must have a search(query, k) method, got {type(code_memory).__name__}")
+        self.code_memory = code_memory
         self.memory = memory
 
     def _source(self, given: Any, module: str, name: str, kind: type) -> Any:
@@ -103,15 +113,21 @@ class ContextBuilder:
             if given is not None and not isinstance(given, kind):
                 raise TypeError(f"{name.lower()} must provide {kind.__name__}'s methods, got {type(given).__name__}")
             return given
-        try:
-            import importlib
-
-            factory = getattr(importlib.import_module(f"toolctx.fresh.{module}"), name)
-            return factory(self.files.root, counter=self.counter) if name == "RepoMap" else factory(self.files.root)
-        except ImportError as exc:
-            if "tree_sitter" in str(exc) or "tree-sitter" in str(exc):
-                self.notes.append(f"{name} needs tree-sitter ({exc}); using the plain BM25 search instead")
+        if importlib.util.find_spec("tree_sitter") is None:
+            self.notes.append(f"without tree-sitter (pip install 'toolctx[repomap]') {name} is the plain BM25 search")
             return self.plain
+        try:
+            factory = getattr(importlib.import_module(f"toolctx.fresh.{module}"), name)
+        except (ImportError, AttributeError):
+            return self.plain
+        same_reading = {
+            "max_file_chars": self.options.max_file_size_chars,
+            "max_files": self.options.max_scan_files,
+            "encoding": self.options.encoding,
+        }
+        if name == "RepoMap":
+            return factory(self.files.root, self.counter, **same_reading)
+        return factory(self.files.root, **same_reading)
 
     def _guard(self, what: str, call: Callable[[], T], fallback: T, warnings: list[str]) -> T:
         try:
@@ -138,16 +154,7 @@ class ContextBuilder:
         counter = self.counter
         budget = self.budgeter.create_budget(options.max_tokens)
         warnings = [*budget.warnings, *self.notes]
-        listing: list[tuple[str, int, int]] = []
-        if not self.files.exists():
-            warnings.append(f"project path {str(self.files.root)!r} no longer exists; no files, map or docs")
-        else:
-            listing, cut_short = self.files.scan()
-            if cut_short:
-                warnings.append(
-                    f"the project has more than {self.options.max_scan_files:,} files; only those were read"
-                )
-        self._guard("indexing the project", lambda: self.plain.refresh(listing), None, warnings)
+        listing = self._scan(warnings)
         paths = {path for path, _mtime, _size in listing}
         mentioned = self._mentioned(task, paths, warnings)
         task_text = task.search_text()
@@ -183,11 +190,11 @@ class ContextBuilder:
         files = self._file_candidates(task_text, mentioned, paths, options.max_relevant_files, warnings)
         hits = self._code_hits(query, options.max_code_results, warnings)
         memories = self._memories(agent_id, memory, task_text, options.max_memories, warnings)
-        dynamic = self._fit_dynamic(pool, files, hits, memories, options.max_code_results)
+        dynamic = fit_dynamic(self.budgeter, counter, pool, files, hits, memories, options.max_code_results)
         kept_files, kept_hits, kept_memories = dynamic["files"][1], dynamic["code_results"][1], dynamic["memories"][1]
         for name in DYNAMIC_COMPONENTS:
             sections[name] = dynamic[name][0].text
-        token_count = self._settle(sections, budget.context_tokens)
+        token_count = settle(counter, sections, budget.context_tokens)
         if len(kept_files) < len(files):
             warnings.append(f"{len(files) - len(kept_files)} of {len(files)} candidate files did not fit the budget")
         breakdown = TokenBreakdown(
@@ -213,6 +220,22 @@ class ContextBuilder:
             counter=counter.name,
             generated_at=datetime.now(UTC),
         )
+
+    def _scan(self, warnings: list[str]) -> list[tuple[str, int, int]]:
+        """This build's listing of the project, handed to every source that follows the project."""
+        if not self.files.exists():
+            warnings.append(f"project path {str(self.files.root)!r} no longer exists; no files, map or docs")
+            return []
+        listing, cut_short = self.files.scan()
+        if cut_short:
+            warnings.append(f"the project has more than {self.options.max_scan_files:,} files; only those were read")
+        self._guard("indexing the project", lambda: self.plain.refresh(listing), None, warnings)
+        sources = {id(s): s for s in (self.repo_map, self.code_search) if s is not None and s is not self.plain}
+        for source in sources.values():
+            refresh: Callable[[list[tuple[str, int, int]]], None] | None = getattr(source, "refresh", None)
+            if callable(refresh):
+                self._guard(f"refreshing {type(source).__name__}", partial(refresh, listing), None, warnings)
+        return listing
 
     def _mentioned(self, task: TaskSpec, paths: set[str], warnings: list[str]) -> list[tuple[str, str]]:
         """The task's files, then its dependencies, that the context can show, with why they are in it."""
@@ -262,15 +285,29 @@ class ContextBuilder:
         return chosen
 
     def _code_hits(self, query: str, limit: int, warnings: list[str]) -> list[CodeSearchResult]:
-        if self.code_search is None or limit <= 0 or not query.strip():
+        """Hits of the code search and of the user's code memory, each cut at its relevance floor, then fused."""
+        if limit <= 0 or not query.strip():
             return []
-        source = self.code_search
-        found: Sequence[Any] = self._guard("code search", lambda: source.search(query, limit * 4), [], warnings)
-        hits = [as_result(hit) for hit in found]
-        if not hits:
-            return []
-        floor = max(hit.score for hit in hits) * self.options.min_code_relevance
-        return [hit for hit in hits if hit.score >= floor]  # cut to the limit once files are placed
+        lists: list[list[CodeSearchResult]] = []
+        none: list[CodeSearchResult] = []
+        for what, source in (("code search", self.code_search), ("code memory", self.code_memory)):
+            if source is None:
+                continue
+            hits = self._guard(what, partial(_results, source, query, limit * 4), none, warnings)
+            if hits:
+                floor = max(hit.score for hit in hits) * self.options.min_code_relevance
+                lists.append([hit for hit in hits if hit.score >= floor])  # cut to the limit once files are placed
+        if len(lists) < 2:
+            return lists[0] if lists else []
+        fused: dict[tuple[str, int, int], float] = {}
+        first: dict[tuple[str, int, int], CodeSearchResult] = {}
+        for hits in lists:
+            for rank, hit in enumerate(hits, start=1):
+                key = (hit.path, hit.start_line, hit.end_line)
+                fused[key] = fused.get(key, 0.0) + 1.0 / (60 + rank)
+                first.setdefault(key, hit)
+        order = sorted(fused, key=lambda key: (-fused[key], key))
+        return [first[key].model_copy(update={"score": fused[key]}) for key in order]
 
     def _memories(
         self, agent_id: str | None, memory: MemorySource | None, task_text: str, limit: int, warnings: list[str]
@@ -290,75 +327,6 @@ class ContextBuilder:
         floor = self.options.min_memory_relevance
         return self._guard("reading memories", lambda: gather_memories(source, task_text, limit, floor), [], warnings)
 
-    def _fit_dynamic(
-        self,
-        pool: int,
-        files: list[FileContent],
-        hits: list[CodeSearchResult],
-        memories: list[MemoryEntry],
-        max_hits: int,
-    ) -> dict[str, tuple[_render.Fitted, list[Any]]]:
-        """Files, code results and memories fitted to shares of ``pool``, unused parts flowing on."""
-        counter = self.counter
-        file_items = [_render.file_item(f.path, f.content) for f in files]
-        bodies = [f.content for f in files]
-        code_items = [_render.code_item(h) for h in hits]
-        memory_items = [_render.memory_item(m) for m in memories]
-        items = {"files": file_items, "code_results": code_items, "memories": memory_items}
-        demands = {name: sum(counter.count(i) + 2 for i in rows) + 8 if rows else 0 for name, rows in items.items()}
-        shares = self.budgeter.allocate(pool, demands)
-        fitted = _render.fit_section("files", file_items, shares["files"], counter, partial_bodies=bodies)
-        # Code found in a file shown whole is already there.
-        whole = {files[i].path for i in fitted.kept if i != fitted.partial}
-        hits = [hit for hit in hits if hit.path not in whole][:max_hits]
-        code_items = [_render.code_item(h) for h in hits]
-        demands["code_results"] = sum(counter.count(i) + 2 for i in code_items) + 8 if code_items else 0
-        # What the files left flows to code results and memories, by their shares.
-        rest = self.budgeter.allocate(pool - fitted.tokens, {**demands, "files": 0})
-        code = _render.fit_section("code_results", code_items, rest["code_results"], counter)
-        mems = _render.fit_section("memories", memory_items, rest["memories"], counter)
-        left = pool - fitted.tokens - code.tokens - mems.tokens
-        if left > 0 and (len(fitted.kept) < len(file_items) or fitted.partial is not None):
-            fitted = _render.fit_section(
-                "files", file_items, pool - code.tokens - mems.tokens, counter, partial_bodies=bodies
-            )
-        kept_files = []
-        for index in fitted.kept:
-            source = files[index]
-            cut = index == fitted.partial
-            kept_files.append(source.model_copy(update={"truncated": cut, "tokens": counter.count(file_items[index])}))
-        return {
-            "files": (fitted, kept_files),
-            "code_results": (
-                code,
-                [hits[i].model_copy(update={"tokens": counter.count(code_items[i])}) for i in code.kept],
-            ),
-            "memories": (
-                mems,
-                [memories[i].model_copy(update={"tokens": counter.count(memory_items[i])}) for i in mems.kept],
-            ),
-        }
 
-    def _settle(self, sections: dict[str, str], limit: int) -> int:
-        """The rendered context's token count, cutting the last dynamic sections while it is over ``limit``."""
-        counter = self.counter
-        while True:  # every pass makes a section strictly shorter, so this ends (at the latest, empty)
-            system = sections.get("system_prompt", "")
-            rest = "\n\n".join(text for name, text in sections.items() if name != "system_prompt" and text)
-            total = counter.count(system) + counter.count(rest)
-            if total <= limit:
-                return total
-            over = total - limit
-            for name in (
-                "memories",
-                "code_results",
-                "files",
-                "codebase_docs",
-                "repo_map",
-                "task_spec",
-                "system_prompt",
-            ):
-                if sections.get(name):
-                    size = counter.count(sections[name])
-                    sections[name] = truncate_lines(sections[name], max(0, size - over - 2), counter).text
-                    break
+def _results(source: CodeSearchProvider, query: str, k: int) -> list[CodeSearchResult]:
+    return [as_result(hit) for hit in source.search(query, k)]

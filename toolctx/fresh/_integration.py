@@ -127,6 +127,7 @@ def create_context_system(
     *,
     repo_map: RepoMapProvider | Auto | None = "auto",
     code_search: CodeSearchProvider | Auto | None = "auto",
+    code_memory: CodeSearchProvider | None = None,
     memory: Any = None,
     builder_options: ContextBuilderOptions | None = None,
     custom_budget: FixedAllocations | Mapping[str, int] | None = None,
@@ -142,7 +143,13 @@ def create_context_system(
     """
     budgeter = TokenBudgeter(custom_budget, shares, counter)
     builder = ContextBuilder(
-        project, budgeter=budgeter, repo_map=repo_map, code_search=code_search, memory=memory, options=builder_options
+        project,
+        budgeter=budgeter,
+        repo_map=repo_map,
+        code_search=code_search,
+        code_memory=code_memory,
+        memory=memory,
+        options=builder_options,
     )
     manager = FreshContextManager(builder)
     return ContextSystem(manager, AgentContextIntegration(manager), builder, budgeter)

@@ -136,6 +136,7 @@ class Fitted:
     tokens: int
     kept: tuple[int, ...]
     partial: int | None = None  # the index of the one item kept cut at a line, if any
+    texts: tuple[str, ...] = ()  # the kept items as shown, in order
 
 
 def fit_section(
@@ -181,7 +182,7 @@ def fit_section(
         text = "\n\n".join(lines) if parts else ""
         tokens = counter.count(text)
         if tokens <= cap:
-            return Fitted(text, tokens, tuple(kept), partial)
+            return Fitted(text, tokens, tuple(kept), partial, tuple(parts))
         parts.pop()  # counting the joined text came out above the sum of its parts: drop the last item
         dropped = kept.pop()
         partial = None if dropped == partial else partial
