@@ -53,10 +53,12 @@ def test_the_compaction_memory_and_server_packages_export_sorted_names_that_exis
 
 PUBLIC_MODULES = {
     "toolctx",
+    "toolctx.budget",
     "toolctx.cli",
     "toolctx.cli.__main__",
     "toolctx.compaction",
     "toolctx.errors",
+    "toolctx.fresh",
     "toolctx.memory",
     "toolctx.models",
     "toolctx.redaction",
