@@ -3,37 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import sys
 from collections.abc import Sequence
 
 from toolctx._checks import whole_number
 from toolctx.errors import ConfigError
-from toolctx.server._guard import ANY_HOST, DEFAULT_MAX_BODY_BYTES, LOOPBACK_HOSTS
-
-TOKEN_ENV = "TOOLCTX_API_TOKEN"
-_EVERY_INTERFACE = ("0.0.0.0", "::", "")
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def allowed_hosts(host: str, extra: Sequence[str]) -> list[str]:
-    """The Host names the server answers to: loopback names, the address it listens on, and ``extra``.
-
-    Listening on every interface (``0.0.0.0``, ``::``) without ``--allow-host`` answers to
-    any name: such a server needs a token, which a rebinding web page cannot know.
-    """
-    if host in _EVERY_INTERFACE and not extra:
-        return [ANY_HOST]
-    return [*LOOPBACK_HOSTS, *([] if host in _EVERY_INTERFACE else [host]), *extra]
+from toolctx.server._guard import DEFAULT_MAX_BODY_BYTES
+from toolctx.server._serve import TOKEN_ENV, allowed_hosts, is_loopback
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -66,7 +43,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.token == "":
         parser.error(f"--token is empty; pass the token itself, or leave it out (and ${TOKEN_ENV} unset) for none")
-    if not _loopback(args.host) and not args.token:
+    if not is_loopback(args.host) and not args.token:
         parser.error(f"refusing to serve {args.host!r} without a token: pass --token or set ${TOKEN_ENV}")
     try:
         whole_number("--port", args.port, minimum=1, maximum=65535)

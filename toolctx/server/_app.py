@@ -10,7 +10,9 @@ and a busy or unreachable database 503.
 # No `from __future__ import annotations`: FastAPI reads these annotations at run time,
 # and some name dependencies local to create_app().
 
-from collections.abc import Iterable
+import os
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -18,7 +20,7 @@ from fastapi import Depends, FastAPI, Query, status
 from fastapi.responses import HTMLResponse
 from fastapi.security import HTTPBearer
 
-from toolctx._checks import whole_number
+from toolctx._checks import real_number, whole_number
 from toolctx.memory import (
     AgentMemory,
     CheckpointInfo,
@@ -33,9 +35,11 @@ from toolctx.memory import (
 )
 from toolctx.memory._results import snapshot_hash
 from toolctx.memory._schema import MAX_ID
+from toolctx.server._dashboard import dashboard_router
 from toolctx.server._docs import DOCS_HEADERS, render_docs
 from toolctx.server._errors import install_error_handlers
 from toolctx.server._guard import DEFAULT_MAX_BODY_BYTES, LOOPBACK_HOSTS, Guard, host_names, token_bytes
+from toolctx.server._live import DEFAULT_POLL_INTERVAL, LiveFeed
 from toolctx.server._models import (
     DiffRequest,
     ItemOut,
@@ -57,8 +61,10 @@ def create_app(
     token: str | None = None,
     allowed_hosts: str | Iterable[str] = LOOPBACK_HOSTS,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    context_dir: str | os.PathLike[str] | None = None,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
 ) -> FastAPI:
-    """An app serving ``store``.
+    """An app serving ``store``, with the dashboard at ``/``.
 
     With ``token``, every request (``/docs`` and ``/openapi.json`` too) needs
     ``Authorization: Bearer <token>``; the token is compared as UTF-8 bytes, so any
@@ -67,10 +73,27 @@ def create_app(
     rebinding its own name; add the names your clients use, or ``"*"`` for any.
     A body over ``max_body_bytes`` (32 MiB) is refused before it is read.
     ``/docs`` is a plain HTML reference that loads nothing from elsewhere.
+
+    The dashboard lists the agents and the sessions kept under ``context_dir``
+    (default as for ``session()``), and updates live: from writes through ``store``
+    at once, and from other processes through PostgreSQL's NOTIFY or, on SQLite, by
+    reading the store's revision every ``poll_interval`` seconds. In a browser, a
+    server with a token is opened once as ``/?token=<token>``.
     """
     expected = None if token is None else token_bytes(token)
     hosts = host_names(allowed_hosts)
     whole_number("max_body_bytes", max_body_bytes, minimum=1, unit="bytes")
+    real_number("poll_interval", poll_interval, minimum=0.01, unit="seconds")
+    feed = LiveFeed(store, poll_interval=poll_interval)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        feed.start()
+        try:
+            yield
+        finally:
+            feed.stop()
+
     # The guard checks the token; the scheme declared here puts it in the OpenAPI description.
     documented = [] if token is None else [Depends(HTTPBearer(auto_error=False, description="The server's token."))]
     app = FastAPI(
@@ -79,9 +102,11 @@ def create_app(
         dependencies=documented,
         docs_url=None,
         redoc_url=None,
+        lifespan=lifespan,
     )
     app.add_middleware(Guard, token=expected, allowed_hosts=hosts, max_body_bytes=max_body_bytes)
     install_error_handlers(app)
+    app.include_router(dashboard_router(store, feed, context_dir))
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:

@@ -18,7 +18,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException
 
 from toolctx._internal import WARNING, log
-from toolctx.errors import ConfigError, NotFoundError
+from toolctx.errors import ConfigError, NotFoundError, SessionNotFoundError
 
 __all__ = ["install_error_handlers", "shown"]
 
@@ -69,8 +69,9 @@ async def _bad_value(_request: Request, exc: ConfigError) -> JSONResponse:
     return _detail(exc, 422)
 
 
-async def _not_found(_request: Request, exc: NotFoundError) -> JSONResponse:
-    return _detail(exc, status.HTTP_404_NOT_FOUND)
+async def _not_found(_request: Request, exc: NotFoundError | SessionNotFoundError) -> JSONResponse:
+    # A KeyError's str() is its repr: answer with the message itself.
+    return JSONResponse({"detail": _text(str(exc.args[0]) if exc.args else "")}, status_code=404)
 
 
 async def _http_error(_request: Request, exc: HTTPException) -> JSONResponse:
@@ -95,6 +96,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
     app.add_exception_handler(ConfigError, _bad_value)  # type: ignore[arg-type]
     app.add_exception_handler(NotFoundError, _not_found)  # type: ignore[arg-type]
+    app.add_exception_handler(SessionNotFoundError, _not_found)  # type: ignore[arg-type]
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     # A write that waited out SQLite's busy timeout, a PostgreSQL server gone, a pool with no connection free.
     app.add_exception_handler(OperationalError, _database_unavailable)

@@ -6,6 +6,14 @@ that rebinds its own name to 127.0.0.1 still sends that name), one without the
 token gets 401, and one whose ``Content-Length`` is over the limit gets 413, all
 before a byte of the body is read. A body sent without a length is counted as it
 arrives and refused once it passes the limit.
+
+A browser cannot send a bearer header when it opens a page or a WebSocket, so the
+dashboard signs in once: ``GET /?token=<token>`` answers with an HttpOnly,
+SameSite=Strict cookie holding a digest of the token (never the token) and a
+redirect to ``/``. A request signed in by that cookie that writes, and any
+WebSocket handshake, must come from this server's own origin (its ``Origin``
+header naming the very host and port the request was sent to), so another site
+cannot act with the cookie, nor read the live feed.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Iterable
+from urllib.parse import parse_qs, urlsplit
 
 import orjson
 from starlette.exceptions import HTTPException
@@ -20,7 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolctx.errors import ConfigError
 
-__all__ = ["ANY_HOST", "DEFAULT_MAX_BODY_BYTES", "LOOPBACK_HOSTS", "Guard", "host_names", "token_bytes"]
+__all__ = ["ANY_HOST", "COOKIE_NAME", "DEFAULT_MAX_BODY_BYTES", "LOOPBACK_HOSTS", "Guard", "host_names", "token_bytes"]
 
 #: The names a server on loopback answers to unless told otherwise.
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -29,6 +38,9 @@ ANY_HOST = "*"
 #: Room for an item of :data:`~toolctx.memory.MAX_CONTENT_BYTES` (8 MiB) even when a
 #: client escapes every character of it in JSON (``\\uXXXX``, up to 12 bytes a character).
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+#: The dashboard's sign-in cookie: a digest of the token, set by ``GET /?token=<token>``.
+COOKIE_NAME = "toolctx_token"
+_SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
 def host_names(hosts: str | Iterable[str]) -> frozenset[str]:
@@ -95,6 +107,8 @@ class Guard:
     ) -> None:
         self.app = app
         self.token_digest = None if token is None else hashlib.sha256(token).digest()
+        # What the sign-in cookie holds: derived from the token, so the cookie never carries it.
+        self.cookie_value = None if token is None else hmac.new(token, b"toolctx dashboard", "sha256").hexdigest()
         self.allowed_hosts = allowed_hosts
         self.any_host = ANY_HOST in allowed_hosts
         self.max_body_bytes = max_body_bytes
@@ -106,7 +120,10 @@ class Guard:
         headers: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
             headers.setdefault(name.lower(), value)
-        refusal = self._refusal(headers)
+        if scope["type"] == "http" and scope["path"] == "/" and b"token=" in scope.get("query_string", b""):
+            await self._sign_in(scope, headers, send)
+            return
+        refusal = self._refusal(headers, scope)
         if scope["type"] == "websocket":
             if refusal is None:
                 await self.app(scope, receive, send)
@@ -120,28 +137,67 @@ class Guard:
             return
         await self._limited(scope, receive, send)
 
-    def _refusal(self, headers: dict[bytes, bytes]) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
-        if not self.any_host:
-            host = _host_of(headers.get(b"host", b""))
-            if host not in self.allowed_hosts:
-                shown = headers.get(b"host", b"").decode("latin-1")
-                return (
-                    400,
-                    (
-                        f"this server does not answer to the host {shown[:100]!r}; "
-                        "allow it with create_app(allowed_hosts=[...]) or --allow-host"
-                    ),
-                    [],
-                )
+    async def _sign_in(self, scope: Scope, headers: dict[bytes, bytes], send: Send) -> None:
+        """``GET /?token=<token>``: set the cookie, send the browser on to ``/`` (the token leaves its bar)."""
+        refusal = self._host_refusal(headers)
+        if refusal is None and (scope["method"] != "GET" or self.cookie_value is None):
+            refusal = (400, "sign in with GET /?token=<token>, and only on a server started with a token", [])
+        if refusal is None:
+            given = parse_qs(scope["query_string"].decode("latin-1")).get("token", [""])[0].encode("latin-1")
+            if not hmac.compare_digest(hashlib.sha256(given).digest(), self.token_digest or b""):
+                refusal = (401, "wrong token in ?token=: pass the token the server was started with", [])
+        if refusal is not None:
+            await _answer(send, *refusal, close=False)
+            return
+        cookie = f"{COOKIE_NAME}={self.cookie_value}; Path=/; HttpOnly; SameSite=Strict"
+        await _answer(send, 303, "signed in", [(b"location", b"/"), (b"set-cookie", cookie.encode())], close=False)
+
+    def _host_refusal(self, headers: dict[bytes, bytes]) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
+        if self.any_host:
+            return None
+        host = _host_of(headers.get(b"host", b""))
+        if host in self.allowed_hosts:
+            return None
+        shown = headers.get(b"host", b"").decode("latin-1")
+        return (
+            400,
+            (
+                f"this server does not answer to the host {shown[:100]!r}; "
+                "allow it with create_app(allowed_hosts=[...]) or --allow-host"
+            ),
+            [],
+        )
+
+    def _signed_in(self, headers: dict[bytes, bytes]) -> bool:
+        """Whether the request carries the sign-in cookie (any of its Cookie pairs)."""
+        expected = f"{COOKIE_NAME}={self.cookie_value}".encode()
+        pairs = headers.get(b"cookie", b"").split(b";")
+        return any(hmac.compare_digest(pair.strip(), expected) for pair in pairs)
+
+    def _refusal(self, headers: dict[bytes, bytes], scope: Scope) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
+        refusal = self._host_refusal(headers)
+        if refusal is not None:
+            return refusal
+        websocket = scope["type"] == "websocket"
+        by_cookie = False
         if self.token_digest is not None:
             scheme, _, credentials = headers.get(b"authorization", b"").partition(b" ")
             given = hashlib.sha256(credentials.strip(b" \t")).digest()
             if not (hmac.compare_digest(given, self.token_digest) and scheme.lower() == b"bearer"):
-                return (
-                    401,
-                    "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
-                    [(b"www-authenticate", b"Bearer")],
-                )
+                by_cookie = self._signed_in(headers)
+                if not by_cookie:
+                    return (
+                        401,
+                        "missing or wrong bearer token: send 'Authorization: Bearer <token>' "
+                        "(in a browser, open /?token=<token> once)",
+                        [(b"www-authenticate", b"Bearer")],
+                    )
+        if websocket or (by_cookie and scope["method"] not in _SAFE_METHODS) or b"origin" in headers:
+            refusal = _origin_refusal(headers, required=by_cookie and not websocket)
+            if refusal is not None:
+                return refusal
+        if websocket:
+            return None
         length = headers.get(b"content-length", b"0").strip()
         if not length.isdigit():
             return 400, f"Content-Length {length.decode('latin-1')[:40]!r} is not a number of bytes", []
@@ -179,6 +235,26 @@ class Guard:
             if started:
                 raise
             await _answer(send, exc.status_code, str(exc.detail), [], close=True)
+
+
+def _origin_refusal(
+    headers: dict[bytes, bytes], *, required: bool
+) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
+    """403 unless the request's ``Origin`` is this server as the request named it (absent: only if not required)."""
+    origin = headers.get(b"origin")
+    if origin is None:
+        if not required:
+            return None  # not a browser: such a client has the token, or none is needed
+        return 403, "a request signed in by the dashboard's cookie that writes must send its Origin", []
+    try:
+        parts = urlsplit(origin.decode("ascii").strip())
+        same = parts.scheme in ("http", "https") and parts.netloc.lower() == headers.get(b"host", b"").decode().lower()
+    except (UnicodeDecodeError, ValueError):
+        same = False
+    if same:
+        return None
+    shown = origin.decode("latin-1")[:100]
+    return 403, f"cross-origin request refused: Origin {shown!r} is not this server", []
 
 
 async def _answer(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]], *, close: bool) -> None:
