@@ -24,7 +24,7 @@ from toolctx.errors import (
     ToolctxWarning,
 )
 from toolctx.models import CallMetadata, ContextPointer, ErrorInfo, StorageKind, StoredContext
-from toolctx.sessions import ContextSession, current_session, session
+from toolctx.sessions import ContextSession, Conversations, current_session, session
 
 try:
     __version__ = _metadata.version("toolctx")
@@ -36,6 +36,7 @@ __all__ = [
     "ConfigError",
     "ContextPointer",
     "ContextSession",
+    "Conversations",
     "ErrorInfo",
     "SessionBusyError",
     "SessionClosedError",

@@ -127,14 +127,22 @@ def argument_text(context: StoredContext, name: str | None = None) -> str | None
 
 
 def read_context(
-    session: ContextSession, ref: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result"
+    session: ContextSession,
+    ref: str,
+    offset: int = 0,
+    limit: int = DEFAULT_READ_LIMIT,
+    part: str = "result",
+    *,
+    scope: int | str | None = None,
 ) -> str:
     """The stored output (or arguments) behind a handle, from ``offset`` for ``limit`` characters.
 
     ``part`` is ``"result"`` (the output), ``"args"`` (all arguments, as JSON) or
     ``"args.<name>"`` (one argument; a string comes back as it is). Meant as the body
     of a ``read_context`` tool: every problem comes back as a message the model can
-    act on, never as an exception.
+    act on, never as an exception. With ``scope`` (a conversation's task id), a
+    call stored under another task reads exactly like one that does not exist, so
+    a conversation learns nothing about another's outputs.
     """
     if not isinstance(ref, str) or not ref.strip():
         return f'read_context needs the id of a stored output, for example id="{handle("1a2b3c4")}".'
@@ -148,6 +156,8 @@ def read_context(
         return f'part must be "result", "args" or "args.<name>", got {part!r:.80}.'
     key = ref.strip()
     found = session.load_contexts([key])
+    if found and scope is not None and found[0].task_id != scope:
+        found = []
     if not found:
         return (
             f"No stored output {key!r} in this session. Use an id from a stand-in, written {handle('<id>')}; "

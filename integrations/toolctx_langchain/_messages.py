@@ -16,9 +16,23 @@ from toolctx.compaction import Item, ToolCall
 from toolctx.standins import output_text
 from toolctx.tokens import estimate_tokens
 
-__all__ = ["META", "MessageAdapter", "model_arguments"]
+__all__ = ["META", "MessageAdapter", "model_arguments", "stand_in_metadata"]
 
 META = "toolctx"
+
+
+def stand_in_metadata(metadata: Mapping[str, Any], **ours: Any) -> dict[str, Any]:
+    """A ToolMessage's metadata once toolctx shows it as a stand-in.
+
+    LangChain's ``ContextEditingMiddleware`` skips messages it finds marked as
+    cleared, so marking toolctx's stand-ins that way keeps it from overwriting
+    their handles with its placeholder, in whichever order the two run.
+    """
+    editing = metadata.get("context_editing")
+    marked = {**editing, "cleared": True} if isinstance(editing, dict) else {"cleared": True, "strategy": META}
+    kept = metadata.get(META)
+    return {**metadata, META: {**(kept if isinstance(kept, dict) else {}), **ours}, "context_editing": marked}
+
 
 try:  # the runtime langchain injects into tools that ask for it
     from langchain.tools import ToolRuntime
@@ -82,7 +96,7 @@ class MessageAdapter:
 
     def apply(self, item: AnyMessage, result: str | None, args: Mapping[str, Mapping[str, Any]]) -> AnyMessage:
         if isinstance(item, ToolMessage) and result is not None:
-            meta = {**item.response_metadata, META: {**item.response_metadata.get(META, {}), "compacted": True}}
+            meta = stand_in_metadata(item.response_metadata, compacted=True)
             return item.model_copy(update={"content": result, "artifact": None, "response_metadata": meta})
         if isinstance(item, AIMessage) and args:
             calls = [

@@ -9,7 +9,6 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.messages import AnyMessage, ToolMessage
-from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
@@ -26,21 +25,10 @@ from toolctx.compaction import (
     shown_output,
 )
 from toolctx.standins import output_text
-from toolctx_langchain._messages import META, MessageAdapter, model_arguments
-from toolctx_langchain.tools import read_context_tool
+from toolctx_langchain._messages import META, MessageAdapter, model_arguments, stand_in_metadata
+from toolctx_langchain.tools import read_context_tool, thread_of
 
 __all__ = ["ToolContextMiddleware"]
-
-
-def _thread(config: Any = None) -> str | None:
-    """The LangGraph thread (or run) the current call belongs to (from ``config``, else the running graph's)."""
-    if not isinstance(config, dict):
-        try:
-            config = get_config()
-        except RuntimeError:  # called outside a graph run
-            return None
-    tag = (config.get("configurable") or {}).get("thread_id") or config.get("run_id")
-    return None if tag is None else str(tag)
 
 
 class ToolContextMiddleware(AgentMiddleware):
@@ -128,18 +116,22 @@ class ToolContextMiddleware(AgentMiddleware):
             result,
             error=error,
             call_id=call.get("id"),
-            task_id=_thread(getattr(request.runtime, "config", None)),
+            task_id=thread_of(self._config(request), or_run=True),
         )
+
+    @staticmethod
+    def _config(request: ToolCallRequest) -> Any:
+        return getattr(request.runtime, "config", None)
 
     def _failed(self, request: ToolCallRequest, error: Exception) -> None:
         try:
-            self._save(self.session(), request, None, None, error)
+            self._save(self.session(thread_of(self._config(request))), request, None, None, error)
         except Exception as exc:
             internal_error(f"could not store the failed call of tool {request.tool_call['name']!r}", exc)
 
     def _finished(self, request: ToolCallRequest, result: ToolMessage | Command[Any]) -> ToolMessage | Command[Any]:
         try:
-            session = self.session()
+            session = self.session(thread_of(self._config(request)))
             if isinstance(result, ToolMessage):
                 return self._message(session, request, result)
             call_id = request.tool_call.get("id")
@@ -167,9 +159,10 @@ class ToolContextMiddleware(AgentMiddleware):
         if pointer is None:
             return message
         shown = shown_output(self.settings, session, pointer, text)
-        meta = {**message.response_metadata, META: {"id": pointer.id, "stand_in": shown is not None}}
         if shown is None:
+            meta = {**message.response_metadata, META: {"id": pointer.id, "stand_in": False}}
             return message.model_copy(update={"response_metadata": meta})
+        meta = stand_in_metadata(message.response_metadata, id=pointer.id, stand_in=True)
         return message.model_copy(update={"content": shown, "response_metadata": meta})
 
     # -- model calls -------------------------------------------------------------------
@@ -189,9 +182,10 @@ class ToolContextMiddleware(AgentMiddleware):
     def _prepared(self, request: ModelRequest) -> tuple[ModelRequest, list[AnyMessage]]:
         """The request to send, and the messages whose shown form changed in this call."""
         try:
-            session = self.session()
+            thread = thread_of()
+            session = self.session(thread)
             offer = notes(session).offer_read_context  # as the Agents SDK does: decided before this call's edits
-            messages, edits = self.compactor.view(request.messages, _thread(), session)
+            messages, edits = self.compactor.view(request.messages, thread_of(or_run=True), session)
             changed = (
                 [m for m, before in zip(messages, request.messages, strict=True) if m is not before] if edits else []
             )

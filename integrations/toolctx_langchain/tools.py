@@ -6,7 +6,9 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.config import get_config
 
+from toolctx._internal import internal_error
 from toolctx.compaction import (
     READ_CONTEXT,
     CompactionSettings,
@@ -18,7 +20,7 @@ from toolctx.compaction import (
 from toolctx.standins import DEFAULT_READ_LIMIT, output_text, read_context
 from toolctx_langchain._messages import model_arguments
 
-__all__ = ["READ_CONTEXT", "persist_tool", "read_context_tool"]
+__all__ = ["READ_CONTEXT", "persist_tool", "read_context_tool", "thread_of"]
 
 READ_CONTEXT_DESCRIPTION = (
     'Read back a stored tool output (or, with part="args.<name>", an argument) by the handle ctx:<id> '
@@ -26,12 +28,34 @@ READ_CONTEXT_DESCRIPTION = (
 )
 
 
+def thread_of(config: Any = None, *, or_run: bool = False) -> str | None:
+    """The LangGraph thread id of ``config`` (else of the running graph), or with ``or_run`` its run id.
+
+    The thread is the conversation: it picks the session of a
+    :class:`~toolctx.Conversations` and scopes what ``read_context`` may read.
+    """
+    if not isinstance(config, dict):
+        try:
+            config = get_config()
+        except RuntimeError:  # called outside a graph run
+            return None
+    tag = (config.get("configurable") or {}).get("thread_id")
+    if tag is None and or_run:
+        tag = config.get("run_id")
+    return None if tag is None else str(tag)
+
+
 def read_context_tool(session: SessionSource = None) -> BaseTool:
-    """The ``read_context`` tool, reading from ``session`` (the current toolctx session by default)."""
+    """The ``read_context`` tool, reading from ``session`` (the current toolctx session by default).
+
+    Inside a LangGraph thread it reads only outputs stored in that thread, so a
+    handle from another conversation reads as unknown even in a shared session.
+    """
     get_session = session_resolver(session)
 
     def read_context_fn(id: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result") -> str:
-        return read_context(get_session(), id, offset, limit, part)
+        thread = thread_of()
+        return read_context(get_session(thread), id, offset, limit, part, scope=thread)
 
     return StructuredTool.from_function(read_context_fn, name=READ_CONTEXT, description=READ_CONTEXT_DESCRIPTION)
 
@@ -63,9 +87,15 @@ def persist_tool(
     chosen = settings if settings is not None else CompactionSettings(**options)
     get_session = session_resolver(session)
 
-    def stored(kwargs: dict[str, Any], output: Any, error: Exception | None) -> Any:
-        current = get_session()
-        pointer = persist_call(current, tool.name, model_arguments(tool, kwargs), output, error=error)
+    def stored(config: RunnableConfig, kwargs: dict[str, Any], output: Any, error: Exception | None) -> Any:
+        thread = thread_of(config)
+        try:
+            current = get_session(thread)
+        except Exception as exc:  # a conversation's session that cannot be opened: the model gets the output
+            internal_error(f"could not open the session for a call of tool {tool.name!r}", exc)
+            return output if error is None else None
+        args = model_arguments(tool, kwargs)
+        pointer = persist_call(current, tool.name, args, output, error=error, task_id=thread_of(config, or_run=True))
         if error is not None:
             return None
         shown = shown_output(chosen, current, pointer, output_text(output))
@@ -75,17 +105,17 @@ def persist_tool(
         try:
             output = tool.invoke(kwargs, config=config)
         except Exception as exc:
-            stored(kwargs, None, exc)
+            stored(config, kwargs, None, exc)
             raise
-        return stored(kwargs, output, None)
+        return stored(config, kwargs, output, None)
 
     async def arun(config: RunnableConfig, **kwargs: Any) -> Any:
         try:
             output = await tool.ainvoke(kwargs, config=config)
         except Exception as exc:
-            stored(kwargs, None, exc)
+            stored(config, kwargs, None, exc)
             raise
-        return stored(kwargs, output, None)
+        return stored(config, kwargs, output, None)
 
     return StructuredTool(
         name=tool.name,

@@ -8,7 +8,7 @@ from agents import Agent, RunContextWrapper, RunHooks, Tool
 from agents.tool_context import ToolContext
 
 from toolctx.compaction import SessionSource, persist_call, session_resolver
-from toolctx_openai_agents.tools import parse_arguments
+from toolctx_openai_agents.tools import conversation_of, parse_arguments
 
 __all__ = ["ToolContextHooks"]
 
@@ -25,4 +25,5 @@ class ToolContextHooks(RunHooks[Any]):
     async def on_tool_end(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object) -> None:
         arguments = context.tool_arguments if isinstance(context, ToolContext) else ""
         call_id = context.tool_call_id if isinstance(context, ToolContext) else None
-        persist_call(self.session(), tool.name, parse_arguments(arguments), result, call_id=call_id)
+        group = conversation_of(context)
+        persist_call(self.session(None), tool.name, parse_arguments(arguments), result, call_id=call_id, task_id=group)

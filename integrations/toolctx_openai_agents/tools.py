@@ -10,11 +10,12 @@ from typing import Any
 from agents import FunctionTool, Tool, function_tool
 from agents.tool_context import ToolContext
 
-from toolctx import ContextSession
+from toolctx import ContextPointer, ContextSession
 from toolctx._internal import internal_error
 from toolctx.compaction import (
     READ_CONTEXT,
     CompactionSettings,
+    Resolver,
     SessionSource,
     notes,
     persist_call,
@@ -24,7 +25,7 @@ from toolctx.compaction import (
 from toolctx.standins import DEFAULT_READ_LIMIT, output_text
 from toolctx.standins import read_context as read_stored
 
-__all__ = ["parse_arguments", "persist_tools", "read_context", "read_context_tool"]
+__all__ = ["conversation_of", "parse_arguments", "persist_tools", "read_context", "read_context_tool"]
 
 
 def parse_arguments(arguments: str) -> dict[str, Any]:
@@ -36,11 +37,24 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {"arguments": parsed}
 
 
+def conversation_of(context: object) -> str | None:
+    """The run's ``RunConfig.group_id`` (the SDK's conversation id), which tags calls and scopes reads."""
+    run_config = getattr(context, "run_config", None)
+    group = getattr(run_config, "group_id", None)
+    return group if isinstance(group, str) and group else None
+
+
 def read_context_tool(session: SessionSource = None) -> FunctionTool:
-    """The ``read_context`` function tool, reading from ``session`` (the current one by default)."""
+    """The ``read_context`` function tool, reading from ``session`` (the current one by default).
+
+    With a ``RunConfig.group_id`` it reads only outputs stored under that group, so
+    a handle from another conversation reads as unknown even in a shared session.
+    """
     get_session = session_resolver(session)
 
-    def read_context(id: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result") -> str:
+    def read_context(
+        ctx: ToolContext[Any], id: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result"
+    ) -> str:
         """Read back a stored tool output by the handle ctx:<id> named in a [toolctx stand-in].
 
         Args:
@@ -49,12 +63,12 @@ def read_context_tool(session: SessionSource = None) -> FunctionTool:
             limit: how many characters.
             part: "result", or "args.<name>" for an argument.
         """
-        return read_stored(get_session(), id, offset, limit, part)
+        return read_stored(get_session(None), id, offset, limit, part, scope=conversation_of(ctx))
 
     def offered(context: Any, agent: Any) -> bool:
         """Offered once the conversation has a stand-in, or the call before its first batch of them."""
         try:
-            return notes(get_session()).offer_read_context
+            return notes(get_session(None)).offer_read_context
         except Exception as exc:
             internal_error("could not tell whether to offer read_context; offering it", exc)
             return True
@@ -69,9 +83,7 @@ read_context = read_context_tool()
 class _Persisted:
     """The on_invoke_tool of a persisted FunctionTool."""
 
-    def __init__(
-        self, tool: FunctionTool, get_session: Callable[[], ContextSession], settings: CompactionSettings
-    ) -> None:
+    def __init__(self, tool: FunctionTool, get_session: Resolver, settings: CompactionSettings) -> None:
         self.name = tool.name
         self.get_session = get_session
         self.settings = settings
@@ -108,15 +120,12 @@ class _Persisted:
             output = await self.invoke(ctx, arguments)
         except Exception as exc:
             self.errors.pop(ctx.tool_call_id, None)
-            persist_call(
-                self.get_session(), self.name, parse_arguments(arguments), None, error=exc, call_id=ctx.tool_call_id
-            )
+            self._save(ctx, arguments, None, exc)
             raise
         error = self.errors.pop(ctx.tool_call_id, None)
-        session = self.get_session()
-        pointer = persist_call(
-            session, self.name, parse_arguments(arguments), output, error=error, call_id=ctx.tool_call_id
-        )
+        session, pointer = self._save(ctx, arguments, output, error)
+        if session is None:
+            return output
         if error is not None:
             return output
         try:
@@ -125,6 +134,21 @@ class _Persisted:
             internal_error(f"could not make a stand-in for a call of tool {self.name!r}", exc)
             shown = None
         return output if shown is None else shown
+
+    def _save(
+        self, ctx: ToolContext[Any], arguments: str, output: Any, error: Exception | None
+    ) -> tuple[ContextSession | None, ContextPointer | None]:
+        """Store the call in the run's session; (None, None) if there is none to store it in."""
+        try:
+            session = self.get_session(None)
+        except Exception as exc:
+            internal_error(f"could not open the session for a call of tool {self.name!r}", exc)
+            return None, None
+        args = parse_arguments(arguments)
+        group = conversation_of(ctx)
+        return session, persist_call(
+            session, self.name, args, output, error=error, call_id=ctx.tool_call_id, task_id=group
+        )
 
 
 def persist_tools(

@@ -15,7 +15,7 @@ translate their framework's messages; everything they decide comes from here:
 
 from __future__ import annotations
 
-from toolctx.compaction._notes import Notes, SessionSource, notes, session_resolver
+from toolctx.compaction._notes import Notes, Resolver, SessionSource, notes, session_resolver
 from toolctx.compaction._persist import persist_call, shown_output
 from toolctx.compaction._policy import Compactor, Edit, Item, ItemAdapter, ToolCall
 from toolctx.compaction._settings import READ_CONTEXT, CompactionSettings
@@ -28,6 +28,7 @@ __all__ = [
     "Item",
     "ItemAdapter",
     "Notes",
+    "Resolver",
     "SessionSource",
     "ToolCall",
     "notes",

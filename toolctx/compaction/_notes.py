@@ -2,28 +2,61 @@
 
 from __future__ import annotations
 
+import inspect
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from toolctx._hashing import hash_query
-from toolctx.sessions import ContextSession, current_session
+from toolctx.sessions import ContextSession, Conversations, current_session
 
-__all__ = ["Notes", "SessionSource", "notes", "session_resolver"]
+__all__ = ["Notes", "Resolver", "SessionSource", "notes", "session_resolver"]
 
-SessionSource = ContextSession | Callable[[], ContextSession] | None
-"""Where an adapter finds its session: a fixed one, a function returning one, or None for the current one."""
+SessionSource = ContextSession | Conversations | Callable[..., ContextSession] | None
+"""Where an adapter finds its session: a fixed one, :class:`~toolctx.Conversations` (one per conversation),
+a function of the conversation key or of nothing, or None for the current one."""
+
+Resolver = Callable[[str | None], ContextSession]
+"""The session for a conversation key (None when the framework gives none)."""
 
 
-def session_resolver(session: SessionSource) -> Callable[[], ContextSession]:
-    """A function giving the session to use: a fixed one, a factory, or the current session."""
+def session_resolver(session: SessionSource) -> Resolver:
+    """A function giving the session for a conversation key; decided once, here, not per call.
+
+    - None: the current session (``with toolctx.session()``, else the default);
+    - a :class:`ContextSession`: always that one;
+    - :class:`~toolctx.Conversations`: the conversation's session, or the current
+      one when the framework names no conversation;
+    - a function taking one argument: called with the key (a LangGraph thread id,
+      or None); a function taking none: called as it is.
+    """
     if session is None:
-        return current_session
+        return lambda key: current_session()
     if isinstance(session, ContextSession):
-        return lambda: session
+        return lambda key: session
+    if isinstance(session, Conversations):
+        return lambda key: current_session() if key is None else session.get(key)
     if callable(session):
-        return session
-    raise TypeError(f"session must be a toolctx ContextSession, a function returning one, or None; got {session!r:.80}")
+        if _takes_key(session):
+            return session
+        factory = session
+        return lambda key: factory()
+    raise TypeError(
+        "session must be a toolctx ContextSession, toolctx.Conversations, a function returning a session "
+        f"(of the conversation key, or of nothing), or None; got {session!r:.80}"
+    )
+
+
+def _takes_key(factory: Callable[..., ContextSession]) -> bool:
+    """Whether ``factory`` can be called with one positional argument (the conversation key)."""
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: called as it is
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return True
+    return any(p.kind in positional for p in parameters)
 
 
 @dataclass
@@ -44,5 +77,7 @@ def notes(session: ContextSession) -> Notes:
     """The notes kept for ``session`` (made on first use, gone with the session)."""
     found = _NOTES.get(session)
     if found is None:
-        found = _NOTES.setdefault(session, Notes())
+        # A session that already holds calls was resumed (a later turn, maybe in a new process): the
+        # conversation may show handles from before, so read_context is offered from its first call.
+        found = _NOTES.setdefault(session, Notes(offer_read_context=len(session) > 0))
     return found

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from toolctx._internal import internal_error
-from toolctx.compaction._notes import SessionSource, notes, session_resolver
+from toolctx.compaction._notes import Resolver, SessionSource, notes, session_resolver
 from toolctx.compaction._settings import CompactionSettings
 from toolctx.models import ContextPointer
 from toolctx.sessions import ContextSession
@@ -109,7 +109,7 @@ class Compactor(Generic[T]):
     def __init__(self, adapter: ItemAdapter[T], settings: CompactionSettings, session: SessionSource = None) -> None:
         self.adapter = adapter
         self.settings = settings
-        self.session: Callable[[], ContextSession] = session_resolver(session)
+        self.session: Resolver = session_resolver(session)
         self.results: dict[str, str] = {}  # call id -> the result text shown from now on
         self.args: dict[str, Mapping[str, Any]] = {}  # call id -> the arguments shown from now on
         self.operations = 0
@@ -123,10 +123,11 @@ class Compactor(Generic[T]):
     ) -> tuple[list[T], list[Edit]]:
         """The items to send, and the edits this call made (empty: the same as last time plus the new ones).
 
-        ``key`` tells conversations apart (a thread id); ``session`` saves resolving it again.
+        ``key`` tells conversations apart (a thread id); ``session`` saves resolving it again
+        (without it, a string ``key`` names the conversation to the session resolver).
         """
         if session is None:
-            session = self.session()
+            session = self.session(key if isinstance(key, str) else None)
         with self._lock:
             return self._view(items, key, session)
 

@@ -3,13 +3,24 @@
 - :class:`ContextSession` (also spelled :func:`session`) stores calls, selects and
   loads them, and cleans up when it ends;
 - :func:`current_session` is the session calls made here go to;
-- :func:`reset_default_session` ends the process-wide default session.
+- :func:`reset_default_session` ends the process-wide default session;
+- :class:`Conversations` keeps one session per conversation, across turns and processes.
 """
 
 from __future__ import annotations
 
+from toolctx.sessions._conversations import Conversations, conversation_key
 from toolctx.sessions._current import current_session, reset_default_session, session
 from toolctx.sessions._loading import ContextRef
 from toolctx.sessions._session import ContextSession, OnDebug
 
-__all__ = ["ContextRef", "ContextSession", "OnDebug", "current_session", "reset_default_session", "session"]
+__all__ = [
+    "ContextRef",
+    "ContextSession",
+    "Conversations",
+    "OnDebug",
+    "conversation_key",
+    "current_session",
+    "reset_default_session",
+    "session",
+]

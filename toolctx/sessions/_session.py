@@ -21,7 +21,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -209,24 +209,32 @@ class ContextSession:
     # -- activation ------------------------------------------------------------
 
     def __enter__(self) -> Self:
-        if self.closed:
-            raise SessionClosedError(f"session {self.session_id} has ended; open a new one with toolctx.session()")
-        self._tokens.append(active_session.set(self))
-        with _entered_lock:
-            _entered.append((self, threading.get_ident()))
+        self._tokens.append(self._activate())
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        active_session.reset(self._tokens.pop())
+        self._deactivate(self._tokens.pop())
+        if not self._tokens:
+            self.close()
+
+    def _activate(self) -> Token[ContextSession | None]:
+        """Make this the current session (what ``with`` does, without ending it afterwards)."""
+        if self.closed:
+            raise SessionClosedError(f"session {self.session_id} has ended; open a new one with toolctx.session()")
+        token = active_session.set(self)
+        with _entered_lock:
+            _entered.append((self, threading.get_ident()))
+        return token
+
+    def _deactivate(self, token: Token[ContextSession | None]) -> None:
+        active_session.reset(token)
         with _entered_lock:
             for index in range(len(_entered) - 1, -1, -1):
                 if _entered[index][0] is self:
                     del _entered[index]
                     break
-        if not self._tokens:
-            self.close()
 
     async def __aenter__(self) -> Self:
         return self.__enter__()
