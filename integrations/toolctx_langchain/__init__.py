@@ -26,7 +26,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         "toolctx_langchain needs LangChain 1.x; install it with: pip install 'toolctx[langchain]'"
     ) from exc
 
+from toolctx_langchain.assembly import AssemblerMiddleware
 from toolctx_langchain.middleware import ToolContextMiddleware
 from toolctx_langchain.tools import persist_tool, read_context_tool
 
-__all__ = ["ToolContextMiddleware", "persist_tool", "read_context_tool"]
+__all__ = ["AssemblerMiddleware", "ToolContextMiddleware", "persist_tool", "read_context_tool"]

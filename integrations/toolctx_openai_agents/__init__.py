@@ -24,8 +24,16 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
         "toolctx_openai_agents needs the OpenAI Agents SDK; install it with: pip install 'toolctx[openai-agents]'"
     ) from exc
 
+from toolctx_openai_agents.assembly import assembled_input
 from toolctx_openai_agents.compaction import compact_tool_outputs
 from toolctx_openai_agents.hooks import ToolContextHooks
 from toolctx_openai_agents.tools import persist_tools, read_context, read_context_tool
 
-__all__ = ["ToolContextHooks", "compact_tool_outputs", "persist_tools", "read_context", "read_context_tool"]
+__all__ = [
+    "ToolContextHooks",
+    "assembled_input",
+    "compact_tool_outputs",
+    "persist_tools",
+    "read_context",
+    "read_context_tool",
+]

@@ -154,9 +154,7 @@ class ContextAssembler(StateMixin):
         if last is not None and last.id == self._current:
             self._history[-1] = self._by_id[last.id] = last.model_copy(update={"content": text})
             return self._history[-1]
-        message = self.add_message("user", text)
-        self._current = message.id
-        return message
+        return self.add_message("user", text, current_input=True)
 
     def get_current_input(self) -> str:
         found = self._by_id.get(self._current) if self._current is not None else None
@@ -203,12 +201,16 @@ class ContextAssembler(StateMixin):
         name: str | None = None,
         pinned: bool = False,
         id: str | None = None,
+        current_input: bool = False,
     ) -> HistoryMessage:
         """Append a message to the history and return it (a ``pinned`` one is never compacted).
 
         ``tool_calls``: an assistant message's calls, as ToolCallSpec or dicts with
         ``id``, ``name`` and ``arguments`` (a dict, or its JSON text).
+        ``current_input``: this user message is the turn's input (see :meth:`set_current_input`).
         """
+        if current_input and role != "user":
+            raise ConfigError(f"the current input is a user message, not a {role!r} one")
         if metadata is not None and not (isinstance(metadata, Mapping) and any_json(dict(metadata))):
             raise ConfigError(
                 f"metadata must be a dict of JSON values (str keys, finite numbers), got {metadata!r:.80}"
@@ -236,6 +238,8 @@ class ContextAssembler(StateMixin):
             raise config_error("message", exc) from None
         self._history.append(message)
         self._by_id[message.id] = message
+        if current_input:
+            self._current = message.id
         self._events.emit("message_added", message=message)
         return message
 

@@ -69,15 +69,25 @@ async def _component(a: ContextAssembler, plugin: Any) -> Component | None:
 
 
 def _tools(a: ContextAssembler) -> list[dict[str, Any]]:
+    """The caller's tool definitions, then the plugins' (a name already defined is not sent twice)."""
     tools = list(a._tools)
+    names = {_tool_name(t) for t in tools}
     for plugin in a._plugins.values():
         hook = getattr(plugin, "tool_definitions", None)
-        if hook is not None:
-            try:
-                tools.extend(hook())
-            except Exception as exc:
-                a._plugin_failed(plugin.name, "tool_definitions", exc)
+        if hook is None:
+            continue
+        try:
+            added = [t for t in hook() if _tool_name(t) not in names]
+        except Exception as exc:
+            a._plugin_failed(plugin.name, "tool_definitions", exc)
+            continue
+        tools.extend(added)
+        names.update(_tool_name(t) for t in added)
     return tools
+
+
+def _tool_name(definition: Any) -> Any:
+    return definition.get("function", definition).get("name")
 
 
 async def build(a: ContextAssembler) -> Draft:

@@ -1,0 +1,133 @@
+"""The assembler as the model input of LangChain's create_agent and of the Agents SDK's Runner, offline."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import Agent, RunConfig, Runner, function_tool
+from agents.testing import ScriptedModel, assistant_message, function_call
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from toolctx_langchain import AssemblerMiddleware
+from toolctx_openai_agents import assembled_input, persist_tools, read_context
+
+import toolctx
+from toolctx.assembly import ContextAssembler, PlanPlugin, ToolOutputPlugin
+from toolctx.standins import handle_of, is_stand_in
+from toolctx.standins import read_context as read_stored
+
+from .conftest import orphans
+
+OUTPUT = "".join(f"row {i}: value {i * 7}\n" for i in range(120))  # about 2,000 characters
+
+
+class ScriptedChat(FakeMessagesListChatModel):
+    """Answers each call with the next scripted message and records what it was sent."""
+
+    steps: list[Any]
+    received: list[list[BaseMessage]]
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChat:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+        self.received.append(list(messages))
+        self.responses = [self.steps[len(self.received) - 1]]
+        self.i = 0
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+@tool
+def table(n: int) -> str:
+    """Rows of a table."""
+    return OUTPUT
+
+
+def as_openai(messages: list[BaseMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if isinstance(m, ToolMessage):
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+        else:
+            calls = [{"id": c["id"]} for c in getattr(m, "tool_calls", [])]
+            out.append({"role": m.type, "content": m.content, "tool_calls": calls})
+    return out
+
+
+def assembler(s: toolctx.ContextSession) -> tuple[ContextAssembler, PlanPlugin]:
+    ctx = ContextAssembler(max_tokens=3000, session=s, preserve_recent=4)
+    plan = ctx.register_plugin(PlanPlugin({"goal": "sum the tables", "tasks": [{"id": "1", "description": "read"}]}))
+    ctx.register_plugin(ToolOutputPlugin(session=s, high_water=10**9, keep=2))
+    return ctx, plan
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_create_agent_sends_what_the_assembler_prepared(tmp_path: Path, use_async: bool) -> None:
+    steps: list[Any] = [
+        AIMessage(content="", tool_calls=[{"name": "table", "args": {"n": i}, "id": f"t{i}"}]) for i in range(10)
+    ]
+    steps.append(AIMessage(content="The sum is 42."))
+    model = ScriptedChat(responses=[AIMessage(content="")], steps=steps, received=[])
+    with toolctx.session(tmp_path / "ctx") as s:
+        ctx, _ = assembler(s)
+        agent = create_agent(model, [table], system_prompt="You add numbers.", middleware=[AssemblerMiddleware(ctx)])
+        payload = {"messages": [HumanMessage("Sum every table.")]}
+        result = asyncio.run(agent.ainvoke(payload)) if use_async else agent.invoke(payload)
+        assert result["messages"][-1].content == "The sum is 42."
+        assert len(result["messages"]) == 22  # the agent's state keeps every message whole
+        assert all(m.content == OUTPUT for m in result["messages"] if isinstance(m, ToolMessage))
+        last = model.received[-1]
+        assert isinstance(last[0], SystemMessage)
+        assert last[0].content == "You add numbers."
+        assert isinstance(last[-1], SystemMessage)
+        assert last[-1].content.startswith("<plan>\nGoal: sum the tables")
+        assert last[1].content == "Sum every table."  # the current input is never compacted
+        assert orphans(as_openai(last[1:-1])) == 0
+        shown = [m for m in last if isinstance(m, ToolMessage | HumanMessage)]
+        handles = {handle_of(str(m.content)) for m in shown if is_stand_in(m.content)} - {None}
+        assert handles  # old results (or old turns) left the prompt as stand-ins...
+        for pointer_id in handles:  # ...and every one reads back
+            assert "[ctx:" in read_stored(s, f"ctx:{pointer_id}", 0, 100)
+        assert ctx.get_metrics()["prepares"] == 11
+        assert len(ctx.get_history()) == 21
+
+
+def test_the_agents_sdk_runner_sends_what_the_assembler_prepared(tmp_path: Path) -> None:
+    @function_tool
+    def sdk_table(n: int) -> str:
+        """Rows of a table."""
+        return OUTPUT
+
+    steps: list[Any] = [[function_call("sdk_table", {"n": i}, call_id=f"c{i}")] for i in range(10)]
+    steps.append([assistant_message("The sum is 42.")])
+    model = ScriptedModel(steps)
+    with toolctx.session(tmp_path / "ctx") as s:
+        ctx, _ = assembler(s)
+        agent = Agent(
+            name="adder",
+            instructions="You add numbers.",
+            model=model,
+            tools=[*persist_tools([sdk_table]), read_context],
+        )
+        config = RunConfig(tracing_disabled=True, call_model_input_filter=assembled_input(ctx))
+        result = asyncio.run(Runner.run(agent, "Sum every table.", run_config=config, max_turns=20))
+        assert result.final_output == "The sum is 42."
+        last = model.calls[-1]
+        items = [dict(i) if isinstance(i, dict) else i for i in last.input]
+        assert last.system_instructions == "You add numbers."
+        assert items[-1]["content"].startswith("<plan>")
+        outputs = [i for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"]
+        calls = [i for i in items if isinstance(i, dict) and i.get("type") == "function_call"]
+        assert {o["call_id"] for o in outputs} == {c["call_id"] for c in calls}
+        shown = [o["output"] for o in outputs] + [
+            i.get("content") for i in items if isinstance(i, dict) and "role" in i
+        ]
+        assert any(is_stand_in(text) for text in shown)  # old results or old turns left the prompt restorably
+        assert outputs[-1]["output"] == OUTPUT
+        assert ctx.get_budget().used <= 3000
