@@ -15,7 +15,18 @@ from toolctx.memory._scoring import score_batch
 
 weights = st.floats(0.0, 1.0)
 ages = st.floats(-1e6, 1e9, allow_nan=False)
+idle = st.floats(0.0, 1e6)
 accesses = st.integers(0, 10**12)
+states = st.builds(
+    ScoreState,
+    item_type=st.just("T"),
+    weight=weights,
+    age_days=ages,
+    access_count=accesses,
+    idle_days=st.floats(-1e6, 1e9, allow_nan=False),
+    idle_steps=st.floats(-1e6, 1e12, allow_nan=False),
+    pinned=st.booleans(),
+)
 
 
 def test_a_never_accessed_item_scores_its_weight() -> None:
@@ -25,40 +36,64 @@ def test_a_never_accessed_item_scores_its_weight() -> None:
 
 
 def test_the_documented_formula() -> None:
-    scorer = ImportanceScorer(decay_days=2.0, access_factor=0.1)
-    expected = 0.5 * math.exp(-1.5 / 2.0) * (1 + 0.1 * math.log(1 + 9))
-    assert scorer(ScoreState("CODE", 0.5, 1.5, 9)) == pytest.approx(expected)
+    scorer = ImportanceScorer(decay_steps=10.0, decay_days=2.0, access_factor=0.1)
+    expected = 0.5 * math.exp(-4 / 10.0 - 1.5 / 2.0) * (1 + 0.1 * math.log(1 + 9))
+    state = ScoreState("CODE", 0.5, 30.0, 9, idle_days=1.5, idle_steps=4)
+    assert scorer(state) == pytest.approx(expected)
+    pinned = ScoreState("TASK", 0.5, 30.0, 9, idle_days=1.5, idle_steps=4, pinned=True)
+    assert scorer(pinned) == pytest.approx(0.5 * (1 + 0.1 * math.log(1 + 9)))
 
 
-@given(weights, ages, accesses)
-def test_scores_stay_in_0_1(weight: float, age: float, count: int) -> None:
-    score = ImportanceScorer()(ScoreState("TASK", weight, age, count))
-    assert 0.0 <= score <= 1.0
+@given(states)
+def test_scores_stay_in_0_1(state: ScoreState) -> None:
+    assert 0.0 <= ImportanceScorer()(state) <= 1.0
 
 
-@given(weights, st.floats(0.0, 1e4), st.floats(0.0, 1e4), accesses)
-def test_older_never_scores_higher(weight: float, age: float, extra: float, count: int) -> None:
+@given(weights, ages, idle, idle, idle, accesses)
+def test_an_item_left_alone_longer_never_scores_higher(
+    weight: float, age: float, days: float, steps: float, extra: float, count: int
+) -> None:
     scorer = ImportanceScorer()
-    assert scorer(ScoreState("T", weight, age + extra, count)) <= scorer(ScoreState("T", weight, age, count))
+    now = scorer(ScoreState("T", weight, age, count, days, steps))
+    assert scorer(ScoreState("T", weight, age, count, days + extra, steps)) <= now
+    assert scorer(ScoreState("T", weight, age, count, days, steps + extra)) <= now
 
 
-@given(weights, st.floats(0.0, 1e3), accesses, st.integers(0, 1000))
-def test_more_access_never_scores_lower(weight: float, age: float, count: int, extra: int) -> None:
+@given(weights, ages, idle, idle, accesses)
+def test_recency_counts_from_the_last_use_and_a_pinned_item_never_decays(
+    weight: float, age: float, days: float, steps: float, count: int
+) -> None:
     scorer = ImportanceScorer()
-    assert scorer(ScoreState("T", weight, age, count + extra)) >= scorer(ScoreState("T", weight, age, count))
+    fresh = scorer(ScoreState("T", weight, 0.0, count))
+    assert scorer(ScoreState("T", weight, age, count)) == fresh  # however old, just used
+    assert scorer(ScoreState("T", weight, age, count, days, steps, pinned=True)) == fresh
+    assert scorer(ScoreState("T", weight, age, count, days, steps)) <= fresh
 
 
-@given(st.lists(st.tuples(weights, ages, accesses), min_size=1, max_size=50))
-def test_the_vectorised_scores_equal_the_single_ones(rows: list[tuple[float, float, int]]) -> None:
+@given(weights, idle, accesses, st.integers(0, 1000))
+def test_more_access_never_scores_lower(weight: float, days: float, count: int, extra: int) -> None:
+    scorer = ImportanceScorer()
+    before = scorer(ScoreState("T", weight, days, count, days, days))
+    assert scorer(ScoreState("T", weight, days, count + extra, days, days)) >= before
+
+
+@given(st.lists(states, min_size=1, max_size=50))
+def test_the_vectorised_scores_equal_the_single_ones(rows: list[ScoreState]) -> None:
     scorer = ImportanceScorer()
     batch = ScoreBatch(
         item_types=["T"] * len(rows),
-        weight=np.array([r[0] for r in rows]),
-        age_days=np.array([r[1] for r in rows]),
-        access_count=np.array([float(r[2]) for r in rows]),
+        weight=np.array([r.weight for r in rows]),
+        age_days=np.array([r.age_days for r in rows]),
+        access_count=np.array([float(r.access_count) for r in rows]),
+        idle_days=np.array([r.idle_days for r in rows]),
+        idle_steps=np.array([r.idle_steps for r in rows]),
+        pinned=np.array([r.pinned for r in rows]),
     )
-    single = [scorer(ScoreState("T", *row)) for row in rows]
+    single = [scorer(row) for row in rows]
     assert score_batch(scorer, batch).tolist() == pytest.approx(single, rel=1e-12, abs=1e-15)
+    # A scorer without score_many sees the same states, one by one.
+    one_by_one = scorer.__call__  # a bound method has no score_many
+    assert score_batch(one_by_one, batch).tolist() == single
 
 
 @given(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
@@ -109,6 +144,7 @@ def test_custom_scorers_are_clamped_and_checked() -> None:
         ({"max_content_bytes": math.nan}, "max_content_bytes must be a whole number of bytes >= 1, got nan"),
         ({"max_content_bytes": 1.5}, "max_content_bytes must be a whole number of bytes >= 1, got 1.5"),
         ({"scorer": "bm25"}, "scorer must be callable"),
+        ({"pinned_types": "TASK"}, "pinned_types must be a set of item type names"),
     ],
 )
 def test_bad_config_values_are_named(kwargs: dict[str, object], message: str) -> None:
@@ -121,6 +157,8 @@ def test_bad_thresholds_and_scorer_settings_are_named() -> None:
         TierThresholds(hot=0.3, warm=0.6)
     with pytest.raises(ConfigError, match="decay_days"):
         ImportanceScorer(decay_days=0)
+    with pytest.raises(ConfigError, match="decay_steps must be a finite number of steps > 0, got -1"):
+        ImportanceScorer(decay_steps=-1)
     with pytest.raises(ConfigError, match="access_factor"):
         ImportanceScorer(access_factor=-1)
     with pytest.raises(ConfigError, match="decay_days must be a finite number of days > 0, got True"):

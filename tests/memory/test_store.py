@@ -140,32 +140,69 @@ def test_load_returns_the_hot_tier_best_first_and_counts_an_access(store: Memory
         agent.items(limit=0)
 
 
-def test_update_tiers_decays_scores_with_age(store: MemoryStore, clock: FakeClock) -> None:
+SCORER = ImportanceScorer()
+
+
+def _steps(agent: AgentMemory, count: int) -> None:
+    """``count`` steps of the agent's work that do not touch the items under test."""
+    for n in range(count):
+        agent.save("TEST_RESULT", f"run {n}: 1 passed", loaded=False)
+
+
+def test_an_item_left_alone_decays_with_steps_and_days_and_a_use_brings_it_back(
+    store: MemoryStore, clock: FakeClock
+) -> None:
     agent = store.agent("worker")
-    task = agent.save("TASK", "ship the release")
+    code = agent.save("CODE", "def release(): ...")
+    _steps(agent, 10)
     clock.advance(days=0.5)
     result = agent.update_tiers()
-    assert (result.items_scored, result.demoted, result.promoted) == (1, 1, 0)
-    assert (result.hot_count, result.warm_count, result.cold_count) == (0, 1, 0)
-    after = agent.get(task.id)
-    assert after.importance_score == pytest.approx(math.exp(-0.5))
+    assert (result.demoted, result.promoted) == (1, 0)  # the code leaves HOT; the runs (WARM when saved) stay
+    after = agent.get(code.id)
+    idle = 10 / SCORER.decay_steps + 0.5 / SCORER.decay_days
+    assert after.importance_score == pytest.approx(0.85 * math.exp(-idle))
     assert after.tier is Tier.WARM
-    clock.advance(days=2)
+    _steps(agent, 60)
+    agent.update_tiers()
+    gone = agent.get(code.id)
+    assert gone.tier is Tier.COLD
+    assert not gone.loaded  # a COLD item leaves the working set
+    [back] = agent.use([code.id])  # used again: fresh, HOT, loaded, at once
+    assert (back.tier, back.loaded, back.access_count) == (Tier.HOT, True, 1)
+    assert back.importance_score == pytest.approx(0.85 * (1 + 0.1 * math.log(2)))
+
+
+def test_the_current_task_stays_hot_until_completed(store: MemoryStore, clock: FakeClock) -> None:
+    agent = store.agent("worker")
+    task = agent.save("TASK", "ship the release")
+    note = agent.save("TASK", "an aside", pinned=False)
+    _steps(agent, 200)
+    clock.advance(days=30)
+    agent.update_tiers()
+    assert agent.get(task.id).tier is Tier.HOT
+    assert agent.get(note.id).tier is Tier.COLD
+    assert agent.complete_task() == [task.id]
+    assert agent.complete_task() == []
+    agent.update_tiers()
+    assert agent.get(task.id).tier is Tier.HOT  # decays from the completion on
+    _steps(agent, 100)
     agent.update_tiers()
     assert agent.get(task.id).tier is Tier.COLD
 
 
 def test_accessed_items_stay_up_longer(store: MemoryStore, clock: FakeClock) -> None:
     agent = store.agent("worker")
-    unused = agent.save("TASK", "never read", loaded=False)
-    used = agent.save("TASK", "used often", loaded=False)
+    unused = agent.save("CODE", "never read", loaded=False)
+    used = agent.save("CODE", "used often", loaded=False)
     for _ in range(20):
         agent.load(limit=1)  # the newest of two equal scores comes first: "unused" is never read
+    _steps(agent, 4)
     clock.advance(days=0.3)
     agent.update_tiers()
+    idle = 4 / SCORER.decay_steps + 0.3 / SCORER.decay_days
     assert agent.get(unused.id).tier is Tier.WARM
     assert agent.get(used.id).tier is Tier.HOT
-    assert agent.get(used.id).importance_score == pytest.approx(math.exp(-0.3) * (1 + 0.1 * math.log(21)))
+    assert agent.get(used.id).importance_score == pytest.approx(0.85 * math.exp(-idle) * (1 + 0.1 * math.log(21)))
 
 
 def test_an_explicit_score_decays_like_a_type_weight(store: MemoryStore, clock: FakeClock) -> None:
@@ -173,7 +210,20 @@ def test_an_explicit_score_decays_like_a_type_weight(store: MemoryStore, clock: 
     item = agent.save("ERROR", "the outage postmortem", importance_score=0.95)
     clock.advance(days=1)
     agent.update_tiers()
-    assert agent.get(item.id).importance_score == pytest.approx(0.95 * math.exp(-1))
+    assert agent.get(item.id).importance_score == pytest.approx(0.95 * math.exp(-1 / SCORER.decay_days))
+
+
+def test_use_refuses_unknown_ids_and_changes_nothing(store: MemoryStore) -> None:
+    agent = store.agent("worker")
+    mine = agent.save("CODE", "x = 1")
+    theirs = store.agent("other").save("CODE", "y = 2")
+    before = store.revision()
+    with pytest.raises(UnknownItemError, match=f"no item {theirs.id}"):
+        agent.use([mine.id, theirs.id])
+    with pytest.raises(ConfigError, match="item_ids must be a list"):
+        agent.use(mine.id)  # type: ignore[arg-type]
+    assert agent.get(mine.id).access_count == 0
+    assert store.revision() == before
 
 
 def test_the_database_scorer_matches_the_python_scorer(db_url: str, clock: FakeClock) -> None:

@@ -73,6 +73,7 @@ class Write:
 
     conn: Connection
     revision: int
+    step: int
     details: dict[str, Any] = field(default_factory=dict)
 
 
@@ -99,22 +100,23 @@ class AgentMemory:
         return f"AgentMemory({self.agent_id!r}, {self.store!r})"
 
     @contextmanager
-    def _write(self, event: str | None = None) -> Iterator[Write]:
+    def _write(self, event: str | None = None, *, step: bool = False) -> Iterator[Write]:
         """A write transaction holding this agent's lock (see the module docstring), and its revision.
 
         Every item row a write changes in a way a snapshot would see records the write's
         revision, so :meth:`diff` needs to read only the rows newer than its snapshot. The
         store's revision is bumped last, and once the transaction has committed ``event``
         (unless None) is published with the details the body put in :attr:`Write.details`.
+        ``step=True`` counts the write as one of the agent's steps (it saves or uses items).
         """
         with self.store.write() as conn:
-            revision = self._bump(conn)
-            if revision is None and self._create_on_write:
+            bumped = self._bump(conn, step)
+            if bumped is None and self._create_on_write:
                 self.store._register(conn, self.agent_id)
-                revision = self._bump(conn)
-            if revision is None:
+                bumped = self._bump(conn, step)
+            if bumped is None:
                 raise UnknownAgentError(f"no agent {self.agent_id!r} in this memory store")
-            write = Write(conn, revision)
+            write = Write(conn, *bumped)
             yield write
             store_revision = stamp(conn, self.agent_id)
         if event is not None:
@@ -122,32 +124,45 @@ class AgentMemory:
                 {"event": event, "agent_id": self.agent_id, "revision": store_revision, **write.details}
             )
 
-    def _bump(self, conn: Connection) -> int | None:
-        revision: int | None = conn.execute(
+    def _bump(self, conn: Connection, step: bool) -> tuple[int, int] | None:
+        """Lock the agent's row and bump its revision (and its step counter if ``step``); both, or None."""
+        row = conn.execute(
             update(agents)
             .where(agents.c.agent_id == self.agent_id)
-            .values(revision=agents.c.revision + 1, updated_at=self.config.clock())
-            .returning(agents.c.revision)
-        ).scalar_one_or_none()
-        return revision
+            .values(
+                revision=agents.c.revision + 1,
+                steps=agents.c.steps + (1 if step else 0),
+                updated_at=self.config.clock(),
+            )
+            .returning(agents.c.revision, agents.c.steps)
+        ).first()
+        return None if row is None else (row[0], row[1])
 
     # -- saving ------------------------------------------------------------
 
     def save(
-        self, item_type: str, content: str, *, importance_score: float | None = None, loaded: bool = True
+        self,
+        item_type: str,
+        content: str,
+        *,
+        importance_score: float | None = None,
+        loaded: bool = True,
+        pinned: bool | None = None,
     ) -> ContextItem:
-        """Store one item and return it with its id and tier.
+        """Store one item and return it with its id and tier; one step of the agent.
 
         Without ``importance_score`` the item's base importance is its type's weight;
         with one, that score is the item's own base importance, which then decays with
-        age like any other. ``loaded=True`` puts the item in the working set (the agent
-        has it in context, since it just produced it).
+        disuse like any other. ``loaded=True`` puts the item in the working set (the agent
+        has it in context, since it just produced it). ``pinned`` (by default: whether
+        the type is one of ``MemoryConfig.pinned_types``) keeps it from decaying until
+        :meth:`complete_task`.
         """
         row = _saving.item_row(
-            self.config, self.agent_id, item_type, content, importance_score, self.config.clock(), loaded
+            self.config, self.agent_id, item_type, content, importance_score, self.config.clock(), loaded, pinned
         )
-        with self._write("saved") as write:
-            [item_id] = _saving.insert_items(write.conn, write.revision, [row])
+        with self._write("saved", step=True) as write:
+            [item_id] = _saving.insert_items(write.conn, write.revision, [row], write.step)
             write.details["item_ids"] = [item_id]
         log(DEBUG, "memory_saved", agent=self.agent_id, id=item_id, item_type=item_type, tier=row["tier"])
         return _saving.saved_item(item_id, row)
@@ -155,7 +170,7 @@ class AgentMemory:
     def save_many(
         self, entries: Iterable[tuple[str, str] | tuple[str, str, float | None]], *, loaded: bool = True
     ) -> list[int]:
-        """Store many ``(item_type, content[, importance_score])`` entries in one transaction; their ids in order.
+        """Store many ``(item_type, content[, importance_score])`` entries in one transaction (and step); their ids.
 
         Every entry is checked before anything is written: one bad entry stores none.
         """
@@ -168,20 +183,53 @@ class AgentMemory:
             rows.append(_saving.item_row(self.config, self.agent_id, entry[0], entry[1], score, now, loaded))
         if not rows:
             return []
-        with self._write("saved") as write:
-            ids = _saving.insert_items(write.conn, write.revision, rows)
+        with self._write("saved", step=True) as write:
+            ids = _saving.insert_items(write.conn, write.revision, rows, write.step)
             write.details["item_ids"] = ids
         log(DEBUG, "memory_saved_many", agent=self.agent_id, count=len(ids))
         return ids
 
     def update(self, item_id: int, content: str) -> ContextItem:
-        """Replace an item's content (its hash and token estimate follow); a diff reports it as modified."""
+        """Replace an item's content (its hash and token estimate follow); a diff reports it as modified.
+
+        Rewriting an item is a use of it (see :meth:`use`), and one step of the agent.
+        """
         positive("item_id", item_id)
         _saving.check_content(content, self.config.max_content_bytes)
-        with self._write("saved") as write:
-            item = _saving.replace_content(write.conn, self.agent_id, write.revision, item_id, content)
+        with self._write("saved", step=True) as write:
+            _saving.replace_content(
+                write.conn, self.agent_id, write.revision, item_id, content, now=self.config.clock(), step=write.step
+            )
+            _tiers.update_tiers(write.conn, self.agent_id, self.config, write.revision, only=[item_id])
+            item = one_item(write.conn, self.agent_id, item_id)
             write.details.update(item_ids=[item_id], modified=True)
         return item
+
+    def use(self, item_ids: Iterable[int]) -> list[ContextItem]:
+        """Record that the agent used these items (read them again, acted on them); the items now, best first.
+
+        Each counts an access, its recency starts again (so an item in use stays HOT),
+        it is rescored and re-tiered at once, and it is back in the working set (an
+        archived item comes back too). One step of the agent.
+        """
+        wanted = sorted({positive("item_id", item_id) for item_id in _id_list(item_ids)})
+        now = self.config.clock()
+        with self._write("saved", step=True) as write:
+            _reading.use_items(write.conn, self.agent_id, write.revision, wanted, now=now, step=write.step)
+            _tiers.update_tiers(write.conn, self.agent_id, self.config, write.revision, only=wanted)
+            used = _reading.some_items(write.conn, self.agent_id, wanted)
+            write.details.update(item_ids=wanted, used=True)
+        return used
+
+    def complete_task(self) -> list[int]:
+        """The current task is done: unpin its items (they decay from now on); their ids.
+
+        Call :meth:`update_tiers` next, or let :meth:`MemoryStore.task_completed` do both.
+        """
+        with self._write(None) as write:
+            unpinned = _reading.unpin(write.conn, self.agent_id, now=self.config.clock(), step=write.step)
+        log(DEBUG, "memory_task_completed", agent=self.agent_id, unpinned=len(unpinned))
+        return unpinned
 
     # -- reading -----------------------------------------------------------
 

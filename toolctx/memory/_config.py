@@ -27,12 +27,16 @@ class MemoryConfig:
     importance; pass your own mapping to add types (``{"NOTE": 0.5, **DEFAULT_TYPE_WEIGHTS}``).
     ``flash_fraction`` is the share of the token limit at which
     :meth:`AgentMemory.should_flash_save` says yes. ``clock`` returns UNIX seconds.
+    Items of ``pinned_types`` are pinned when saved (they do not decay) until
+    :meth:`AgentMemory.complete_task`: by default the TASK items, so the current task
+    stays HOT however long it takes.
     """
 
     type_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS))
     scorer: Scorer | Callable[[ScoreState], float] = field(default_factory=ImportanceScorer)
     thresholds: TierThresholds = field(default_factory=TierThresholds)
     flash_fraction: float = 0.8
+    pinned_types: frozenset[str] = frozenset({"TASK"})
     max_content_bytes: int = MAX_CONTENT_BYTES
     clock: Callable[[], float] = time.time
 
@@ -47,6 +51,9 @@ class MemoryConfig:
         if not callable(self.scorer):
             raise ConfigError(f"scorer must be callable (state -> float), not {self.scorer!r}")
         fraction("flash_fraction", self.flash_fraction, zero=False)
+        if isinstance(self.pinned_types, str) or not all(isinstance(t, str) for t in self.pinned_types):
+            raise ConfigError(f"pinned_types must be a set of item type names, not {self.pinned_types!r:.80}")
+        object.__setattr__(self, "pinned_types", frozenset(self.pinned_types))
         whole_number("max_content_bytes", self.max_content_bytes, minimum=1, unit="bytes")
 
     def weight_of(self, item_type: str) -> float:

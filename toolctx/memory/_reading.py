@@ -6,15 +6,18 @@ loading (:func:`load_tier`) counts an access per item and puts it in the working
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import and_, func, select, update
 from sqlalchemy.engine import Connection
 
+from toolctx.errors import UnknownItemError
 from toolctx.memory._items import ContextItem, Tier
 from toolctx.memory._results import MemoryStats
-from toolctx.memory._rows import BEST_FIRST, mine, select_items, to_items
+from toolctx.memory._rows import BEST_FIRST, chunks, mine, select_items, to_items
 from toolctx.memory._schema import checkpoints, items
 
-__all__ = ["list_items", "load_tier", "stats", "working_set"]
+__all__ = ["list_items", "load_tier", "some_items", "stats", "unpin", "use_items", "working_set"]
 
 
 def list_items(
@@ -47,6 +50,55 @@ def load_tier(
     )
     # The update changes neither tiers nor scores, so ``selected`` picks the same items again.
     return to_items(conn.execute(select_items(selected).order_by(*BEST_FIRST)).all())
+
+
+def use_items(
+    conn: Connection, agent_id: str, revision: int, item_ids: Sequence[int], *, now: float, step: int
+) -> None:
+    """Record a use of each of the agent's items ``item_ids``: an access, recency reset, back in the working set.
+
+    An archived item that is used comes back (it is unarchived). Unknown ids raise
+    :class:`~toolctx.errors.UnknownItemError` and change nothing.
+    """
+    found: set[int] = set()
+    for chunk in chunks(item_ids):
+        found.update(conn.execute(select(items.c.id).where(mine(agent_id), items.c.id.in_(chunk))).scalars())
+    missing = [item_id for item_id in item_ids if item_id not in found]
+    if missing:
+        raise UnknownItemError(f"agent {agent_id!r} has no item {missing[0]!r}; nothing was used")
+    for chunk in chunks(item_ids):
+        conn.execute(
+            update(items)
+            .where(mine(agent_id), items.c.id.in_(chunk))
+            .values(
+                access_count=items.c.access_count + 1,
+                last_accessed=now,
+                last_step=step,
+                loaded=True,
+                archived=False,
+                revision=revision,
+            )
+        )
+
+
+def some_items(conn: Connection, agent_id: str, item_ids: Sequence[int]) -> list[ContextItem]:
+    """The agent's items ``item_ids``, best first."""
+    found: list[ContextItem] = []
+    for chunk in chunks(item_ids):
+        found.extend(to_items(conn.execute(select_items(mine(agent_id), items.c.id.in_(chunk))).all()))
+    return sorted(found, key=lambda item: (-item.importance_score, -item.id))
+
+
+def unpin(conn: Connection, agent_id: str, *, now: float, step: int) -> list[int]:
+    """Unpin the agent's pinned items, which then decay from now; their ids."""
+    return sorted(
+        conn.execute(
+            update(items)
+            .where(mine(agent_id), items.c.pinned.is_(True))
+            .values(pinned=False, last_accessed=now, last_step=step)
+            .returning(items.c.id)
+        ).scalars()
+    )
 
 
 def working_set(conn: Connection, agent_id: str) -> list[ContextItem]:

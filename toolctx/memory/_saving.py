@@ -17,7 +17,7 @@ from toolctx._checks import fraction
 from toolctx.errors import ConfigError, UnknownItemError
 from toolctx.memory._config import MemoryConfig
 from toolctx.memory._items import ContextItem, content_hash
-from toolctx.memory._rows import ITEM_COLUMNS, mine, one_item, to_item
+from toolctx.memory._rows import ITEM_COLUMNS, mine, to_item
 from toolctx.memory._schema import contents, items
 from toolctx.tokens import estimate_tokens
 
@@ -53,8 +53,12 @@ def item_row(
     importance_score: float | None,
     now: float,
     loaded: bool,
+    pinned: bool | None = None,
 ) -> dict[str, Any]:
-    """A new item's row, checked; its content is under ``"content"`` and goes to its own table."""
+    """A new item's row, checked; its content is under ``"content"`` and goes to its own table.
+
+    ``pinned=None`` pins the item if its type is one of ``config.pinned_types``.
+    """
     type_weight = config.weight_of(item_type)
     check_content(content, config.max_content_bytes)
     weight = None if importance_score is None else fraction("importance_score", importance_score)
@@ -73,12 +77,15 @@ def item_row(
         "last_accessed": now,
         "loaded": loaded,
         "archived": False,
+        "pinned": item_type in config.pinned_types if pinned is None else bool(pinned),
     }
 
 
-def insert_items(conn: Connection, revision: int, rows: Sequence[dict[str, Any]]) -> list[int]:
-    """Insert rows built by :func:`item_row`, written at ``revision``, and their contents; their ids in order."""
-    item_rows = [{**{k: v for k, v in row.items() if k != "content"}, "revision": revision} for row in rows]
+def insert_items(conn: Connection, revision: int, rows: Sequence[dict[str, Any]], step: int = 0) -> list[int]:
+    """Insert rows built by :func:`item_row`, written at ``revision`` and agent step ``step``; their ids in order."""
+    item_rows = [
+        {**{k: v for k, v in row.items() if k != "content"}, "revision": revision, "last_step": step} for row in rows
+    ]
     ids = list(conn.execute(insert(items).returning(items.c.id, sort_by_parameter_order=True), item_rows).scalars())
     conn.execute(
         insert(contents),
@@ -95,13 +102,23 @@ def saved_item(item_id: int, row: dict[str, Any]) -> ContextItem:
     return to_item((item_id, *(row[column.name] for column in ITEM_COLUMNS[1:])))
 
 
-def replace_content(conn: Connection, agent_id: str, revision: int, item_id: int, content: str) -> ContextItem:
-    """Point the item at ``content`` (a checked string), keeping its earlier contents; the item now."""
+def replace_content(
+    conn: Connection, agent_id: str, revision: int, item_id: int, content: str, *, now: float, step: int
+) -> None:
+    """Point the item at ``content`` (a checked string), keeping its earlier contents; rewriting it is a use."""
     digest = content_hash(content)
     changed = conn.execute(
         update(items)
         .where(mine(agent_id), items.c.id == item_id)
-        .values(content_hash=digest, tokens=estimate_tokens(content), revision=revision)
+        .values(
+            content_hash=digest,
+            tokens=estimate_tokens(content),
+            revision=revision,
+            last_accessed=now,
+            last_step=step,
+            loaded=True,
+            archived=False,
+        )
     ).rowcount
     if changed == 0:
         raise UnknownItemError(f"agent {agent_id!r} has no item {item_id!r}")
@@ -109,7 +126,6 @@ def replace_content(conn: Connection, agent_id: str, revision: int, item_id: int
     known = select(contents.c.item_id).where(contents.c.item_id == item_id, contents.c.content_hash == digest)
     if conn.execute(known).first() is None:
         conn.execute(insert(contents).values(item_id=item_id, content_hash=digest, content=content))
-    return one_item(conn, agent_id, item_id)
 
 
 def archive_items(conn: Connection, agent_id: str, revision: int, item_ids: Sequence[int]) -> list[int]:

@@ -33,6 +33,7 @@ from sqlalchemy import (
     Text,
     create_engine,
     event,
+    false,
     make_url,
     text,
 )
@@ -75,6 +76,8 @@ agents = Table(
     Column("revision", BigInteger, nullable=False, default=0),
     # When a write last changed anything of the agent (UNIX seconds); NULL until then.
     Column("updated_at", Double, nullable=True),
+    # The agent's step counter: one per call that saves or uses items; recency counts in steps.
+    Column("steps", BigInteger, nullable=False, default=0, server_default="0"),
 )
 
 # Store-wide counters. The row ``revision`` is bumped by every write, last thing before
@@ -102,6 +105,10 @@ items = Table(
     Column("last_accessed", Double, nullable=False),
     Column("loaded", Boolean, nullable=False, default=False),
     Column("archived", Boolean, nullable=False, default=False),
+    # The agent's step when the item was last used (saved, used or loaded).
+    Column("last_step", BigInteger, nullable=False, default=0, server_default="0"),
+    # A pinned item (one of the current task) does not decay until the task is completed.
+    Column("pinned", Boolean, nullable=False, default=False, server_default=false()),
     # The agent revision of the write that last changed what a snapshot sees of this item
     # (its content, tier, or whether it is loaded or archived): a diff reads only newer rows.
     Column("revision", BigInteger, nullable=False, default=0),
@@ -297,14 +304,31 @@ def create_schema(engine: Engine) -> None:
 
 def _upgrade(conn: Connection) -> None:
     """Bring a store created by an earlier version up to this layout, and seed the revision counter."""
+    added = (
+        ("context_agents", "updated_at", "DOUBLE PRECISION"),
+        ("context_agents", "steps", "BIGINT NOT NULL DEFAULT 0"),
+        ("context_items", "last_step", "BIGINT NOT NULL DEFAULT 0"),
+        ("context_items", "pinned", "BOOLEAN NOT NULL DEFAULT false"),
+    )
+    postgres = conn.dialect.name == "postgresql"
+    for table, column, kind in added:
+        # Looked up first: an ALTER TABLE that finds the column still locks the table on PostgreSQL.
+        if column not in _columns(conn, table):
+            conn.exec_driver_sql(
+                f"ALTER TABLE {table} ADD COLUMN {column} {kind if postgres else kind.replace('false', '0')}"
+            )
+    conflict = "ON CONFLICT DO NOTHING" if postgres else "ON CONFLICT (key) DO NOTHING"
+    conn.exec_driver_sql(f"INSERT INTO context_meta (key, value) VALUES ('revision', 0) {conflict}")
+
+
+def _columns(conn: Connection, table: str) -> set[str]:
     if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql("ALTER TABLE context_agents ADD COLUMN IF NOT EXISTS updated_at DOUBLE PRECISION")
-        conn.exec_driver_sql("INSERT INTO context_meta (key, value) VALUES ('revision', 0) ON CONFLICT DO NOTHING")
-        return
-    columns = {row[1] for row in conn.exec_driver_sql("PRAGMA table_info(context_agents)")}
-    if "updated_at" not in columns:
-        conn.exec_driver_sql("ALTER TABLE context_agents ADD COLUMN updated_at FLOAT")
-    conn.exec_driver_sql("INSERT OR IGNORE INTO context_meta (key, value) VALUES ('revision', 0)")
+        query = (
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = %(t)s"
+        )
+        return {row[0] for row in conn.exec_driver_sql(query, {"t": table})}
+    return {row[1] for row in conn.exec_driver_sql(f"PRAGMA table_info({table})")}
 
 
 # What ANALYZE would record for a store with many items per agent (see below):

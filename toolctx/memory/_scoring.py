@@ -2,14 +2,34 @@
 
 The default score of an item is::
 
-    score = clamp(weight * exp(-age_days / decay_days) * (1 + access_factor * ln(1 + access_count)), 0, 1)
+    recency = 1 if pinned else exp(-idle_steps / decay_steps) * exp(-idle_days / decay_days)
+    score = clamp(weight * recency * (1 + access_factor * ln(1 + access_count)), 0, 1)
 
 ``weight`` is the item's own base importance when it was saved with one, otherwise its
-type's weight; ``age_days`` counts from the item's creation. The seed's access boost,
-``ln(access_count + 1) / 10``, is 0 for an item never read, which would make every new
-item score 0; the boost here is 1 for a new item and grows slowly with use (1.07 after
-one access, 1.24 after ten, 1.46 after a hundred), so reading an item keeps it up a
-tier for longer without letting use alone outweigh age forever.
+type's weight. Recency counts from the item's last *use* (its save, or the last time
+the agent used or loaded it), not from its creation, so an item in use stays HOT
+however old it is, and an item left alone decays. It is measured two ways:
+
+- ``idle_steps``: how many steps the agent took since (a step is one call that saves
+  or uses items). This is the main clock: an agent's memory ages as the agent works,
+  so a session stretched over two days behaves like the same session in four hours,
+  and nothing decays while the agent is paused;
+- ``idle_days``: wall-clock time since, with a long constant, so memories of an agent
+  left for weeks fade even if it never works again.
+
+A *pinned* item does not decay: by default the items of the current task
+(``MemoryConfig.pinned_types``) are pinned from their save until
+:meth:`AgentMemory.complete_task`, so the task being worked on stays HOT.
+
+The defaults (``decay_steps=32``, ``decay_days=7``) come from replaying real coding
+sessions (``bench/memory_replay.py``, figures in ``docs/benchmarks.md``): they keep at
+least 90 % of the items an agent uses next in HOT or WARM while a third or more of
+everything stored falls out of the working set.
+
+The seed's access boost, ``ln(access_count + 1) / 10``, is 0 for an item never read,
+which would make every new item score 0; the boost here is 1 for a new item and grows
+slowly with use (1.07 after one access, 1.24 after ten, 1.46 after a hundred), so an
+often-used item stays up a tier for longer without letting use alone outweigh recency.
 
 A scorer is any callable taking a :class:`ScoreState` and returning a number in
 [0, 1] (out-of-range answers are clamped). Scorers that also define
@@ -50,8 +70,15 @@ class ScoreState:
 
     item_type: str
     weight: float
+    #: Days since the item was created.
     age_days: float
     access_count: int
+    #: Days since the item was last used (saved, used or loaded).
+    idle_days: float = 0.0
+    #: Steps the agent took since it last used the item.
+    idle_steps: float = 0.0
+    #: Whether the item is pinned (an item of the current task): it does not decay.
+    pinned: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +89,9 @@ class ScoreBatch:
     weight: FloatArray
     age_days: FloatArray
     access_count: FloatArray
+    idle_days: FloatArray | None = None
+    idle_steps: FloatArray | None = None
+    pinned: npt.NDArray[np.bool_] | None = None
 
 
 @runtime_checkable
@@ -71,24 +101,38 @@ class Scorer(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class ImportanceScorer:
-    """``weight x age decay x access boost`` (see the module docstring), clamped to [0, 1]."""
+    """``weight x recency x access boost`` (see the module docstring), clamped to [0, 1].
 
-    decay_days: float = 1.0
+    ``decay_steps`` is the number of idle steps, and ``decay_days`` the idle days, over
+    which an unpinned item's recency falls by a factor e.
+    """
+
+    decay_steps: float = 32.0
+    decay_days: float = 7.0
     access_factor: float = 0.1
 
     def __post_init__(self) -> None:
+        real_number("decay_steps", self.decay_steps, above=0.0, unit="steps")
         real_number("decay_days", self.decay_days, above=0.0, unit="days")
         real_number("access_factor", self.access_factor, minimum=0.0)
 
     def __call__(self, state: ScoreState, /) -> float:
-        decay = math.exp(-max(state.age_days, 0.0) / self.decay_days)
+        recency = 1.0
+        if not state.pinned:
+            idle = max(state.idle_steps, 0.0) / self.decay_steps + max(state.idle_days, 0.0) / self.decay_days
+            recency = math.exp(-idle)
         boost = 1.0 + self.access_factor * math.log1p(max(state.access_count, 0))
-        return min(max(state.weight * decay * boost, 0.0), 1.0)
+        return min(max(state.weight * recency * boost, 0.0), 1.0)
 
     def score_many(self, batch: ScoreBatch) -> FloatArray:
-        decay = np.exp(-np.maximum(batch.age_days, 0.0) / self.decay_days)
+        size = len(batch.item_types)
+        idle_days = np.zeros(size) if batch.idle_days is None else np.maximum(batch.idle_days, 0.0)
+        idle_steps = np.zeros(size) if batch.idle_steps is None else np.maximum(batch.idle_steps, 0.0)
+        recency = np.exp(-(idle_steps / self.decay_steps + idle_days / self.decay_days))
+        if batch.pinned is not None:
+            recency = np.where(batch.pinned, 1.0, recency)
         boost = 1.0 + self.access_factor * np.log1p(np.maximum(batch.access_count, 0.0))
-        return np.clip(batch.weight * decay * boost, 0.0, 1.0)
+        return np.clip(batch.weight * recency * boost, 0.0, 1.0)
 
 
 def score_batch(scorer: Scorer | Callable[[ScoreState], float], batch: ScoreBatch) -> FloatArray:
@@ -101,15 +145,26 @@ def score_batch(scorer: Scorer | Callable[[ScoreState], float], batch: ScoreBatc
     if many is not None:
         scores = np.asarray(many(batch), dtype=np.float64)
     else:
+        size = len(batch.item_types)
+        idle_days = np.zeros(size) if batch.idle_days is None else batch.idle_days
+        idle_steps = np.zeros(size) if batch.idle_steps is None else batch.idle_steps
+        pinned = np.zeros(size, dtype=bool) if batch.pinned is None else batch.pinned
         scores = np.fromiter(
             (
-                scorer(ScoreState(item_type, float(w), float(a), int(n)))
-                for item_type, w, a, n in zip(
-                    batch.item_types, batch.weight, batch.age_days, batch.access_count, strict=True
+                scorer(ScoreState(item_type, float(w), float(a), int(n), float(d), float(s), bool(p)))
+                for item_type, w, a, n, d, s, p in zip(
+                    batch.item_types,
+                    batch.weight,
+                    batch.age_days,
+                    batch.access_count,
+                    idle_days,
+                    idle_steps,
+                    pinned,
+                    strict=True,
                 )
             ),
             dtype=np.float64,
-            count=len(batch.item_types),
+            count=size,
         )
     if scores.shape != (len(batch.item_types),):
         raise ConfigError(f"the scorer returned {scores.shape} scores for {len(batch.item_types)} items")
