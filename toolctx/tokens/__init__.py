@@ -6,10 +6,16 @@
   imported on first use.
 * :func:`estimate_tokens` is the estimate made when a call is saved: no
   tokenizer, a few microseconds per output.
+* :func:`count_request` counts a whole chat request (messages, tool calls,
+  tool definitions, framing) for OpenAI, Anthropic, Agents SDK and LangChain
+  messages; :class:`CalibratedCounter` corrects counts from the usage a
+  provider reports.
 """
 
 from __future__ import annotations
 
+from toolctx.tokens._calibrated import CalibratedCounter
+from toolctx.tokens._chat import count_message, count_request, count_tools
 from toolctx.tokens._counter import EstimateCounter, TokenCounter
 from toolctx.tokens._estimate import estimate_tokens
 from toolctx.tokens._exact import ENCODINGS, ExactCounter
@@ -17,9 +23,13 @@ from toolctx.tokens._models import counter_for_model, encoding_for_model, get_co
 
 __all__ = [
     "ENCODINGS",
+    "CalibratedCounter",
     "EstimateCounter",
     "ExactCounter",
     "TokenCounter",
+    "count_message",
+    "count_request",
+    "count_tools",
     "counter_for_model",
     "encoding_for_model",
     "estimate_tokens",

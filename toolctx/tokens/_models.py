@@ -50,7 +50,7 @@ def encoding_for_model(model: str) -> str:
     Any other name raises :class:`~toolctx.errors.ConfigError`. Other
     providers' tokenizers are not public: count their models with
     ``get_counter("o200k_base")`` as a proxy, or with the estimate, and correct
-    it from the usage the provider reports (``CalibratedCounter``).
+    it from the usage the provider reports (:class:`~toolctx.tokens.CalibratedCounter`).
     """
     if not isinstance(model, str) or not model.strip():
         raise ConfigError(f"model must be a model name such as 'gpt-4o', got {model!r}")
