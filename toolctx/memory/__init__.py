@@ -8,9 +8,13 @@
     agent = store.agent("worker-1")
     agent.save("TASK", "Add retry to the uploader")
     hot = agent.load()                                # HOT items, counted as accessed
-    agent.update_tiers()                              # after each task
-    if agent.should_flash_save(current_tokens, token_limit):
-        agent.flash_save()                            # checkpoint, archive COLD, keep HOT
+    agent.use([item.id for item in hot])              # the agent used them: they stay HOT
+    store.before_model_call("worker-1", prompt_tokens, window)  # flash saves at 80 % of the window
+    store.task_completed("worker-1")                  # unpin the task's items, re-tier
+
+Every operation is also awaitable (:class:`AsyncMemoryStore`, :class:`AsyncAgentMemory`),
+and a live view follows a store with :meth:`MemoryStore.subscribe`,
+:meth:`MemoryStore.revision` and :meth:`MemoryStore.agents`.
 
 Install with ``pip install 'toolctx[memory]'`` (``toolctx[postgres]`` for PostgreSQL).
 """
@@ -24,6 +28,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
 
 from toolctx.errors import UnknownAgentError, UnknownCheckpointError, UnknownItemError
 from toolctx.memory._agent import AgentMemory
+from toolctx.memory._async import AsyncAgentMemory, AsyncMemoryStore
 from toolctx.memory._config import MAX_CONTENT_BYTES, MemoryConfig
 from toolctx.memory._items import DEFAULT_TYPE_WEIGHTS, ContextItem, Tier, content_hash
 from toolctx.memory._results import (
@@ -38,12 +43,15 @@ from toolctx.memory._results import (
 )
 from toolctx.memory._scoring import ImportanceScorer, ScoreBatch, Scorer, ScoreState, TierThresholds
 from toolctx.memory._store import MemoryStore
+from toolctx.memory._triggers import MemoryTriggers
 
 __all__ = [
     "DEFAULT_TYPE_WEIGHTS",
     "MAX_CONTENT_BYTES",
     "AgentMemory",
     "AgentSummary",
+    "AsyncAgentMemory",
+    "AsyncMemoryStore",
     "CheckpointInfo",
     "ContextDiff",
     "ContextItem",
@@ -53,6 +61,7 @@ __all__ = [
     "MemoryConfig",
     "MemoryStats",
     "MemoryStore",
+    "MemoryTriggers",
     "RestoreResult",
     "ScoreBatch",
     "ScoreState",

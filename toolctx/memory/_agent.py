@@ -231,6 +231,10 @@ class AgentMemory:
         log(DEBUG, "memory_task_completed", agent=self.agent_id, unpinned=len(unpinned))
         return unpinned
 
+    def save_context_item(self, item_type: str, content: str, importance_score: float | None = None) -> int:
+        """The seed's name: :meth:`save` an item and return its id."""
+        return self.save(item_type, content, importance_score=importance_score).id
+
     # -- reading -----------------------------------------------------------
 
     def get(self, item_id: int) -> ContextItem:
@@ -261,6 +265,10 @@ class AgentMemory:
             )
         log(DEBUG, "memory_loaded", agent=self.agent_id, tier=wanted.value, count=len(loaded))
         return loaded
+
+    def load_context(self, tier: Tier | str = Tier.HOT) -> list[ContextItem]:
+        """The seed's name for :meth:`load`."""
+        return self.load(tier)
 
     def working_set(self) -> list[ContextItem]:
         """The items the agent currently holds in context, best first."""
