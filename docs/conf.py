@@ -55,6 +55,7 @@ public_api_modules = [
     "toolctx.redaction",
     "toolctx.standins",
     "toolctx.compaction",
+    "toolctx.assembly",
     "toolctx.memory",
     "toolctx.server",
     "toolctx.testing",

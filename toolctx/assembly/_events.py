@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from toolctx._internal import internal_error
@@ -24,12 +23,17 @@ EventName = Literal[
 EVENTS: tuple[str, ...] = get_args(EventName)
 
 
-@dataclass(frozen=True)
 class Event:
     """One event: its ``name`` and what it is about (``data``: the message, budget, log, plugin and error...)."""
 
-    name: str
-    data: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("data", "name")
+
+    def __init__(self, name: str, **data: Any) -> None:
+        self.name = name
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"Event({self.name!r}, {sorted(self.data)})"
 
 
 class Events:
@@ -56,7 +60,7 @@ class Events:
             listeners.remove(listener)
 
     def emit(self, name: str, **data: Any) -> Event:
-        event = Event(name, data)
+        event = Event(name, **data)
         for listener in list(self._listeners.get(name, ())):
             try:
                 listener(event)

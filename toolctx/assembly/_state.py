@@ -7,11 +7,18 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from toolctx.assembly._history import HistorySpan
 from toolctx.assembly._strategies import resolve_strategy, strategy_name
-from toolctx.assembly._types import AssemblerConfig, HistoryMessage, StateVersionError, any_json, config_error
+from toolctx.assembly._types import (
+    AssemblerConfig,
+    HistoryMessage,
+    StateVersionError,
+    any_json,
+    config_error,
+    json_values,
+)
 from toolctx.errors import ConfigError, ToolctxWarning
 
 if TYPE_CHECKING:
@@ -41,8 +48,13 @@ class AssemblerState(BaseModel):
     spans: tuple[HistorySpan, ...] = ()
     config: AssemblerConfig = Field(default_factory=AssemblerConfig)
     strategy: str | None = "proactive"
-    tools: tuple[dict[str, JsonValue], ...] = ()
-    plugins: dict[str, JsonValue] = Field(default_factory=dict)
+    tools: tuple[dict[str, Any], ...] = ()
+    plugins: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("tools", "plugins")
+    @classmethod
+    def _json(cls, value: Any) -> Any:
+        return json_values("tools and plugin states", value)
 
 
 def _parsed(state: AssemblerState | Mapping[str, Any] | str | bytes) -> AssemblerState:

@@ -209,7 +209,10 @@ class ToolOutputPlugin:
         return sum(_tokens(a, counter) - _tokens(b, counter) for a, b in zip(before, after, strict=True) if a is not b)
 
     def read(self, ref: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result") -> str:
-        """The body of a ``read_context`` tool call: the stored text behind a handle (see :func:`read_context`)."""
+        """The body of a ``read_context`` tool call: the stored text behind a handle.
+
+        See :func:`toolctx.standins.read_context` for the arguments.
+        """
         return read_context(self.session(), ref, offset, limit, part)
 
     def get_state(self) -> dict[str, Any]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from toolctx.errors import ConfigError
 
@@ -22,6 +22,8 @@ __all__ = [
     "StateVersionError",
     "ToolCallSpec",
 ]
+
+T = TypeVar("T")
 
 HISTORY = "conversation_history"
 """The name of the built-in history component (in budgets, compaction plans and logs)."""
@@ -45,7 +47,12 @@ class ToolCallSpec(BaseModel):
 
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
-    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("arguments")
+    @classmethod
+    def _json(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return json_values("arguments", value)
 
 
 class HistoryMessage(BaseModel):
@@ -65,8 +72,13 @@ class HistoryMessage(BaseModel):
     tool_call_id: str | None = None
     name: str | None = None
     pinned: bool = False
-    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
     timestamp: float = 0.0
+
+    @field_validator("metadata")
+    @classmethod
+    def _json(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return json_values("metadata", value)
 
     @model_validator(mode="after")
     def _consistent(self) -> HistoryMessage:
@@ -219,3 +231,10 @@ def any_json(value: Any) -> bool:
     if isinstance(value, dict):
         return all(isinstance(k, str) and any_json(v) for k, v in value.items())
     return False
+
+
+def json_values(what: str, value: T) -> T:
+    """``value`` if it is made of JSON values only, for a field validator."""
+    if not any_json(value):
+        raise ValueError(f"{what} must hold JSON values only (str keys, finite numbers), got {value!r:.80}")
+    return value
