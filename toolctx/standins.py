@@ -50,6 +50,8 @@ def output_text(result: Any) -> str:
     """A tool result as the text a model reads: strings as they are, anything else as JSON."""
     if isinstance(result, str):
         return result
+    if isinstance(result, dict) and result.get("type") == "text" and isinstance(result.get("text"), str):
+        return str(result["text"])  # one content block (what an MCP tool's text result becomes)
     if isinstance(result, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in result):
         return "".join(str(b.get("text", "")) for b in result)  # chat content blocks
     try:

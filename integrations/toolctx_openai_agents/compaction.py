@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import Any
 
-from agents.run_config import CallModelData, ModelInputData
+from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
 
 from toolctx._internal import internal_error
 from toolctx.compaction import CompactionSettings, Compactor, Item, SessionSource, ToolCall, session_resolver
@@ -60,8 +61,12 @@ class InputItemAdapter:
 
 
 def compact_tool_outputs(
-    settings: CompactionSettings | None = None, *, session: SessionSource = None, **options: Any
-) -> Callable[[CallModelData[Any]], ModelInputData]:
+    settings: CompactionSettings | None = None,
+    *,
+    session: SessionSource = None,
+    after: CallModelInputFilter | None = None,
+    **options: Any,
+) -> Callable[[CallModelData[Any]], ModelInputData | Awaitable[ModelInputData]]:
     """A ``RunConfig.call_model_input_filter`` applying toolctx's compaction policy.
 
     Old ``function_call_output`` items become short stand-ins with a ``ctx:<id>``
@@ -69,20 +74,27 @@ def compact_tool_outputs(
     stand-in strings (the arguments stay valid JSON), in batches from a high-water
     to a low-water mark so the prompt prefix stays the same between batches (see
     :class:`~toolctx.compaction.CompactionSettings` for every option, passed here by
-    keyword). Outputs not stored yet are stored first; outputs recorded as errors,
-    ``exclude_tools`` and ``read_context`` are left alone. The run's own history is
-    not changed: the filter applies to what each model call sees, and remembers its
-    decisions, so each call only reads the items new since the previous one. It
-    never raises: on any problem the input goes through unchanged.
+    keyword). Outputs not stored yet are stored first, and a big one that no
+    persisted tool stored (a tool of an MCP server, say) is shown as a stand-in
+    straight away; outputs recorded as errors, ``exclude_tools`` and
+    ``read_context`` are left alone. The run's own history is not changed: the
+    filter applies to what each model call sees, and remembers its decisions, so
+    each call only reads the items new since the previous one. It never raises: on
+    any problem the input goes through unchanged.
+
+    ``after``: your own input filter (sync or async), run first; toolctx compacts
+    what it returns, so the two never edit the same item twice. Its errors are
+    yours and propagate.
     """
     if settings is not None and options:
         raise TypeError("pass either a CompactionSettings or its options by keyword, not both")
+    if after is not None and not callable(after):
+        raise TypeError(f"after must be a call_model_input_filter (a function of CallModelData), got {after!r:.80}")
     chosen = settings if settings is not None else CompactionSettings(**options)
     adapter = InputItemAdapter()
     compactor = Compactor(adapter, chosen, session_resolver(session))
 
-    def compact(data: CallModelData[Any]) -> ModelInputData:
-        original = data.model_data
+    def compacted(original: ModelInputData) -> ModelInputData:
         try:
             items = list(original.input)
             key = adapter.fingerprint(items[0]) if items else None
@@ -91,6 +103,18 @@ def compact_tool_outputs(
         except Exception as exc:  # compaction is an optimisation: never break the run
             internal_error("could not compact the model input; sending it unchanged", exc)
             return original
+
+    def compact(data: CallModelData[Any]) -> ModelInputData | Awaitable[ModelInputData]:
+        if after is None:
+            return compacted(data.model_data)
+        theirs = after(data)
+        if inspect.isawaitable(theirs):
+
+            async def later() -> ModelInputData:
+                return compacted(await theirs)
+
+            return later()
+        return compacted(theirs)
 
     compact.compactor = compactor  # type: ignore[attr-defined]
     return compact

@@ -7,23 +7,38 @@ from typing import Any
 from agents import Agent, RunContextWrapper, RunHooks, Tool
 from agents.tool_context import ToolContext
 
-from toolctx.compaction import SessionSource, persist_call, session_resolver
+from toolctx.compaction import READ_CONTEXT, CompactionSettings, SessionSource, notes, persist_call, session_resolver
 from toolctx_openai_agents.tools import conversation_of, parse_arguments
 
 __all__ = ["ToolContextHooks"]
 
 
 class ToolContextHooks(RunHooks[Any]):
-    """Stores every tool call's arguments and output in toolctx; changes nothing the model sees.
+    """Stores every tool call's arguments and output in toolctx, those of MCP servers' tools included.
 
-    Hooks can only observe: for stand-ins and handles use :func:`persist_tools`.
+    Hooks can only observe. For stand-ins and handles, wrap function tools with
+    :func:`persist_tools`; tools the agent gets at run time (from MCP servers) get
+    theirs from :func:`compact_tool_outputs`, and with these hooks in the run the
+    model is offered ``read_context`` in the same call as their first stand-in.
+    ``settings`` (or its options by keyword) must match the filter's.
     """
 
-    def __init__(self, session: SessionSource = None) -> None:
+    def __init__(
+        self, settings: CompactionSettings | None = None, *, session: SessionSource = None, **options: Any
+    ) -> None:
+        if settings is not None and options:
+            raise TypeError("pass either a CompactionSettings or its options by keyword, not both")
+        self.settings = settings if settings is not None else CompactionSettings(**options)
         self.session = session_resolver(session)
 
     async def on_tool_end(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object) -> None:
+        if tool.name == READ_CONTEXT:
+            return
         arguments = context.tool_arguments if isinstance(context, ToolContext) else ""
         call_id = context.tool_call_id if isinstance(context, ToolContext) else None
         group = conversation_of(context)
-        persist_call(self.session(None), tool.name, parse_arguments(arguments), result, call_id=call_id, task_id=group)
+        session = self.session(None)
+        pointer = persist_call(session, tool.name, parse_arguments(arguments), result, call_id=call_id, task_id=group)
+        if pointer is not None and pointer.stored and pointer.tokens > self.settings.max_output_tokens:
+            # compact_tool_outputs shows this output as a stand-in: offer read_context in the same model call
+            notes(session).offer_read_context = True

@@ -18,6 +18,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from toolctx._internal import internal_error
 from toolctx.compaction._notes import Resolver, SessionSource, notes, session_resolver
+from toolctx.compaction._persist import shown_output
 from toolctx.compaction._settings import CompactionSettings
 from toolctx.models import ContextPointer
 from toolctx.sessions import ContextSession
@@ -113,6 +114,7 @@ class Compactor(Generic[T]):
         self.results: dict[str, str] = {}  # call id -> the result text shown from now on
         self.args: dict[str, Mapping[str, Any]] = {}  # call id -> the arguments shown from now on
         self.operations = 0
+        self._early: set[str] = set()  # call ids shown a head-and-tail stand-in by this compactor
         self._conversations: OrderedDict[Hashable, _Conversation] = OrderedDict()
         self._lock = threading.Lock()  # one adapter may serve agents running in several threads
 
@@ -178,6 +180,8 @@ class Compactor(Generic[T]):
         call_id = described.result_of
         if call_id is not None:
             result = self.results.get(call_id)
+            if result is None and described.tokens > self.settings.max_output_tokens:
+                result = self._unhooked(conversation, session, call_id, described)
             conversation.results[call_id] = (position, described)
             conversation.recent.append(call_id)
             if is_stand_in(described.text):
@@ -189,6 +193,25 @@ class Compactor(Generic[T]):
         conversation.shown += tokens
         conversation.sizes.append(tokens)
         return item
+
+    def _unhooked(self, conversation: _Conversation, session: ContextSession, call_id: str, result: Item) -> str | None:
+        """The stand-in for a big output that reached the model whole (an MCP or hosted tool, say), or None.
+
+        Outputs of wrapped tools were given their stand-in when the tool ran; one
+        that no wrapper saw is stored now (unless a hook stored it already) and
+        stood in for from this call on.
+        """
+        if result.is_error or is_stand_in(result.text):
+            return None
+        call = self._call(conversation, call_id)
+        if (call.name or result.tool) in self.settings.exclude_tools:
+            return None
+        pointer = session.find_call(call_id) or self._store_late(session, call, result)
+        shown = shown_output(self.settings, session, pointer, result.text)
+        if shown is not None:
+            self.results[call_id] = shown
+            self._early.add(call_id)  # still a candidate for the short marker once it is old
+        return shown
 
     # -- choosing and making a batch ---------------------------------------------------------
 
@@ -227,13 +250,14 @@ class Compactor(Generic[T]):
         self.operations += 1
         settings = self.settings
         position_result = conversation.results.get(call_id)
-        if position_result is None or call_id in self.results:
+        if position_result is None or (call_id in self.results and call_id not in self._early):
             return 0
         result = position_result[1]
         tool = result.tool or self._call(conversation, call_id).name
         if result.is_error or tool in settings.exclude_tools:
             return 0
-        gain = max(0, estimate_tokens(result.text) - _MARKER_TOKENS - settings.preview_chars // 4)
+        shown = self.results.get(call_id, result.text)
+        gain = max(0, estimate_tokens(shown) - _MARKER_TOKENS - settings.preview_chars // 4)
         call = self._call(conversation, call_id)
         if call_id not in self.args:
             for value in call.args.values():
@@ -295,6 +319,7 @@ class Compactor(Generic[T]):
         for edit in edits:
             if edit.result is not None:
                 self.results[edit.call_id] = edit.result
+                self._early.discard(edit.call_id)
                 position = conversation.results[edit.call_id][0]
                 by_position[position] = (edit.result, by_position.get(position, (None, {}))[1])
             if edit.args is not None:
