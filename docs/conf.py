@@ -54,6 +54,8 @@ public_api_modules = [
     "toolctx.selection",
     "toolctx.redaction",
     "toolctx.standins",
+    "toolctx.budget",
+    "toolctx.fresh",
     "toolctx.compaction",
     "toolctx.assembly",
     "toolctx.memory",

@@ -205,7 +205,7 @@ class TaskContext(BaseModel):
     relevant_files: tuple[FileContent, ...] = ()
     relevant_code: tuple[CodeSearchResult, ...] = ()
     relevant_memories: tuple[MemoryEntry, ...] = ()
-    sections: dict[str, str] = Field(default_factory=dict)
+    sections: dict[str, str] = {}  # (pydantic copies a mutable default for each instance)
     breakdown: TokenBreakdown = TokenBreakdown()
     warnings: tuple[str, ...] = ()
     token_count: int
