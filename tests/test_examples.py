@@ -95,3 +95,16 @@ def test_a_postgresql_store_without_psycopg_names_the_extra(tmp_path: Path) -> N
     out = run(["-c", script], tmp_path).stdout
     assert out.startswith("ImportError:")
     assert "pip install 'toolctx[postgres]'" in out
+
+
+def test_the_fresh_context_example_builds_validates_and_clears_a_context_for_this_repository(tmp_path: Path) -> None:
+    before = sorted(p.name for p in ROOT.iterdir())
+    out = run([str(ROOT / "examples" / "fresh_context.py")], tmp_path).stdout
+    assert re.search(r"Tokens: [\d,]+ of 40,000 \(reserve 16,000\)", out)
+    assert "Conversation history: []" in out
+    assert "  file  toolctx/budget/_truncate.py (task, " in out
+    assert "Valid: True" in out
+    assert "Warning: task file 'docs/no-such-file.md' named by the task does not exist; left out" in out
+    assert "Messages for the model: ['system', 'user'], first user line: '## Task'" in out
+    assert "Active contexts after the task: 0" in out
+    assert sorted(p.name for p in ROOT.iterdir()) == before

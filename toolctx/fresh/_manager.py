@@ -18,8 +18,6 @@ from toolctx.fresh._models import ContextOptions, ContextStats, ContextValidatio
 
 __all__ = ["FreshContextManager"]
 
-_NEAR_FULL = 0.95
-
 
 class FreshContextManager:
     """Builds a fresh context per task and tracks the contexts in use, per agent and per task."""
@@ -87,8 +85,6 @@ class FreshContextManager:
         if not valid:
             warnings.append(f"the context holds {counted:,} tokens, over its {limit:,} (budget less the reserve)")
             suggestions.append("rebuild it with a larger max_tokens or fewer max_relevant_files")
-        elif counted >= _NEAR_FULL * limit:
-            warnings.append(f"the context fills {counted / max(limit, 1):.0%} of its budget")
         if budget.warnings:
             suggestions.append("raise max_tokens above the fixed allocations, or lower them with custom_budget")
         if any("named by the task" in w for w in context.warnings):
