@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from toolctx.fresh import _tags
-from toolctx.fresh._codesearch import CodeHit, CodeSearch, chunks_of
+from toolctx.fresh._codesearch import CodeSearch, CodeSearchHit, chunks_of
 from toolctx.fresh._tags import extract_tags
 
 FILES = {
@@ -87,16 +87,16 @@ def test_the_index_follows_changed_new_and_deleted_files(project: Path) -> None:
 
 @dataclass
 class Semantic:
-    hits: list[CodeHit]
+    hits: list[CodeSearchHit]
     asked: list[tuple[str, int]]
 
-    def search(self, query: str, k: int) -> list[CodeHit]:
+    def search(self, query: str, k: int) -> list[CodeSearchHit]:
         self.asked.append((query, k))
         return self.hits[:k]
 
 
 def test_a_users_own_search_is_merged_in(project: Path) -> None:
-    own = CodeHit("svc/ship.go", "EstimateShipping", 3, 5, "func EstimateShipping...", 0.9)
+    own = CodeSearchHit("svc/ship.go", "EstimateShipping", 3, 5, "func EstimateShipping...", 0.9)
     semantic = Semantic([own], [])
     hits = CodeSearch(project, semantic=semantic).search("late fee", k=3)
     assert semantic.asked == [("late fee", 3)]

@@ -23,6 +23,7 @@ is plain BM25 over code chunks.
 from __future__ import annotations
 
 from toolctx.fresh._builder import ContextBuilder
+from toolctx.fresh._codesearch import CodeSearch, CodeSearchHit
 from toolctx.fresh._integration import AgentContextIntegration, ContextSystem, PreparedContext, create_context_system
 from toolctx.fresh._manager import FreshContextManager
 from toolctx.fresh._models import (
@@ -41,10 +42,14 @@ from toolctx.fresh._models import (
     TokenBreakdown,
 )
 from toolctx.fresh._providers import CodeHit, CodeSearchProvider, PlainSearch, RepoMapProvider
+from toolctx.fresh._repomap import RepoMap
+from toolctx.fresh._tags import Definition, FileTags
 
 __all__ = [
     "AgentContextIntegration",
     "CodeHit",
+    "CodeSearch",
+    "CodeSearchHit",
     "CodeSearchProvider",
     "CodeSearchResult",
     "CodebaseDocsSummary",
@@ -55,12 +60,15 @@ __all__ = [
     "ContextStats",
     "ContextSystem",
     "ContextValidation",
+    "Definition",
     "DocSection",
     "FileContent",
+    "FileTags",
     "FreshContextManager",
     "MemoryEntry",
     "PlainSearch",
     "PreparedContext",
+    "RepoMap",
     "RepoMapProvider",
     "TaskContext",
     "TaskSpec",

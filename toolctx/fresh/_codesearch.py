@@ -30,14 +30,14 @@ from toolctx.fresh._project import ProjectFiles
 from toolctx.fresh._tags import LANGUAGES, FileTags, shared_cache
 from toolctx.selection import SearchIndex, tokenize
 
-__all__ = ["CodeHit", "CodeSearch", "chunks_of"]
+__all__ = ["CodeSearch", "CodeSearchHit", "chunks_of"]
 
 _CONTAINERS = frozenset({"class", "interface", "impl", "enum", "module"})
 _FUSION_K = 60
 
 
 @dataclass(frozen=True, slots=True)
-class CodeHit:
+class CodeSearchHit:
     """A piece of code a search found; lines are 1-based and inclusive."""
 
     path: str
@@ -89,7 +89,19 @@ def chunks_of(tags: FileTags, line_count: int, max_lines: int) -> list[tuple[str
 
 
 class CodeSearch:
-    """BM25 code search over one project (see the module docs); safe to share between threads."""
+    """BM25 search over one project's functions and classes, with a hook for a search of your own.
+
+    Each function and method is a chunk, each class its lines outside its methods,
+    and a file's other top-level lines (settings, constants) come in runs of at most
+    ``max_chunk_lines`` lines. ``camelCase`` and ``snake_case`` names match their
+    words; a chunk's name, enclosing definition and path count double. The index
+    follows the project: a search first re-indexes files that changed.
+
+    ``semantic`` is any object with ``search(query, k)`` returning hits with
+    ``path``, ``name``, ``start_line``, ``end_line``, ``text`` and ``score`` (an
+    embedding search, the seed's CodeMemory); its hits and the BM25 hits are merged
+    by reciprocal rank fusion. Safe to share between threads.
+    """
 
     def __init__(
         self,
@@ -159,7 +171,7 @@ class CodeSearch:
             ids.append(chunk_id)
         return ids
 
-    def search(self, query: str, k: int = 5) -> list[CodeHit]:
+    def search(self, query: str, k: int = 5) -> list[CodeSearchHit]:
         """At most ``k`` chunks for ``query``, best first (merged with the ``semantic`` search's hits if given)."""
         if k < 1 or not query.strip():
             return []
@@ -173,22 +185,22 @@ class CodeSearch:
             return [h for h in hits if h is not None]
         return self._fuse([h for h in hits if h is not None], list(self.semantic.search(query, k)), k)
 
-    def _hit(self, path: str, name: str, start: int, end: int, score: float) -> CodeHit | None:
+    def _hit(self, path: str, name: str, start: int, end: int, score: float) -> CodeSearchHit | None:
         text = self.files.read(path).text
         if text is None:
             return None
-        return CodeHit(path, name, start, end, "\n".join(text.split("\n")[start - 1 : end]), score)
+        return CodeSearchHit(path, name, start, end, "\n".join(text.split("\n")[start - 1 : end]), score)
 
     @staticmethod
-    def _fuse(ours: list[CodeHit], theirs: list[Any], k: int) -> list[CodeHit]:
+    def _fuse(ours: list[CodeSearchHit], theirs: list[Any], k: int) -> list[CodeSearchHit]:
         scores: dict[tuple[str, int, int], float] = {}
-        hits: dict[tuple[str, int, int], CodeHit] = {}
+        hits: dict[tuple[str, int, int], CodeSearchHit] = {}
         for ranking in (ours, theirs):
             for rank, hit in enumerate(ranking, start=1):
                 key = (str(hit.path), int(hit.start_line), int(hit.end_line))
                 scores[key] = scores.get(key, 0.0) + 1.0 / (_FUSION_K + rank)
                 if key not in hits:
-                    hits[key] = CodeHit(key[0], str(hit.name), key[1], key[2], str(hit.text), 0.0)
+                    hits[key] = CodeSearchHit(key[0], str(hit.name), key[1], key[2], str(hit.text), 0.0)
         best = sorted(scores, key=lambda key: (-scores[key], key))[:k]
         return [replace(hits[key], score=scores[key]) for key in best]
 

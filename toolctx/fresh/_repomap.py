@@ -41,6 +41,8 @@ __all__ = ["MAX_DEFINERS", "RepoMap", "task_evidence"]
 
 #: Identifiers defined in more files than this link no files.
 MAX_DEFINERS = 20
+STEM_WEIGHT = 0.5
+STEM_PROSE = True
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
 _PATHLIKE = re.compile(r"[\w.\-/\\]+")
 _DOTTED = re.compile(r"\b([A-Za-z_]\w*)\.([A-Za-z_]\w*)")
@@ -139,10 +141,22 @@ def task_evidence(graph_paths: Sequence[str], text: str) -> list[str]:
 
 
 class RepoMap:
-    """The repo map of one project (see the module docs); safe to share between threads.
+    """A map of one project for a task: its files ranked for the task, their definitions' signatures.
 
-    ``counter`` counts the rendered map's tokens (the fast estimate when not given);
-    ``cache_dir``, a directory outside the project, keeps parsed tags between processes.
+    Definitions come from tree-sitter with the official grammars of Python,
+    JavaScript, TypeScript, Go, Rust and Java (``toolctx[fresh]``); without them
+    Python files are read line by line and other files are listed by path. Files
+    are ranked by personalised PageRank over a graph in which each file points to
+    the files defining the identifiers it uses; the walk restarts at the task's
+    evidence: the files it names (given, or written in its text as paths or dotted
+    modules), the files defining the identifiers its text names, and files whose
+    name is a word of the text.
+
+    ``counter`` counts the rendered map's tokens (the fast estimate when not given).
+    ``cache_dir``, a directory outside the project, keeps parsed tags between
+    processes. Nothing outside ``root`` is read (symlinks included), nor binary
+    files, files over ``max_file_chars`` or what ``.gitignore`` excludes; nothing
+    is ever written into the project. Safe to share between threads.
     """
 
     def __init__(
@@ -230,10 +244,10 @@ class RepoMap:
                 tags = graph.tags[graph.paths[number]]
                 if any(d.name == member and d.parent == owner for d in tags.definitions):
                     personal[number] += 1.0
-        for word in {w.lower() for w in words if len(w) >= 4}:
+        for word in {w.lower() for w in words if len(w) >= 4 and (STEM_PROSE or _code_like(w, task_text))}:
             found = graph.stems.get(word, [])
             for number in found:
-                personal[number] += 0.5 / len(found)
+                personal[number] += STEM_WEIGHT / len(found)
         return personal, idents
 
     def _ranks(
