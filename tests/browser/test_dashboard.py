@@ -121,6 +121,7 @@ def test_an_item_saved_by_another_process_appears_without_a_reload(
 def test_kept_sessions_show_their_contexts(page: Any, dashboard: str) -> None:
     page.goto(dashboard)
     page.click("#tab-sessions")
+    assert not page.is_visible("#view-memory")  # one view at a time
     page.click('#session-list li[data-session="kept-session"] button')
     page.wait_for_selector("#context-list tbody tr")
     assert page.inner_text("#context-list tbody tr td:nth-child(2)") == "search_code"
