@@ -63,7 +63,7 @@ def as_openai(messages: list[BaseMessage]) -> list[dict[str, Any]]:
 def assembler(s: toolctx.ContextSession) -> tuple[ContextAssembler, PlanPlugin]:
     ctx = ContextAssembler(max_tokens=3000, session=s, preserve_recent=4)
     plan = ctx.register_plugin(PlanPlugin({"goal": "sum the tables", "tasks": [{"id": "1", "description": "read"}]}))
-    ctx.register_plugin(ToolOutputPlugin(session=s, high_water=10**9, keep=2))
+    ctx.register_plugin(ToolOutputPlugin(session=s, high_water=10**9, keep=2, max_output_tokens=100_000))
     return ctx, plan
 
 
@@ -76,7 +76,12 @@ def test_create_agent_sends_what_the_assembler_prepared(tmp_path: Path, use_asyn
     model = ScriptedChat(responses=[AIMessage(content="")], steps=steps, received=[])
     with toolctx.session(tmp_path / "ctx") as s:
         ctx, _ = assembler(s)
-        agent = create_agent(model, [table], system_prompt="You add numbers.", middleware=[AssemblerMiddleware(ctx)])
+        agent = create_agent(
+            model,
+            [table],
+            system_prompt="You add numbers.",
+            middleware=[AssemblerMiddleware(ctx, max_output_tokens=100_000)],
+        )
         payload = {"messages": [HumanMessage("Sum every table.")]}
         result = asyncio.run(agent.ainvoke(payload)) if use_async else agent.invoke(payload)
         assert result["messages"][-1].content == "The sum is 42."
@@ -113,7 +118,7 @@ def test_the_agents_sdk_runner_sends_what_the_assembler_prepared(tmp_path: Path)
             name="adder",
             instructions="You add numbers.",
             model=model,
-            tools=[*persist_tools([sdk_table]), read_context],
+            tools=[*persist_tools([sdk_table], max_output_tokens=100_000), read_context],
         )
         config = RunConfig(tracing_disabled=True, call_model_input_filter=assembled_input(ctx))
         result = asyncio.run(Runner.run(agent, "Sum every table.", run_config=config, max_turns=20))

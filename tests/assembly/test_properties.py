@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolctx
-from toolctx.assembly import ContextAssembler, ContextBudgetError, PlanPlugin, ToolOutputPlugin
+from toolctx.assembly import ContextAssembler, ContextBudgetError, PlanPlugin, PreparedContext, ToolOutputPlugin
 from toolctx.tokens import TokenCounter
 
 from .conftest import CharCounter, orphans, recount, run
@@ -77,6 +77,18 @@ def build(
     return ctx
 
 
+def prepared_or_over(ctx: ContextAssembler, limit: int) -> PreparedContext | None:
+    """The prepared context, or None when the parts never compacted are really over the limit."""
+    try:
+        return run(ctx.prepare())
+    except ContextBudgetError as exc:
+        error = str(exc)
+    found = re.search(r"need ([\d,]+) tokens", error)
+    assert found is not None
+    assert int(found.group(1).replace(",", "")) > limit
+    return None
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(entries, plugins, st.integers(60, 6000), st.sampled_from(["proactive", "lazy", "adaptive"]), st.booleans())
 def test_prepared_contexts_fit_stay_paired_and_keep_what_must_stay(
@@ -84,16 +96,8 @@ def test_prepared_contexts_fit_stay_paired_and_keep_what_must_stay(
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp, toolctx.session(tmp) as s:
         ctx = build(s, history, extra, limit, strategy, tool_plugin)
-        try:
-            prepared = run(ctx.prepare())
-        except ContextBudgetError as exc:
-            error = str(exc)
-        else:
-            error = ""
-        if error:  # only when the never-compacted parts alone are over the limit
-            found = re.search(r"need ([\d,]+) tokens", error)
-            assert found is not None
-            assert int(found.group(1).replace(",", "")) > limit
+        prepared = prepared_or_over(ctx, limit)
+        if prepared is None:
             return
         rendered = prepared.to_openai()
         assert prepared.budget.used == recount(rendered, prepared.openai_tools(), CharCounter())
@@ -112,9 +116,12 @@ def test_prepared_contexts_fit_stay_paired_and_keep_what_must_stay(
             pointer = s.load_contexts([span.handle.removeprefix("ctx:")])
             assert [m["id"] for m in pointer[0].result] == [m.id for m in stored]
         # once the context is settled, a call with nothing new is the same prompt (the cache keeps all of it)
-        if prepared.budget.status == "ok" or strategy == "lazy":
-            second = run(ctx.prepare()).to_openai()  # the policy's first batch may wait one call
-            assert run(ctx.prepare()).to_openai() == second
+        omitted = any(step.action == "omitted" for step in prepared.log)  # left out of one call only
+        if (prepared.budget.status == "ok" or strategy == "lazy") and not omitted:
+            second = prepared_or_over(ctx, limit)  # the policy's first batch may wait one call...
+            if second is None:  # ...and offer read_context then, whose definition alone may be over the limit
+                return
+            assert run(ctx.prepare()).to_openai() == second.to_openai()
 
 
 @pytest.mark.parametrize("limit", [900, 1500])

@@ -16,7 +16,7 @@ from toolctx.assembly._measure import Measure, resolve_counter
 from toolctx.assembly._pipeline import Draft, measure, prepare
 from toolctx.assembly._plugins import as_plugin
 from toolctx.assembly._render import CONTEXT_ID, SYSTEM_ID, PreparedContext
-from toolctx.assembly._state import StateMixin
+from toolctx.assembly._state import AssemblerState, restore, restore_plugin, state_of
 from toolctx.assembly._strategies import Strategy, resolve_strategy
 from toolctx.assembly._tool_outputs import resolve_session
 from toolctx.assembly._types import (
@@ -39,7 +39,7 @@ Summarizer = Callable[[list[HistoryMessage]], Any]
 """A function (plain or async) writing a short summary (str) of messages leaving the history."""
 
 
-class ContextAssembler(StateMixin):
+class ContextAssembler:
     """Prepares every model call: system prompt, instructions, history, current input and plugins, within a budget.
 
     ``await prepare()`` builds the context, measures it exactly with ``counter``
@@ -344,7 +344,7 @@ class ContextAssembler(StateMixin):
             )
         self._plugins[plugin.name] = plugin
         if plugin.name in self._orphans:
-            self._restore_plugin(plugin, self._orphans.pop(plugin.name))
+            restore_plugin(self, plugin, self._orphans.pop(plugin.name))
         return plugin
 
     def unregister_plugin(self, name: str) -> None:
@@ -397,6 +397,22 @@ class ContextAssembler(StateMixin):
 
     def get_config(self) -> AssemblerConfig:
         return self._config
+
+    # -- state -----------------------------------------------------------------------------------
+
+    def get_state(self) -> AssemblerState:
+        """The state to save (``.model_dump_json()``) and restore later, here or in another process."""
+        return state_of(self)
+
+    def restore_state(self, state: AssemblerState | Mapping[str, Any] | str | bytes) -> None:
+        """Carry on from a saved state (the model, its dict or its JSON); checked whole before anything changes.
+
+        A plugin state with no plugin of that name here is kept (and in the next
+        ``get_state()``) with a :class:`~toolctx.ToolctxWarning`; registering such a
+        plugin later restores it. A state of another version raises
+        :class:`StateVersionError`, changing nothing.
+        """
+        restore(self, state)
 
     # -- introspection ---------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from toolctx.assembly._history import MARKER_BOUND, HistorySpan, make_span, merge_spans, shown_with_spans
 from toolctx.assembly._measure import FRAMING, REPLY_PRIMING
@@ -29,8 +29,8 @@ from toolctx.assembly._types import (
     HistoryMessage,
 )
 
-if TYPE_CHECKING:
-    from toolctx.assembly._assembler import ContextAssembler
+# The ContextAssembler whose parts these functions work on; not imported, since it imports this module.
+ContextAssembler = Any
 
 __all__ = ["Draft", "prepare"]
 

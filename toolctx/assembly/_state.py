@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -21,10 +21,10 @@ from toolctx.assembly._types import (
 )
 from toolctx.errors import ConfigError, ToolctxWarning
 
-if TYPE_CHECKING:
-    from toolctx.assembly._assembler import ContextAssembler
+# The ContextAssembler whose parts these functions work on; not imported, since it imports this module.
+ContextAssembler = Any
 
-__all__ = ["STATE_VERSION", "AssemblerState", "StateMixin"]
+__all__ = ["STATE_VERSION", "AssemblerState", "restore", "restore_plugin", "state_of"]
 
 STATE_VERSION = 1
 
@@ -82,79 +82,72 @@ def _parsed(state: AssemblerState | Mapping[str, Any] | str | bytes) -> Assemble
         raise config_error("saved state", exc) from None
 
 
-class StateMixin:
-    """get_state / restore_state of :class:`ContextAssembler`."""
+def state_of(a: ContextAssembler) -> AssemblerState:
+    """The state of an assembler (its ``get_state()``)."""
+    plugins: dict[str, Any] = dict(a._orphans)
+    for name, plugin in a._plugins.items():
+        getter = getattr(plugin, "get_state", None)
+        if getter is None:
+            continue
+        value = getter()
+        if not any_json(value):
+            raise ConfigError(f"plugin {name!r}: get_state() must return JSON values, got {value!r:.80}")
+        plugins[name] = value
+    return AssemblerState(
+        conversation_id=a.conversation_id,
+        system_prompt=a._system_prompt,
+        instructions=a._instructions,
+        current_input_id=a._current,
+        history=tuple(a._history),
+        spans=tuple(a._spans),
+        config=a._config,
+        strategy=strategy_name(a._strategy),
+        tools=tuple(a._tools),
+        plugins=plugins,
+    )
 
-    def get_state(self: ContextAssembler) -> AssemblerState:  # type: ignore[misc]
-        """The state to save (``.model_dump_json()``) and restore later, here or in another process."""
-        plugins: dict[str, Any] = dict(self._orphans)
-        for name, plugin in self._plugins.items():
-            getter = getattr(plugin, "get_state", None)
-            if getter is None:
-                continue
-            value = getter()
-            if not any_json(value):
-                raise ConfigError(f"plugin {name!r}: get_state() must return JSON values, got {value!r:.80}")
-            plugins[name] = value
-        return AssemblerState(
-            conversation_id=self.conversation_id,
-            system_prompt=self._system_prompt,
-            instructions=self._instructions,
-            current_input_id=self._current,
-            history=tuple(self._history),
-            spans=tuple(self._spans),
-            config=self._config,
-            strategy=strategy_name(self._strategy),
-            tools=tuple(self._tools),
-            plugins=plugins,
-        )
 
-    def restore_state(self: ContextAssembler, state: AssemblerState | Mapping[str, Any] | str | bytes) -> None:  # type: ignore[misc]
-        """Carry on from a saved state (the model, its dict or its JSON); checked whole before anything changes.
+def restore(a: ContextAssembler, state: AssemblerState | Mapping[str, Any] | str | bytes) -> None:
+    """Restore an assembler from a saved state (its ``restore_state()``)."""
+    parsed = _parsed(state)
+    ids = [m.id for m in parsed.history]
+    if len(set(ids)) != len(ids):
+        raise ConfigError("a saved state's history has repeated message ids")
+    if parsed.current_input_id is not None and parsed.current_input_id not in set(ids):
+        raise ConfigError(f"a saved state's current input {parsed.current_input_id!r} is not in its history")
+    a.conversation_id = parsed.conversation_id
+    a._system_prompt, a._instructions = parsed.system_prompt, parsed.instructions
+    a._history = list(parsed.history)
+    a._by_id = {m.id: m for m in a._history}
+    a._current = parsed.current_input_id
+    a._spans = list(parsed.spans)
+    a._config = parsed.config
+    if parsed.strategy is not None:
+        a._strategy = resolve_strategy(parsed.strategy)
+    a._tools = [dict(t) for t in parsed.tools]
+    a._orphans = {}
+    for name, value in parsed.plugins.items():
+        plugin = a._plugins.get(name)
+        if plugin is None:
+            a._orphans[name] = value
+            warnings.warn(
+                f"the saved state has a state for plugin {name!r}, which is not registered; it is kept "
+                "(and saved again by get_state()) and restored when a plugin of that name is registered",
+                ToolctxWarning,
+                stacklevel=2,
+            )
+        else:
+            restore_plugin(a, plugin, value)
+    a._last = None
+    a._events.emit("state_restored", state=parsed)
 
-        A plugin state with no plugin of that name here is kept (and in the next
-        ``get_state()``) with a :class:`~toolctx.ToolctxWarning`; registering such a
-        plugin later restores it. A state of another version raises
-        :class:`StateVersionError`, changing nothing.
-        """
-        parsed = _parsed(state)
-        ids = [m.id for m in parsed.history]
-        if len(set(ids)) != len(ids):
-            raise ConfigError("a saved state's history has repeated message ids")
-        if parsed.current_input_id is not None and parsed.current_input_id not in set(ids):
-            raise ConfigError(f"a saved state's current input {parsed.current_input_id!r} is not in its history")
-        self.conversation_id = parsed.conversation_id
-        self._system_prompt, self._instructions = parsed.system_prompt, parsed.instructions
-        self._history = list(parsed.history)
-        self._by_id = {m.id: m for m in self._history}
-        self._current = parsed.current_input_id
-        self._spans = list(parsed.spans)
-        self._config = parsed.config
-        if parsed.strategy is not None:
-            self._strategy = resolve_strategy(parsed.strategy)
-        self._tools = [dict(t) for t in parsed.tools]
-        self._orphans = {}
-        for name, value in parsed.plugins.items():
-            plugin = self._plugins.get(name)
-            if plugin is None:
-                self._orphans[name] = value
-                warnings.warn(
-                    f"the saved state has a state for plugin {name!r}, which is not registered; it is kept "
-                    "(and saved again by get_state()) and restored when a plugin of that name is registered",
-                    ToolctxWarning,
-                    stacklevel=2,
-                )
-            else:
-                self._restore_plugin(plugin, value)
-        self._last = None
-        self._events.emit("state_restored", state=parsed)
 
-    def _restore_plugin(self: ContextAssembler, plugin: Any, value: Any) -> None:  # type: ignore[misc]
-        restore = getattr(plugin, "restore_state", None)
-        if restore is None:
-            return
-        try:
-            restore(value)
-        except Exception as exc:
-            self._orphans[plugin.name] = value  # nothing lost: saved again by get_state()
-            self._plugin_failed(plugin.name, "restore_state", exc)
+def restore_plugin(a: ContextAssembler, plugin: Any, value: Any) -> None:
+    restore = getattr(plugin, "restore_state", None)
+    if restore is None:
+        return
+    try:
+        restore(value)
+    except Exception as exc:
+        a._orphans[plugin.name] = value  # nothing lost: saved again by get_state()
+        a._plugin_failed(plugin.name, "restore_state", exc)
