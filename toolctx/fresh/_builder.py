@@ -103,6 +103,8 @@ class ContextBuilder:
         self.notes: list[str] = []  # why a source fell back, repeated in every context's warnings
         self.repo_map = self._source(repo_map, "_repomap", "RepoMap", RepoMapProvider)
         self.code_search = self._source(code_search, "_codesearch", "CodeSearch", CodeSearchProvider)
+        # The plain index serves the plain map, plain code search, and file ranking without a code search.
+        self._plain_needed = any(s is None or s is self.plain for s in (self.repo_map, self.code_search))
         if code_memory is not None and not isinstance(code_memory, CodeSearchProvider):
             raise TypeError(f"code_memory must have a search(query, k) method, got {type(code_memory).__name__}")
         self.code_memory = code_memory
@@ -229,7 +231,8 @@ class ContextBuilder:
         listing, cut_short = self.files.scan()
         if cut_short:
             warnings.append(f"the project has more than {self.options.max_scan_files:,} files; only those were read")
-        self._guard("indexing the project", lambda: self.plain.refresh(listing), None, warnings)
+        if self._plain_needed:
+            self._guard("indexing the project", lambda: self.plain.refresh(listing), None, warnings)
         sources = {id(s): s for s in (self.repo_map, self.code_search) if s is not None and s is not self.plain}
         for source in sources.values():
             refresh: Callable[[list[tuple[str, int, int]]], None] | None = getattr(source, "refresh", None)
@@ -262,7 +265,11 @@ class ContextBuilder:
                 ordered += [(dep, "dependency") for dep in local_imports(path, text, paths)]
         names = [p for p, _ in mentioned]
         none: list[tuple[str, float]] = []
-        rankings = [self._guard("ranking files", lambda: self.plain.rank_files(task_text, names), none, warnings)]
+        if self._plain_needed:
+            rank = partial(self.plain.rank_files, task_text, names)
+        else:  # files by their best code search hit, from the index the code search keeps anyway
+            rank = partial(_best_per_file, self.code_search, task_text)
+        rankings = [self._guard("ranking files", rank, none, warnings)]
         if self.repo_map is not None and self.repo_map is not self.plain:
             source = self.repo_map
             rankings.append(
@@ -330,3 +337,11 @@ class ContextBuilder:
 
 def _results(source: CodeSearchProvider, query: str, k: int) -> list[CodeSearchResult]:
     return [as_result(hit) for hit in source.search(query, k)]
+
+
+def _best_per_file(source: CodeSearchProvider, query: str, k: int = 300) -> list[tuple[str, float]]:
+    best: dict[str, float] = {}
+    for hit in source.search(query, k):
+        if hit.score > best.get(hit.path, 0.0):
+            best[hit.path] = hit.score
+    return sorted(best.items(), key=lambda item: (-item[1], item[0]))

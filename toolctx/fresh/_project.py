@@ -73,44 +73,46 @@ class ProjectFiles:
         Paths are relative to the root, with ``/``. At most ``max_files`` are listed.
         """
         found: list[tuple[str, int, int]] = []
-        specs: list[tuple[str, Any]] = []  # (directory prefix, its .gitignore matcher)
-        for current, dirs, names in os.walk(self.root):
-            rel_dir = os.path.relpath(current, self.root)
-            prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
-            specs = [(p, s) for p, s in specs if prefix.startswith(p)]
-            if self.honours_gitignore and ".gitignore" in names:
-                spec = self._load_gitignore(Path(current, ".gitignore"))
+        # Depth first, one scandir per folder; each entry's lstat is the one the listing needs.
+        stack: list[tuple[str, str, list[tuple[str, Any]]]] = [(str(self.root), "", [])]
+        while stack:
+            folder, prefix, inherited = stack.pop()
+            try:
+                with os.scandir(folder) as listing:
+                    entries = sorted(listing, key=lambda entry: entry.name)
+            except OSError:
+                continue
+            specs = inherited
+            if self.honours_gitignore and any(e.name == ".gitignore" for e in entries):
+                spec = self._load_gitignore(Path(folder, ".gitignore"))
                 if spec is not None:
-                    specs.append((prefix, spec))
-            kept_dirs = []
-            for name in sorted(dirs):
-                if name in _ALWAYS_SKIPPED or (not self.honours_gitignore and name in _USUALLY_SKIPPED):
-                    continue
-                if self._ignored(specs, prefix + name + "/"):
-                    continue
-                kept_dirs.append(name)
-            dirs[:] = kept_dirs  # os.walk descends only into these (and never into symlinked ones)
-            for name in sorted(names):
-                rel = prefix + name
-                if self._ignored(specs, rel):
-                    continue
+                    specs = [*inherited, (prefix, spec)]
+            folders = []
+            for entry in entries:
+                name = entry.name
                 try:
-                    info = os.lstat(os.path.join(current, name))
+                    if entry.is_dir(follow_symlinks=False):  # symlinked folders are never entered
+                        skipped = name in _ALWAYS_SKIPPED or (not self.honours_gitignore and name in _USUALLY_SKIPPED)
+                        if not skipped and not self._ignored(specs, prefix + name + "/"):
+                            folders.append((entry.path, prefix + name + "/", specs))
+                        continue
+                    rel = prefix + name
+                    if self._ignored(specs, rel):
+                        continue
+                    info = entry.stat(follow_symlinks=False)
+                    if stat.S_ISLNK(info.st_mode):
+                        target = self._inside(rel)
+                        if target is None:
+                            continue
+                        info = target.stat()
                 except OSError:
                     continue
-                if stat.S_ISLNK(info.st_mode):
-                    target = self._inside(rel)
-                    if target is None:
-                        continue
-                    try:
-                        info = target.stat()
-                    except OSError:
-                        continue
                 if not stat.S_ISREG(info.st_mode):
                     continue
                 found.append((rel, info.st_mtime_ns, info.st_size))
                 if len(found) >= self.max_files:
                     return sorted(found), True
+            stack.extend(reversed(folders))
         return sorted(found), False
 
     @staticmethod

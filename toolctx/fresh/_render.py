@@ -50,7 +50,7 @@ MIN_PARTIAL_TOKENS = 200
 
 
 class CachedCounter:
-    """A counter that remembers the counts of long texts, so a second build recounts only what changed."""
+    """A counter that remembers its counts, so a second build recounts only what changed."""
 
     def __init__(self, counter: TokenCounter, max_entries: int = 20_000) -> None:
         self.counter = counter
@@ -62,8 +62,6 @@ class CachedCounter:
         return self.counter.name
 
     def count(self, text: str) -> int:
-        if len(text) < 256:
-            return self.counter.count(text)
         found = self._counts.get(text)
         if found is None:
             found = self.counter.count(text)
