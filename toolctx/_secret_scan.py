@@ -29,7 +29,6 @@ import bisect
 import codecs
 import functools
 import re
-import threading
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -158,7 +157,8 @@ class Prefilter:
         )
         self.fragments: tuple[Hashable, ...] = (*self.caseless, *self.exact, *(s.name for s in self.screens))
         self.engine = "none"
-        self._local = threading.local()
+        self._pool: list[Any] = []  # Hyperscan scratch spaces not in use
+        self._every_pool: list[Any] = []
         self._database: Any = None
         self._every: Any = None
         # Literals whose places locate() reports (all by default); 0 marks the others.
@@ -207,20 +207,32 @@ class Prefilter:
         return database
 
     def _scratch(self, every: bool = False) -> Any:
-        name = "every" if every else "scratch"
-        scratch = getattr(self._local, name, None)
-        if scratch is None:  # scratch space may not be shared between threads
-            scratch = self._scratch_type(self._every if every else self._database)
-            setattr(self._local, name, scratch)
-        return scratch
+        """A scratch space no other scan is using; give it back with :meth:`_release`.
+
+        Scratch may not be shared by two scans at once. A pool rather than one per
+        thread: frameworks run tools in short-lived threads, and making a scratch
+        costs tens of microseconds. ``list.pop`` and ``append`` are atomic, and a
+        forked child never inherits one that a scan of another thread was using.
+        """
+        pool = self._every_pool if every else self._pool
+        try:
+            return pool.pop()
+        except IndexError:
+            return self._scratch_type(self._every if every else self._database)
+
+    def _release(self, scratch: Any, every: bool = False) -> None:
+        (self._every_pool if every else self._pool).append(scratch)
 
     def __call__(self, data: bytes) -> bool:
         """Whether any fragment occurs in ``data`` (with Hyperscan, stops at the first)."""
         if self._database is not None:
+            scratch = self._scratch()
             try:
-                self._database.scan(data, match_event_handler=_stop, scratch=self._scratch())
+                self._database.scan(data, match_event_handler=_stop, scratch=scratch)
             except self._terminated:
                 return True
+            finally:
+                self._release(scratch)
             return False
         return bool(self.found(data))
 
@@ -229,8 +241,11 @@ class Prefilter:
         database = self._database
         if database is not None:
             ids: list[int] = []
-            scratch = getattr(self._local, "scratch", None) or self._scratch()
-            database.scan(data, match_event_handler=_collect, context=ids, scratch=scratch)
+            scratch = self._scratch()
+            try:
+                database.scan(data, match_event_handler=_collect, context=ids, scratch=scratch)
+            finally:
+                self._release(scratch)
             return frozenset(map(self.fragments.__getitem__, ids)) if ids else _NOTHING
         return self._search(data, None, 0)
 
@@ -246,10 +261,13 @@ class Prefilter:
         if self._every is None:
             self._every = self._compile_hyperscan(every=True)
         hits = _Hits(self._lengths, cap, max(4096, len(data) >> 10))
+        scratch = self._scratch(every=True)
         try:
-            self._every.scan(data, match_event_handler=_record, context=hits, scratch=self._scratch(every=True))
+            self._every.scan(data, match_event_handler=_record, context=hits, scratch=scratch)
         except self._terminated:  # far too many occurrences to be worth placing: say only which occur
             return self.found(data), {}
+        finally:
+            self._release(scratch, every=True)
         found = frozenset(map(self.fragments.__getitem__, hits.found))
         return found, {self.fragments[i]: p for i, p in hits.positions.items() if p is not None}
 
