@@ -39,7 +39,7 @@ def sequence(
     return out
 
 
-@dataclass
+@dataclass(repr=False)
 class PreparedContext:
     """One model call's context: what to send, its budget, and what compaction did to get there.
 
@@ -60,6 +60,12 @@ class PreparedContext:
     compacted: bool = False
     log: list[CompactionStep] = field(default_factory=list)
     context_role: str = "system"
+
+    def __repr__(self) -> str:
+        return (
+            f"PreparedContext(messages={len(self.messages)}, components={[c.name for c in self.components]}, "
+            f"tools={len(self.tools)}, used={self.budget.used:,}/{self.budget.limit:,}, compacted={self.compacted})"
+        )
 
     # -- OpenAI chat completions -------------------------------------------------------------
 

@@ -1,0 +1,350 @@
+"""The context assembler: prepare() speed, real sessions driven through it, and prompt-cache reuse by order.
+
+    python bench/assembly.py [--traces ../shared/traces/dev.jsonl] [--limit N] [--jobs 2]
+                             [--rounds 20] [--skip-replay] [--json out.json]
+
+1. Speed: ``prepare()`` on a 500-message history (250 tool calls with their
+   results) with three plugins (PlanPlugin, MemoryPlugin over a SQLite memory of
+   40 items, ToolOutputPlugin), exact o200k counts. "Nothing to compact": one new
+   message, then prepare(), on a 128k budget; "compacting": a fresh assembler whose
+   first prepare() must bring the same history under a 20k budget. Median of
+   ``--rounds``; the reference, measured in the same run, is counting the same 500
+   messages once with the same counter (what re-measuring without a cache costs).
+2. Real sessions: each recorded session of the trace file runs through a plain
+   chat loop (OpenAI chat messages, no toolctx) and the same loop with a
+   ContextAssembler (128k budget, the default proactive strategy, a
+   ToolOutputPlugin at the policy's defaults, results stored through
+   ``add_tool_result``). Every model call's input is measured with the replay's
+   own measure (``bench/_replay_measure.py``: exact o200k tokens, cache-weighted
+   tokens, pairing and order errors, every stand-in read back).
+3. Cache reuse by order: the coding sessions again, with a PlanPlugin whose next
+   task is marked done every 10 tool calls: cache-weighted tokens with the
+   assembler's order (components last) against the same content with the
+   components in the system message (their usual place).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _replay_measure import (
+    ASSISTANT_TEXT,
+    CALL_ARGUMENTS,
+    READ_ALL,
+    SYSTEM_AND_USER,
+    TOOL_DEFINITIONS,
+    TOOL_RESULTS,
+    TOOLCTX_DEFINITIONS,
+    Figures,
+    ModelInput,
+    TokenCounter,
+    Unit,
+    measure,
+    o200k_counter,
+    read_back_text,
+)
+from _replay_trace import Trace, args_schemas, load_traces
+from replay import DEFAULT_TRACES, render, summarize
+
+import toolctx
+from toolctx.assembly import CONTEXT_ID, SYSTEM_ID, ContextAssembler, MemoryPlugin, PlanPlugin, ToolOutputPlugin
+
+FRAMEWORK = "assembler"
+
+
+# -- units: what one model call is sent, in the replay's measure ----------------------------------
+
+
+def _units(messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]]) -> tuple[Unit, ...]:
+    definitions = tuple(
+        (TOOLCTX_DEFINITIONS if t["function"]["name"] == "read_context" else TOOL_DEFINITIONS, json.dumps(t))
+        for t in tools
+    )
+    units = [Unit("tools", definitions)]
+    for m in messages:
+        if m["role"] == "tool":
+            units.append(Unit("tool", ((TOOL_RESULTS, m["content"]),), answers=m["tool_call_id"]))
+        elif m["role"] == "assistant":
+            parts: list[tuple[str, str]] = [(ASSISTANT_TEXT, m["content"])] if m.get("content") else []
+            calls = m.get("tool_calls") or []
+            for c in calls:
+                parts += [(CALL_ARGUMENTS, c["function"]["name"]), (CALL_ARGUMENTS, c["function"]["arguments"])]
+            units.append(Unit("assistant", tuple(parts), calls=tuple(c["id"] for c in calls)))
+        else:
+            units.append(Unit("user" if m["role"] == "user" else "system", ((SYSTEM_AND_USER, m["content"]),)))
+    return tuple(units)
+
+
+def _tools(trace: Trace) -> list[dict[str, Any]]:
+    return [
+        {"type": "function", "function": {"name": n, "description": f"Recorded tool {n}.", "parameters": s}}
+        for n, s in args_schemas(trace).items()
+    ]
+
+
+def replay_plain(trace: Trace, count: TokenCounter) -> Figures:
+    """The session through a plain chat loop: every message sent as it is."""
+    started = time.perf_counter()
+    tools = _tools(trace)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": trace.system}] if trace.system else []
+    inputs: list[ModelInput] = []
+    for turn in trace.turns:
+        messages.append({"role": "user", "content": turn.user})
+        for step in turn.steps:
+            inputs.append(ModelInput(_units(messages, tools)))
+            calls = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.args)}}
+                for c in step.calls
+            ]
+            messages.append({"role": "assistant", "content": step.text or None, "tool_calls": calls})
+            messages += [{"role": "tool", "tool_call_id": c.id, "content": c.output} for c in step.calls]
+        inputs.append(ModelInput(_units(messages, tools), extra=turn.final is None))
+        messages.append({"role": "assistant", "content": turn.final or ""})
+    figures = Figures(trace.id, trace.source, FRAMEWORK, False, tool_calls=len(trace.calls))
+    measure(figures, inputs, {c.id: c.output for c in trace.calls}, count)
+    figures.run_seconds = time.perf_counter() - started
+    return figures
+
+
+async def _drive(trace: Trace, ctx: ContextAssembler, plan: PlanPlugin | None) -> list[tuple[Any, bool]]:
+    prepared_calls = []
+    done = 0
+    for turn in trace.turns:
+        ctx.set_current_input(turn.user)
+        for step in turn.steps:
+            prepared_calls.append((await ctx.prepare(), False))
+            calls = [{"id": c.id, "name": c.name, "arguments": c.args} for c in step.calls]
+            ctx.add_message("assistant", step.text, tool_calls=calls)
+            for c in step.calls:
+                ctx.add_tool_result(c.id, c.output)
+                done += 1
+                if plan is not None and done % 10 == 0:
+                    pending = plan.executable_tasks()
+                    if pending:
+                        plan.update_task_status(pending[0].id, "completed")
+        prepared_calls.append((await ctx.prepare(), turn.final is None))
+        ctx.add_message("assistant", turn.final or "")
+    return prepared_calls
+
+
+def replay_assembler(trace: Trace, count: TokenCounter) -> Figures:
+    """The session through the same loop with a ContextAssembler preparing every call."""
+    started = time.perf_counter()
+    figures = Figures(trace.id, trace.source, FRAMEWORK, True, tool_calls=len(trace.calls))
+    with tempfile.TemporaryDirectory() as tmp, toolctx.session(tmp) as s:
+        outputs = ToolOutputPlugin(session=s)
+        ctx = ContextAssembler(session=s, system_prompt=trace.system, tools=_tools(trace), plugins=[outputs])
+        calls = asyncio.run(_drive(trace, ctx, None))
+        inputs = [ModelInput(_units(p.to_openai(), p.tools), extra=extra) for p, extra in calls]
+
+        def read(handle: str, part: str = "result") -> str | None:
+            return read_back_text(outputs.read(handle, 0, READ_ALL, part))
+
+        redact = s.redactor.redact_text if s.redactor is not None else None
+        arguments = {c.id: c.args for c in trace.calls}
+        measure(figures, inputs, {c.id: c.output for c in trace.calls}, count, read, redact, arguments)
+        for span in ctx.spans:  # compacted history: every message restorable
+            stored = ctx.expand(span.handle)
+            if [m.id for m in stored] != [i for i in span.message_ids if not i.endswith(":missing")]:
+                figures.unrestorable.append(span.handle)
+    figures.run_seconds = time.perf_counter() - started
+    return figures
+
+
+def cache_by_order(trace: Trace, count: TokenCounter) -> dict[str, float]:
+    """Cache-weighted tokens with the components last (the assembler's order) and in the system message."""
+    tasks = [{"id": str(i), "description": f"step {i} of the fix"} for i in range(1 + len(trace.calls) // 10)]
+    with tempfile.TemporaryDirectory() as tmp, toolctx.session(tmp) as s:
+        plan = PlanPlugin({"goal": "resolve the issue", "tasks": tasks})
+        ctx = ContextAssembler(session=s, system_prompt=trace.system, tools=_tools(trace))
+        ctx.register_plugin(ToolOutputPlugin(session=s))
+        ctx.register_plugin(plan)
+        calls = asyncio.run(_drive(trace, ctx, plan))
+    results: dict[str, float] = {}
+    for order in ("components last", "components in the system message"):
+        inputs = []
+        for prepared, extra in calls:
+            messages = prepared.to_openai()
+            if order != "components last" and prepared.messages[-1].id == CONTEXT_ID:
+                block = messages.pop()["content"]
+                if prepared.messages[0].id == SYSTEM_ID:
+                    messages[0] = {"role": "system", "content": messages[0]["content"] + "\n\n" + block}
+                else:
+                    messages.insert(0, {"role": "system", "content": block})
+            inputs.append(ModelInput(_units(messages, prepared.tools), extra=extra))
+        figures = measure(Figures(trace.id, trace.source, order, True), inputs, {}, count)
+        results[order] = figures.cache_weighted
+        results[f"{order}: tokens"] = figures.tokens
+    return results
+
+
+# -- speed ------------------------------------------------------------------------------------------
+
+
+def _history(ctx: ContextAssembler, calls: int, prepare: ContextAssembler | None = None) -> None:
+    """A coding session of ``calls`` tool calls; with ``prepare``, a model call before each, as a loop makes."""
+    ctx.set_current_input("Find why the tests fail and fix it.")
+    for i in range(calls):
+        if prepare is not None:
+            asyncio.run(prepare.prepare())
+        args = {"command": f"grep -rn 'def handler_{i}' src/ | head -40"}
+        ctx.add_message(
+            "assistant", f"Looking at part {i}.", tool_calls=[{"id": f"c{i}", "name": "bash", "arguments": args}]
+        )
+        ctx.add_tool_result(
+            f"c{i}", "".join(f"src/mod_{i}/file_{j}.py:{j * 7}: def handler_{i}(x): return x\n" for j in range(12))
+        )
+
+
+def speed(rounds: int) -> dict[str, Any]:
+    from toolctx.memory import MemoryStore
+    from toolctx.tokens import get_counter
+
+    counter = get_counter("o200k_base")
+    with tempfile.TemporaryDirectory() as tmp, toolctx.session(Path(tmp) / "ctx") as s:
+        store = MemoryStore(f"sqlite:///{tmp}/memory.db")
+        memory = store.agent("bench")
+        for n in range(40):
+            memory.save("TASK" if n % 2 else "CODE", f"item {n}: " + "remember this detail " * 8)
+
+        def assembler(
+            max_tokens: int, outputs: ToolOutputPlugin | None = None, steps: bool = False
+        ) -> ContextAssembler:
+            ctx = ContextAssembler(max_tokens=max_tokens, session=s, counter=counter, system_prompt="You fix bugs.")
+            ctx.register_plugin(
+                PlanPlugin({"goal": "fix", "tasks": [{"id": str(i), "description": f"task {i}"} for i in range(8)]})
+            )
+            ctx.register_plugin(MemoryPlugin(memory))
+            ctx.register_plugin(outputs or ToolOutputPlugin(session=s, high_water=10**9))
+            _history(ctx, 250, ctx if steps else None)
+            return ctx
+
+        ctx = assembler(128_000)
+        asyncio.run(ctx.prepare())
+        quiet = []
+        for i in range(rounds):
+            ctx.add_message("user", f"one more note {i}")
+            started = time.perf_counter()
+            prepared = asyncio.run(ctx.prepare())
+            quiet.append(time.perf_counter() - started)
+            assert not prepared.compacted
+        # compacting, the usual way: a running assembler (the policy compacted old outputs along the way)
+        # whose budget no longer holds the context, so the history is compacted restorably
+        busy = []
+        for _ in range(max(3, rounds // 4)):
+            running = assembler(128_000, ToolOutputPlugin(session=s), steps=True)
+            running.update_config(max_tokens=6_000)
+            started = time.perf_counter()
+            prepared = asyncio.run(running.prepare())
+            busy.append(time.perf_counter() - started)
+            assert prepared.compacted
+            assert prepared.budget.used <= 6_000
+        # the worst case: one batch of every old output at once (the policy never ran before)
+        batch = []
+        for _ in range(max(3, rounds // 4)):
+            fresh = assembler(128_000, ToolOutputPlugin(session=s, high_water=10**9))
+            asyncio.run(fresh.prepare())
+            fresh.update_config(max_tokens=20_000)
+            started = time.perf_counter()
+            prepared = asyncio.run(fresh.prepare())
+            batch.append(time.perf_counter() - started)
+            assert prepared.compacted
+            assert prepared.budget.used <= 20_000
+        history = ctx.get_history()
+        reference = []
+        for _ in range(rounds):
+            started = time.perf_counter()
+            sum(
+                counter.count(m.content) + sum(counter.count(json.dumps(c.arguments)) for c in m.tool_calls)
+                for m in history
+            )
+            reference.append(time.perf_counter() - started)
+        used = prepared.budget.used
+        store.close()
+    # asyncio.run's own cost is part of the figures above; measure it to say so
+    loop = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        asyncio.run(asyncio.sleep(0))
+        loop.append(time.perf_counter() - started)
+    return {
+        "messages": len(history),
+        "prepare_nothing_to_compact_ms": statistics.median(quiet) * 1e3,
+        "prepare_compacting_ms": statistics.median(busy) * 1e3,
+        "prepare_first_batch_of_247_outputs_ms": statistics.median(batch) * 1e3,
+        "tokens_after_compacting": used,
+        "recount_500_messages_ms": statistics.median(reference) * 1e3,
+        "asyncio_run_ms": statistics.median(loop) * 1e3,
+        "rounds": rounds,
+    }
+
+
+# -- running ----------------------------------------------------------------------------------------
+
+_count: TokenCounter | None = None
+
+
+def _start() -> None:
+    global _count
+    _count = o200k_counter()
+
+
+def _job(trace: Trace) -> tuple[Figures, Figures, dict[str, float] | None]:
+    assert _count is not None
+    cache = cache_by_order(trace, _count) if trace.source.startswith("mini-swe") else None
+    return replay_plain(trace, _count), replay_assembler(trace, _count), cache
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
+    parser.add_argument("--source", action="append", default=[])
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--skip-replay", action="store_true")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    report: dict[str, Any] = {
+        "command": " ".join(sys.argv),
+        "python": platform.python_version(),
+        "load": os.getloadavg(),
+    }
+    report["speed"] = speed(args.rounds)
+    print(json.dumps(report["speed"], indent=1))
+    if not args.skip_replay:
+        traces = sorted(load_traces(args.traces, args.source, args.limit), key=lambda t: -len(t.calls))
+        started = time.perf_counter()
+        figures: list[Figures] = []
+        caches: list[dict[str, float]] = []
+        with ProcessPoolExecutor(max_workers=args.jobs, initializer=_start) as pool:
+            for plain, assembled, cache in pool.map(_job, traces):
+                figures += [plain, assembled]
+                if cache is not None:
+                    caches.append(cache)
+        summary = summarize(figures)
+        print(render(summary))
+        orders = {k: sum(c[k] for c in caches) for k in caches[0]} if caches else {}
+        print("cache by order (coding sessions with a plan):", json.dumps(orders, indent=1))
+        report.update(summary=summary, cache_by_order=orders, replay_seconds=time.perf_counter() - started)
+        report["unrestorable"] = sum(len(f.unrestorable) + len(f.arguments_unrestorable) for f in figures)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
