@@ -2,16 +2,16 @@
 
 Install with ``pip install 'toolctx[cli]'`` (``toolctx[cli,server]`` for ``toolctx serve``).
 
-=====================  ===========================================================
-command                what it does
-=====================  ===========================================================
-``toolctx ls [ID]``    kept sessions; with an id, the contexts that session stored
-``toolctx show ID C``  one stored context in full, through a pager on a terminal
-``toolctx stats``      totals of the context directory (and of a memory with --db)
-``toolctx gc``         remove orphaned session folders (``--dry-run`` to look)
-``toolctx memory ...`` agents, items by tier, checkpoints, flash save, restore, diff
-``toolctx serve``      the HTTP API and the live dashboard
-=====================  ===========================================================
+=======================  ==============================================================
+command                  what it does
+=======================  ==============================================================
+``toolctx ls [ID]``      kept sessions; with an id, the contexts that session stored
+``toolctx show ID C``    one stored context in full, through a pager on a terminal
+``toolctx stats``        totals of the context directory (and of a memory with --db)
+``toolctx gc``           remove orphaned session folders (``--dry-run`` to look)
+``toolctx memory ...``   agents, items by tier, checkpoints, flash save, restore, diff
+``toolctx serve``        the HTTP API and the live dashboard
+=======================  ==============================================================
 
 Every command takes ``--json`` for scripts. Exit codes: 0 done, 1 failed, 2 a bad
 value or usage, 3 nothing by that name (session, context, agent, checkpoint, or a

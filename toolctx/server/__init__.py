@@ -1,8 +1,9 @@
-"""The HTTP API of the tiered memory: ``python -m toolctx.server --db URL``.
+"""The HTTP API of the tiered memory and its live dashboard: ``toolctx serve --db URL``.
 
-Install with ``pip install 'toolctx[server]'``. :func:`create_app` builds the
-FastAPI application over a :class:`~toolctx.memory.MemoryStore`, for mounting in an
-application of your own.
+Install with ``pip install 'toolctx[server]'`` (``toolctx[cli,server]`` for the
+``toolctx serve`` command; ``python -m toolctx.server --db URL`` also works).
+:func:`create_app` builds the FastAPI application over a
+:class:`~toolctx.memory.MemoryStore`, for mounting in an application of your own.
 
 It answers only to loopback host names unless told others (``--allow-host``), so a
 web page cannot reach it by rebinding its own name; with a token (``--token`` or
