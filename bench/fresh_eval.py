@@ -51,6 +51,7 @@ from toolctx.selection import SearchIndex, tokenize
 
 CACHE = Path.home() / ".cache" / "toolctx-bench"
 BUDGETS = (10_000, 30_000, 100_000)
+MODES = ("bm25-files", "repo-map", "ranked", "fused", "builder")
 # SWE-bench instance number -> the release line its base commit was developing (approximate, by date).
 VERSIONS = {
     "django/django": [(11500, "3.0"), (12800, "3.1"), (13500, "3.2"), (14400, "4.0"), (15300, "4.1"), (16300, "4.2")],
@@ -165,7 +166,8 @@ class Project:
         self.root = root
         files = ProjectFiles(root, max_chars=1_000_000, encoding="utf-8", max_files=100_000)
         self.texts = {}
-        for path, _mtime, _size in files.scan()[0]:
+        listing = files.scan()[0]
+        for path, _mtime, _size in listing:
             text = files.read(path).text
             if text is not None:
                 self.texts[path] = text
@@ -174,12 +176,16 @@ class Project:
         for path, text in self.texts.items():
             self.index.add(path, path, text, tokens=self.sizes[path])
         self.map = RepoMap(root, count)
+        self.map.refresh(listing)  # the source does not change during the run: no rescan per task
+        self.builder: Any = None
 
     def bm25(self, text: str) -> list[str]:
         return [path for path, _score in self.index.search(tokenize(text))]
 
 
-def evaluate(tasks: list[dict[str, Any]], cache: Path, budgets: Sequence[int]) -> dict[str, Any]:
+def evaluate(
+    tasks: list[dict[str, Any]], cache: Path, budgets: Sequence[int], modes: Sequence[str] = MODES
+) -> dict[str, Any]:
     count = counter()
     try:
         from toolctx.fresh import ContextBuilder
@@ -203,7 +209,8 @@ def evaluate(tasks: list[dict[str, Any]], cache: Path, budgets: Sequence[int]) -
             skipped.append(f"{task['id']} (changed files absent at {release})")
             continue
         issue = task["issue"]
-        ways = _ways(project, issue, task["id"], ContextBuilder)
+        ways = _ways(project, issue, task["id"], ContextBuilder if "builder" in modes else None)
+        ways = {name: way for name, way in ways.items() if name in modes}
         for name, way in ways.items():
             for budget in budgets:
                 got = way(budget)
@@ -240,7 +247,9 @@ def _ways(project: Project, issue: str, task_id: str, builder_class: Any) -> dic
     if builder_class is not None:
         from toolctx.fresh import ContextOptions, TaskSpec
 
-        builder = builder_class(str(project.root), repo_map=project.map)
+        if project.builder is None:  # one per project: its indexes are built once
+            project.builder = builder_class(str(project.root), repo_map=project.map)
+        builder = project.builder
         spec = TaskSpec(id=task_id, name=issue.split("\n", 1)[0][:200], description=issue)
 
         def built(b: int) -> set[str]:
@@ -289,6 +298,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=CACHE, help="where sources are downloaded (outside the repo)")
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     parser.add_argument("--limit", type=int, default=0, help="only the first N tasks")
+    parser.add_argument("--modes", default=",".join(MODES), help="which ways of filling a context to judge")
     parser.add_argument("--timing", action="store_true", help="time the repo map on Django instead")
     parser.add_argument("--release", default="3.2", help="the Django release line --timing uses")
     parser.add_argument("--runs", type=int, default=3)
@@ -299,7 +309,7 @@ def main() -> None:
     tasks = load_tasks(args.trace)
     if args.limit:
         tasks = tasks[: args.limit]
-    report = evaluate(tasks, args.cache, [int(b) for b in args.budgets.split(",")])
+    report = evaluate(tasks, args.cache, [int(b) for b in args.budgets.split(",")], args.modes.split(","))
     print(json.dumps(report, indent=2))
 
 
