@@ -130,3 +130,18 @@ def test_building_writes_nothing_to_the_project(project: Path) -> None:
     system.integration.prepare_agent_context_sync("a", task)
     system.integration.on_task_complete_sync("a", "t")
     assert snapshot(project) == before
+
+
+def test_without_pathspec_the_gitignore_is_not_applied_and_the_context_says_so(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolctx.fresh import _project
+
+    monkeypatch.setattr(_project, "_has_pathspec", lambda: False)
+    (project / "node_modules" / "lib").mkdir(parents=True)
+    (project / "node_modules" / "lib" / "index.js").write_text("export const vendored = 1;\n")
+    system = system_for(project)
+    context = system.manager.build_fresh_context_sync(TaskSpec(id="t", name="pay"))
+    assert any("not applied without pathspec (pip install 'toolctx[fresh]')" in w for w in context.warnings)
+    assert "node_modules" not in context.repo_map
+    assert "secret.txt" in context.repo_map  # listed by path: only .gitignore excluded it

@@ -70,7 +70,7 @@ class ContextBuilder:
 
     ``repo_map`` and ``code_search`` are sources (see :class:`RepoMapProvider`,
     :class:`CodeSearchProvider`); ``"auto"`` uses the tree-sitter repo map and code
-    search when tree-sitter is installed (``toolctx[repomap]``) and the plain BM25
+    search when tree-sitter is installed (``toolctx[fresh]``) and the plain BM25
     search otherwise; ``None`` leaves code search out and lists files by path.
     ``code_memory`` is a search of your own (embeddings, the seed's CodeMemory):
     its hits are merged with the code search's by reciprocal rank fusion.
@@ -101,6 +101,11 @@ class ContextBuilder:
         )
         self.plain = PlainSearch(self.files, self.counter)
         self.notes: list[str] = []  # why a source fell back, repeated in every context's warnings
+        if not self.files.honours_gitignore and (self.files.root / ".gitignore").is_file():
+            self.notes.append(
+                "the project's .gitignore is not applied without pathspec (pip install 'toolctx[fresh]'); "
+                "only version control, cache and virtualenv folders are skipped"
+            )
         self.repo_map = self._source(repo_map, "_repomap", "RepoMap", RepoMapProvider)
         self.code_search = self._source(code_search, "_codesearch", "CodeSearch", CodeSearchProvider)
         # The plain index serves the plain map, plain code search, and file ranking without a code search.
@@ -116,7 +121,7 @@ class ContextBuilder:
                 raise TypeError(f"{name.lower()} must provide {kind.__name__}'s methods, got {type(given).__name__}")
             return given
         if importlib.util.find_spec("tree_sitter") is None:
-            self.notes.append(f"without tree-sitter (pip install 'toolctx[repomap]') {name} is the plain BM25 search")
+            self.notes.append(f"without tree-sitter (pip install 'toolctx[fresh]') {name} is the plain BM25 search")
             return self.plain
         try:
             factory = getattr(importlib.import_module(f"toolctx.fresh.{module}"), name)
