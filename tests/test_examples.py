@@ -108,3 +108,29 @@ def test_the_fresh_context_example_builds_validates_and_clears_a_context_for_thi
     assert "Messages for the model: ['system', 'user'], first user line: '## Task'" in out
     assert "Active contexts after the task: 0" in out
     assert sorted(p.name for p in ROOT.iterdir()) == before
+
+
+def test_the_assembler_examples_execute_the_plan_within_the_budget(tmp_path: Path) -> None:
+    for script, offline in (
+        ("assembly_openai_loop.py", "No OPENAI_API_KEY: running against a scripted client, offline."),
+        ("assembly_langchain.py", "No MODEL: running with a scripted chat model, offline."),
+    ):
+        env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "MODEL")}
+        env.update(TOOLCTX_CONTEXT_DIR=str(tmp_path / "ctx"), TMPDIR=str(tmp_path))
+        out = subprocess.run(
+            [sys.executable, str(ROOT / "examples" / script)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=tmp_path,
+        ).stdout
+        assert out.splitlines()[0] == offline
+        used = [int(n.replace(",", "")) for n in re.findall(r"Model call: ([\d,]+) of 1,600 tokens", out)]
+        assert len(used) == 5
+        assert max(used) <= 1600
+        assert re.search(r"Compacted: freed [\d,]+ tokens", out)
+        assert "Answer: Done: read the service log." in out
+        assert "Answer: Done: read the timeout setting." in out
+        assert "Plan: Goal: Explain the slow requests | - [x] 1: read the service log | - [x] 2:" in out
+        assert list(tmp_path.iterdir()) == []

@@ -322,7 +322,8 @@ async def prepare(a: ContextAssembler, force: bool) -> PreparedContext:
     final = draft.budget
     if final.used > final.limit:
         _check_floor(final)  # compaction offered read_context, and its definition alone does not fit
-    if log:
+    compacted = any(step.freed > 0 for step in log)
+    if compacted:
         a._metrics_compactions += 1
         a._metrics_freed += budget.used - final.used
         a._events.emit("compacted", log=log, freed=budget.used - final.used, budget=final)
@@ -338,12 +339,12 @@ async def prepare(a: ContextAssembler, force: bool) -> PreparedContext:
         components=[c for n, c in draft.components.items() if n not in draft.omitted],
         tools=draft.tools,
         budget=final,
-        compacted=bool(log),
+        compacted=compacted,
         log=log,
         context_role=a._config.context_role,
     )
     a._last = prepared
     a._metrics_prepares += 1
     a._metrics_seconds = time.perf_counter() - started
-    a._events.emit("prepared", budget=final, compacted=bool(log))
+    a._events.emit("prepared", budget=final, compacted=compacted, log=log)
     return prepared
