@@ -187,13 +187,14 @@ def test_bad_messages_are_refused() -> None:
 def test_tool_results_are_stored_and_big_ones_stand_in(s: toolctx.ContextSession) -> None:
     ctx = ContextAssembler(session=s, plugins=[ToolOutputPlugin(session=s, max_output_tokens=50)])
     _, small = tool_turn(ctx, 1, "ok")
-    _, big = tool_turn(ctx, 2, "x" * 5000)
+    text = " ".join(f"line {i}: value {i * 7}" for i in range(400))
+    _, big = tool_turn(ctx, 2, text)
     assert small.content == "ok"
     assert big.content.startswith("[toolctx stand-in]")
     pointer = s.find_call("c2")
     assert pointer is not None
     assert big.metadata["toolctx"] == pointer.id
-    assert s.load_contexts([pointer.id])[0].result == "x" * 5000
+    assert s.load_contexts([pointer.id])[0].result == text
     prepared = run(ctx.prepare())
     assert "read_context" in [t["function"]["name"] for t in prepared.tools]
 
