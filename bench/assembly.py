@@ -284,6 +284,8 @@ def speed(rounds: int) -> dict[str, Any]:
     return {
         "messages": len(history),
         "prepare_nothing_to_compact_ms": statistics.median(quiet) * 1e3,
+        "prepare_nothing_to_compact_min_ms": min(quiet) * 1e3,
+        "prepare_compacting_min_ms": min(busy) * 1e3,
         "prepare_compacting_ms": statistics.median(busy) * 1e3,
         "prepare_first_batch_of_247_outputs_ms": statistics.median(batch) * 1e3,
         "tokens_after_compacting": used,
