@@ -230,3 +230,72 @@ def test_the_installed_command_runs_in_a_fresh_process(context_dir: Path, kept: 
     assert missing.returncode == 3
     assert "no context 'ffffffff'" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_tables_for_people_show_the_same_numbers(context_dir: Path, kept: str, memory_db: str) -> None:
+    code, out, _ = invoke("stats", "--context-dir", str(context_dir), "--db", memory_db)
+    assert code == 0
+    assert "kept" in out
+    assert "worker" in out
+    code, out, _ = invoke("memory", "agents", "--db", memory_db)
+    assert code == 0
+    assert "worker" in out
+    code, out, _ = invoke("memory", "flash-save", "worker", "--db", memory_db)
+    assert code == 0
+    assert "1 archived" in out
+    [checkpoint] = as_json("memory", "checkpoints", "worker", "--db", memory_db)  # type: ignore[misc]
+    code, out, _ = invoke("memory", "checkpoints", "worker", "--db", memory_db)
+    assert str(checkpoint["id"]) in out
+    code, out, _ = invoke("memory", "diff", "worker", str(checkpoint["id"]), "--db", memory_db)
+    assert "added (0): -" in out
+    code, out, _ = invoke("memory", "restore", "worker", str(checkpoint["id"]), "--db", memory_db)
+    assert f"restored checkpoint {checkpoint['id']}" in out
+    code, out, _ = invoke("gc", "--context-dir", str(context_dir), "--dry-run")
+    assert "would remove 0 session folders" in out
+
+
+def test_an_empty_memory_says_so(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    MemoryStore(url).close()
+    code, out, _ = invoke("memory", "agents", "--db", url)
+    assert (code, out.strip()) == (0, "no agents in this memory yet")
+    code, _, err = invoke("memory", "agents", "--db", " ")
+    assert code == 2
+    assert "--db is empty" in err
+
+
+def test_a_database_that_cannot_be_reached_is_exit_code_4(postgres_url: str) -> None:
+    unreachable = postgres_url.rsplit("@", 1)[0] + "@127.0.0.1:1/nowhere?connect_timeout=2"
+    code, _, err = invoke("memory", "agents", "--db", unreachable)
+    assert code == 4
+    assert "busy or unreachable" in err
+
+
+def test_serve_answers_with_the_dashboard_and_stops_cleanly(tmp_path: Path, memory_db: str) -> None:
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    command = [sys.executable, "-m", "toolctx.cli", "serve", "--db", memory_db, "--port", str(port)]
+    server = subprocess.Popen([*command, "--context-dir", str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/agents", timeout=2) as answer:
+                    agents = orjson.loads(answer.read())["agents"]
+                break
+            except OSError:
+                assert server.poll() is None, "toolctx serve exited"
+                assert time.monotonic() < deadline, "toolctx serve did not answer"
+                time.sleep(0.2)
+        assert [a["agent_id"] for a in agents] == ["worker"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as page:
+            assert b"ContextPanel" in page.read()
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=30)
+    assert f"http://127.0.0.1:{port}/" in out
