@@ -225,9 +225,9 @@ def test_compact_forces_a_compaction_to_the_low_water_mark(s: toolctx.ContextSes
 
 def test_tool_outputs_compact_first_with_the_core_policy_and_read_back(s: toolctx.ContextSession) -> None:
     plugin = ToolOutputPlugin(session=s, high_water=10**9, keep=2)  # compacts only when the assembler asks
-    ctx = ContextAssembler(max_tokens=6000, counter=CharCounter(), session=s, plugins=[plugin])
+    ctx = ContextAssembler(max_tokens=9000, counter=CharCounter(), session=s, plugins=[plugin])
     ctx.set_current_input("investigate")
-    outputs = [f"output {i}: " + "o" * 400 for i in range(12)]
+    outputs = [f"output {i}: " + " ".join(f"row {i}.{j} = {j * 13}" for j in range(40)) for i in range(12)]
     for i, output in enumerate(outputs):
         tool_turn(ctx, i, output)
     prepared = run(ctx.prepare())
