@@ -214,3 +214,27 @@ def test_a_handed_listing_is_used_instead_of_scanning(project: Path) -> None:
     assert "shop/emails.py" not in dict(repo_map.rank_files("send_receipt_email", []))
     repo_map.refresh()
     assert repo_map.rank_files("send_receipt_email", [])[0][0] == "shop/emails.py"
+
+
+def test_the_ranking_is_the_same_without_numpy(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolctx.fresh import _rank
+
+    task = "PriceCalculator.with_tax is wrong for the ShoppingCart total"
+    with_numpy = RepoMap(project).rank_files(task, ["shop/cart.py"])
+    rendered = RepoMap(project).render(task, ["shop/cart.py"], 200)
+    monkeypatch.setattr(_rank, "_numpy", lambda: None)
+    without = RepoMap(project).rank_files(task, ["shop/cart.py"])
+    assert [path for path, _ in without] == [path for path, _ in with_numpy]
+    assert [score for _, score in without] == pytest.approx([score for _, score in with_numpy], rel=1e-6, abs=1e-9)
+    assert RepoMap(project).render(task, ["shop/cart.py"], 200) == rendered
+
+
+def test_a_damaged_disk_cache_entry_is_parsed_again(project: Path, tmp_path: Path) -> None:
+    cache_dir = tmp_path / "tag-cache"
+    RepoMap(project, cache_dir=cache_dir).tags()
+    for entry in cache_dir.rglob("*.json"):
+        entry.write_bytes(b"{not json")
+    _tags._shared.clear()
+    repo_map = RepoMap(project, cache_dir=cache_dir)
+    assert "PriceCalculator" in signatures(repo_map, "shop/pricing.py")
+    assert repo_map.cache.parsed > 0

@@ -103,8 +103,9 @@ def rank(
     received: dict[tuple[int, int], float] = {}
     if flows:
         for source, target, ident, share in zip(edges.sources, edges.targets, edges.idents, shares, strict=True):
-            key = (target, ident)
-            received[key] = received.get(key, 0.0) + ranks[source] * share
+            if ranks[source] > 0:  # as with numpy: only pairs some rank reaches
+                key = (target, ident)
+                received[key] = received.get(key, 0.0) + ranks[source] * share
     return ranks, received
 
 
