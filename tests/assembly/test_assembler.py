@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -246,3 +250,26 @@ def test_metrics_count_prepares_and_compactions(s: toolctx.ContextSession) -> No
     assert metrics["tokens_freed"] > 0
     assert metrics["compacted_messages"] + metrics["shown_messages"] - metrics["compacted_spans"] == 30
     assert metrics["counter"] == "chars"
+
+
+def test_without_optional_packages_it_counts_with_the_estimate_and_names_the_extra(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in {'sqlalchemy', 'langchain', 'langchain_core', 'rs_bpe'}:\n"
+        "            raise ImportError(name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import asyncio, toolctx.assembly as a\n"
+        "c = a.ContextAssembler()\n"
+        "c.set_current_input('hi')\n"
+        "p = asyncio.run(c.prepare())\n"
+        "print(c.get_metrics()['counter'], p.budget.used)\n"
+        "try:\n"
+        "    p.to_langchain()\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    env = {**os.environ, "TOOLCTX_CONTEXT_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["estimate 7", "to_langchain() needs LangChain: pip install 'toolctx[langchain]'"]

@@ -40,8 +40,8 @@ def resolve_counter(counter: TokenCounter | str | None) -> TokenCounter:
     (``toolctx[tokens]``), else the estimate.
     """
     if counter is None:
-        exact = get_counter("o200k_base")
         try:
+            exact = get_counter("o200k_base")
             exact.count("a")  # loads the tokenizer now, so a missing one is found here
         except ImportError:
             return EstimateCounter()
