@@ -19,7 +19,7 @@ from toolctx.tokens import estimate_tokens
 
 from .conftest import DictAdapter, Message, answer, asks, user
 
-SMALL = CompactionSettings(high_water=1000, low_water=200, keep=2, min_gain=0)
+SMALL = CompactionSettings(high_water=1000, low_water=200, keep=2, min_gain=0, cached_price=1.0)
 
 
 class Loop:
@@ -93,7 +93,7 @@ def test_a_batch_compacts_down_to_the_low_water_mark_and_keeps_the_recent_result
 
 def test_between_batches_the_prefix_stays_the_same(context_dir: Path) -> None:
     with session(context_dir) as s:
-        loop = Loop(s, CompactionSettings(high_water=2000, low_water=200, keep=2, min_gain=0))
+        loop = Loop(s, CompactionSettings(high_water=2000, low_water=200, keep=2, min_gain=0, cached_price=1.0))
         for _ in range(30):
             loop.step(("run", {"command": "pytest"}, output(loop.steps, 900)))
         batches = [i for i, n in enumerate(loop.edits) if n]
@@ -120,7 +120,9 @@ def test_a_batch_that_frees_too_little_is_not_made(context_dir: Path) -> None:
 
 def test_parallel_calls_keep_their_pairs_and_each_gets_its_own_stand_in(context_dir: Path) -> None:
     with session(context_dir) as s:
-        loop = Loop(s, CompactionSettings(high_water=500, low_water=0, keep=1, min_gain=0, args_chars=100))
+        loop = Loop(
+            s, CompactionSettings(high_water=500, low_water=0, keep=1, min_gain=0, cached_price=1.0, args_chars=100)
+        )
         loop.step(*((f"w{i}", {"path": f"f{i}.py", "content": "x = 1\n" * (100 + i)}, output(i)) for i in range(3)))
         shown = loop.step(("ls", {"command": "ls"}, "done"))
         asked = shown[1]
@@ -136,7 +138,9 @@ def test_parallel_calls_keep_their_pairs_and_each_gets_its_own_stand_in(context_
 
 
 def test_errors_and_excluded_tools_are_left_alone(context_dir: Path) -> None:
-    settings = CompactionSettings(high_water=500, low_water=0, keep=0, min_gain=0, exclude_tools=("plan",))
+    settings = CompactionSettings(
+        high_water=500, low_water=0, keep=0, min_gain=0, cached_price=1.0, exclude_tools=("plan",)
+    )
     with session(context_dir) as s:
         loop = Loop(s, settings)
         loop.step(("boom", {"command": "boom"}, output(1)), error=True)
@@ -145,7 +149,8 @@ def test_errors_and_excluded_tools_are_left_alone(context_dir: Path) -> None:
         loop.messages.append(asks(9, ("quiet", "shell", {"command": "quiet"})))
         persist_call(s, "shell", {"command": "quiet"}, output(3), call_id="quiet", error=ValueError("quiet"))
         loop.messages.append(answer("quiet", output(3)))
-        loop.step(("ok", {"command": "ok"}, output(4)))
+        loop.step(("ok", {"command": "ok"}, output(4)))  # the first batch is possible: read_context is offered
+        loop.call_model()  # and the batch is made
         texts = {m["id"]: m["text"] for m in loop.views[-1] if m["role"] == "tool"}
         assert texts["tc1_0"] == output(1)
         assert texts["tc2_0"] == output(2)
@@ -158,7 +163,7 @@ def test_errors_and_excluded_tools_are_left_alone(context_dir: Path) -> None:
 def test_long_string_arguments_become_stand_ins_and_the_arguments_stay_json(context_dir: Path) -> None:
     script = "cat <<'EOF' > fix.py\n" + "def handler(request):\n    return 1\n" * 40 + "EOF"
     with session(context_dir) as s:
-        loop = Loop(s, CompactionSettings(high_water=400, low_water=0, keep=1, min_gain=0))
+        loop = Loop(s, CompactionSettings(high_water=400, low_water=0, keep=1, min_gain=0, cached_price=1.0))
         loop.step(("write", {"command": script, "timeout": 30}, ""))
         loop.step(("ls", {"command": "ls"}, output(2)))
         shown = loop.step(("ls", {"command": "ls -la"}, "fix.py"))
@@ -176,7 +181,12 @@ def test_long_string_arguments_become_stand_ins_and_the_arguments_stay_json(cont
 def test_a_stand_in_of_a_stand_in_names_the_same_stored_output(context_dir: Path) -> None:
     big = output(7, 20_000)
     with session(context_dir) as s:
-        loop = Loop(s, CompactionSettings(high_water=600, low_water=0, keep=1, min_gain=0, max_output_tokens=1000))
+        loop = Loop(
+            s,
+            CompactionSettings(
+                high_water=600, low_water=0, keep=1, min_gain=0, cached_price=1.0, max_output_tokens=1000
+            ),
+        )
         pointer = persist_call(s, "shell", {"command": "cat log"}, big, call_id="big")
         first = shown_output(loop.compactor.settings, s, pointer, big)
         assert first is not None
@@ -197,7 +207,9 @@ def test_stand_ins_are_cut_from_the_redacted_copy(context_dir: Path) -> None:
     secret = "Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123456789"
     big = secret + "\n" + output(1, 8000)
     with session(context_dir) as s:
-        settings = CompactionSettings(high_water=300, low_water=0, keep=0, min_gain=0, preview_chars=200)
+        settings = CompactionSettings(
+            high_water=300, low_water=0, keep=0, min_gain=0, cached_price=1.0, preview_chars=200
+        )
         pointer = persist_call(s, "shell", {"command": "env"}, big, call_id="env")
         first = shown_output(settings, s, pointer, big)
         assert first is not None
@@ -217,7 +229,10 @@ def test_stand_ins_are_cut_from_the_redacted_copy(context_dir: Path) -> None:
 
 def test_a_result_that_cannot_be_stored_is_shown_whole(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with session(context_dir) as s:
-        loop = Loop(s, CompactionSettings(high_water=300, low_water=0, keep=0, min_gain=0, max_output_tokens=10))
+        loop = Loop(
+            s,
+            CompactionSettings(high_water=300, low_water=0, keep=0, min_gain=0, cached_price=1.0, max_output_tokens=10),
+        )
 
         def refuse(*args: Any, **kwargs: Any) -> Any:
             raise OSError("disk full")
@@ -265,3 +280,41 @@ def test_settings_are_checked() -> None:
         CompactionSettings(keep=-1)
     assert "read_context" in CompactionSettings().exclude_tools
     assert estimate_tokens("abcd") == 1
+
+
+def test_the_first_stand_in_waits_for_an_output_that_pays_for_the_cache_break(context_dir: Path) -> None:
+    """read_context joins the tool list with the first stand-in, so the whole prompt's cache breaks once."""
+    settings = CompactionSettings(high_water=10**6, max_output_tokens=1000, head_chars=200, tail_chars=0)
+    with session(context_dir) as s:
+        loop = Loop(s, settings)
+        for i in range(12):  # a long conversation of small outputs: about 6,000 tokens shown
+            loop.step(("ls", {"command": f"ls {i}"}, output(i, 2000)))
+        shown = notes(s).shown_tokens
+        assert shown == tokens(loop.views[-1])
+        lines = [f"99: line {n} of the test run output\n" for n in range(100_000)]
+
+        def text_of(tokens_wanted: int) -> str:  # the longest text estimated at most this many tokens
+            low, high = 0, len(lines)
+            while low < high:
+                middle = (low + high + 1) // 2
+                low, high = (
+                    (middle, high) if estimate_tokens("".join(lines[:middle])) <= tokens_wanted else (low, middle - 1)
+                )
+            return "".join(lines[:low])
+
+        calls = notes(s).model_calls
+        assert calls == 12
+        # frees a little less than pays for re-sending the whole prompt once at the full price: not made
+        threshold = int(0.9 * shown / (1 + 0.1 * calls))
+        modest = text_of(threshold - 20 + settings.stand_in_tokens)
+        pointer = persist_call(s, "shell", {"command": "cat a"}, modest, call_id="modest")
+        assert estimate_tokens(modest) > settings.max_output_tokens
+        assert shown_output(settings, s, pointer, modest) is None
+        assert not notes(s).offer_read_context
+        big = text_of(threshold + 20 + settings.stand_in_tokens)  # a little more: worth it
+        pointer = persist_call(s, "shell", {"command": "cat b"}, big, call_id="big")
+        assert is_stand_in(shown_output(settings, s, pointer, big))
+        assert notes(s).offer_read_context
+        # read_context is in the tool list from now on: any output over the limit gets its stand-in
+        pointer = persist_call(s, "shell", {"command": "cat c"}, modest, call_id="later")
+        assert is_stand_in(shown_output(settings, s, pointer, modest))

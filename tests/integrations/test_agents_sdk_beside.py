@@ -51,7 +51,7 @@ def test_the_users_input_filter_runs_first(context_dir: Path, kind: str) -> None
         ]
     )
     theirs = add_note if kind == "sync" else add_note_later
-    ours = compact_tool_outputs(high_water=1200, low_water=0, keep=1, min_gain=0, after=theirs)
+    ours = compact_tool_outputs(high_water=1200, low_water=0, keep=1, min_gain=0, cached_price=1.0, after=theirs)
     agent = Agent(name="coder", model=model, tools=[*persist_tools([shell]), read_context])
     with toolctx.session(context_dir) as s:
         asyncio.run(

@@ -25,7 +25,7 @@ from toolctx.standins import handle_of, is_stand_in
 from .test_langchain import ScriptedChat
 
 SCRIPT = "cat <<'EOF' > app.py\n" + "".join(f"def handler_{i}(request):\n    return {i}\n" for i in range(60)) + "EOF"
-OPTIONS: dict[str, Any] = {"high_water": 1500, "low_water": 0, "keep": 1, "min_gain": 0}
+OPTIONS: dict[str, Any] = {"high_water": 1500, "low_water": 0, "keep": 1, "min_gain": 0, "cached_price": 1.0}
 
 
 def listing(command: str) -> str:

@@ -210,7 +210,7 @@ def test_beside_langchains_context_editing(context_dir: Path, toolctx_first: boo
         AIMessage("done"),
     ]
     model = chat(*steps)
-    ours = ToolContextMiddleware(high_water=1500, low_water=0, keep=1, min_gain=0)
+    ours = ToolContextMiddleware(high_water=1500, low_water=0, keep=1, min_gain=0, cached_price=1.0)
     theirs = ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=1000, keep=1)])
     agent = create_agent(model, [fetch_report, shell], middleware=[ours, theirs] if toolctx_first else [theirs, ours])
     with toolctx.session(context_dir) as s:

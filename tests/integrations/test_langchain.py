@@ -180,6 +180,7 @@ def compaction_agent(**options: Any) -> tuple[ScriptedChat, Any]:
         high_water=1_000,
         low_water=0,
         min_gain=0,
+        cached_price=1.0,
         keep=2,
         exclude_tools=["fetch_report"],
         **options,
@@ -338,7 +339,9 @@ def test_bad_options() -> None:
 def test_tool_time_stand_ins_are_shortened_when_they_grow_old(context_dir: Path) -> None:
     steps: list[Any] = [call("fetch_report", f"r{i}", region=f"r{i}") for i in range(4)]
     model = chat(*steps, AIMessage(content="done"))
-    middleware = ToolContextMiddleware(max_output_tokens=500, high_water=1_000, low_water=0, min_gain=0, keep=1)
+    middleware = ToolContextMiddleware(
+        max_output_tokens=500, high_water=1_000, low_water=0, min_gain=0, cached_price=1.0, keep=1
+    )
     agent = create_agent(model, [fetch_report], middleware=[middleware])
     with session(context_dir) as s:
         run(agent, "q", False)
@@ -359,7 +362,9 @@ def test_results_from_before_the_middleware_are_stored_when_compacted(context_di
     ]
     model = chat(call("lookup", "n1", key="new"), AIMessage(content="done"))
     agent = create_agent(
-        model, [lookup], middleware=[ToolContextMiddleware(high_water=500, low_water=0, min_gain=0, keep=1)]
+        model,
+        [lookup],
+        middleware=[ToolContextMiddleware(high_water=500, low_water=0, min_gain=0, cached_price=1.0, keep=1)],
     )
     with session(context_dir) as s:
         agent.invoke({"messages": [*history, HumanMessage("new question")]})

@@ -126,7 +126,12 @@ def test_older_outputs_are_compacted_restorably(context_dir: Path) -> None:
     model = ScriptedModel(steps)
     agent = Agent(name="collector", model=model, tools=persist_tools([lookup, broken], max_output_tokens=100_000))
     with session(context_dir) as s:
-        run(agent, call_model_input_filter=compact_tool_outputs(high_water=1_000, low_water=0, min_gain=0, keep=2))
+        run(
+            agent,
+            call_model_input_filter=compact_tool_outputs(
+                high_water=1_000, low_water=0, min_gain=0, cached_price=1.0, keep=2
+            ),
+        )
         last = model.calls[-1]
         shown = outputs(last)
         assert [(o["call_id"], is_stand_in(o["output"])) for o in shown] == [
@@ -155,7 +160,12 @@ def test_outputs_stored_without_persist_tools_are_stored_when_compacted(context_
     model = ScriptedModel([*steps, [assistant_message("done")]])
     agent = Agent(name="plain", model=model, tools=[lookup])
     with session(context_dir) as s:
-        run(agent, call_model_input_filter=compact_tool_outputs(high_water=500, low_water=0, min_gain=0, keep=1))
+        run(
+            agent,
+            call_model_input_filter=compact_tool_outputs(
+                high_water=500, low_water=0, min_gain=0, cached_price=1.0, keep=1
+            ),
+        )
         assert [p.call_id for p in s.get_all_pointers()] == ["c0", "c1", "c2"]
         assert s.load_contexts([s.find_call("c0")])[0].args == {"key": "k0"}  # type: ignore[list-item]
 

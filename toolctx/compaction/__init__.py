@@ -18,7 +18,7 @@ from __future__ import annotations
 from toolctx.compaction._notes import Notes, Resolver, SessionSource, notes, session_resolver
 from toolctx.compaction._persist import persist_call, shown_output
 from toolctx.compaction._policy import Compactor, Edit, Item, ItemAdapter, ToolCall
-from toolctx.compaction._settings import READ_CONTEXT, CompactionSettings
+from toolctx.compaction._settings import READ_CONTEXT, CompactionSettings, pays_for_cache_break
 
 __all__ = [
     "READ_CONTEXT",
@@ -32,6 +32,7 @@ __all__ = [
     "SessionSource",
     "ToolCall",
     "notes",
+    "pays_for_cache_break",
     "persist_call",
     "session_resolver",
     "shown_output",

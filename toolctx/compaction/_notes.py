@@ -61,10 +61,12 @@ def _takes_key(factory: Callable[..., ContextSession]) -> bool:
 
 @dataclass
 class Notes:
-    """Per session: whether the model may need ``read_context``, and the question tool calls answer."""
+    """Per session: whether the model may need ``read_context``, the question tool calls answer, the prompt's size."""
 
     offer_read_context: bool = False
     query_id: str | None = None
+    shown_tokens: int = 0  # the conversation as the model was last shown it, estimated
+    model_calls: int = 0  # model calls the conversation has had
 
     def question(self, text: str | None) -> None:
         self.query_id = None if text is None else hash_query(text)

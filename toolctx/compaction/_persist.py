@@ -7,7 +7,7 @@ from typing import Any
 
 from toolctx._internal import internal_error
 from toolctx.compaction._notes import notes
-from toolctx.compaction._settings import CompactionSettings
+from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
 from toolctx.models import ContextPointer, ErrorInfo
 from toolctx.sessions import ContextSession
 from toolctx.standins import stand_in, stored_text
@@ -47,8 +47,21 @@ def shown_output(
 
     Only a stored, non-error output gets one, cut from the stored copy (what
     ``read_context`` returns), so a failure to store always shows the full output.
+    The conversation's first stand-in brings ``read_context`` into the tool list,
+    which breaks the provider's prompt cache for the whole prompt once: it is made
+    only for an output that frees enough to pay for that
+    (:func:`pays_for_cache_break`).
     """
-    if pointer is None or not pointer.stored or pointer.is_error or estimate_tokens(text) <= settings.max_output_tokens:
+    if pointer is None or not pointer.stored or pointer.is_error:
+        return None
+    tokens = estimate_tokens(text)
+    if tokens <= settings.max_output_tokens:
+        return None
+    session_notes = notes(session)
+    freed = tokens - settings.stand_in_tokens
+    if not session_notes.offer_read_context and not pays_for_cache_break(
+        freed, session_notes.shown_tokens, session_notes.model_calls, settings.cached_price
+    ):
         return None
     try:
         found = session.load_contexts([pointer.id])
@@ -57,5 +70,5 @@ def shown_output(
         return None
     if not found:
         return None
-    notes(session).offer_read_context = True
+    session_notes.offer_read_context = True
     return stand_in(pointer, stored_text(found[0]), settings.head_chars, settings.tail_chars)

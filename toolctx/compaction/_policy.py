@@ -19,7 +19,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from toolctx._internal import internal_error
 from toolctx.compaction._notes import Resolver, SessionSource, notes, session_resolver
 from toolctx.compaction._persist import shown_output
-from toolctx.compaction._settings import CompactionSettings
+from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
 from toolctx.models import ContextPointer
 from toolctx.sessions import ContextSession
 from toolctx.standins import argument_stand_in, is_stand_in, result_marker, stored_text
@@ -96,6 +96,7 @@ class _Conversation:
     recent: deque[str] = field(default_factory=deque)  # results still inside the keep window
     candidates: deque[tuple[str, int]] = field(default_factory=deque)  # (call id, estimated gain), oldest first
     available: int = 0  # estimated tokens all candidates would free
+    model_calls: int = 0  # model calls made so far
 
 
 class Compactor(Generic[T]):
@@ -152,7 +153,10 @@ class Compactor(Generic[T]):
                 fingerprint(items[0]),
                 fingerprint(items[-1]),
             )
+        conversation.model_calls += 1
         edits = self._compact(conversation, session)
+        session_notes = notes(session)
+        session_notes.shown_tokens, session_notes.model_calls = conversation.shown, conversation.model_calls
         return list(conversation.emitted), edits
 
     def _conversation(self, key: Hashable) -> _Conversation:
@@ -226,8 +230,12 @@ class Compactor(Generic[T]):
         if conversation.shown <= settings.high_water:
             return []
         wanted = conversation.shown - settings.low_water
-        # A batch breaks the prompt cache after its first edit: make it only if it frees enough to pay for that.
-        if min(conversation.available, wanted) < settings.min_gain:
+        # A batch breaks the prompt cache after its first edit, near the start: make it only if it frees
+        # enough to pay for that (the oldest candidate comes first, so about all that is shown is re-sent).
+        freed = min(conversation.available, wanted)
+        if freed < settings.min_gain or not pays_for_cache_break(
+            freed, conversation.shown, conversation.model_calls, settings.cached_price
+        ):
             return []
         session_notes = notes(session)
         if not session_notes.offer_read_context:

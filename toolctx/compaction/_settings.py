@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from toolctx._checks import whole_number
+from toolctx._checks import real_number, whole_number
 from toolctx.errors import ConfigError
 
-__all__ = ["READ_CONTEXT", "CompactionSettings"]
+__all__ = ["READ_CONTEXT", "CompactionSettings", "pays_for_cache_break"]
 
 READ_CONTEXT = "read_context"
 """The name of the tool that reads stored outputs back; its own results are never compacted."""
@@ -35,6 +35,13 @@ class CompactionSettings:
     it frees at least ``min_gain`` (1,000) tokens, to pay for its one cache break.
     The first batch waits one model call, in which ``read_context`` starts being
     offered, so the tool list and the messages change in the same call.
+
+    ``cached_price`` (0.1): what the provider charges for a cached prompt token,
+    as a share of the full price (Anthropic 0.1; OpenAI 0.1-0.5 by model; 1.0
+    for no prompt caching). An edit that breaks the cache, a batch or the first
+    stand-in (it brings ``read_context`` into the tool list), is made only when
+    it pays for itself by this price (:func:`pays_for_cache_break`), expecting a
+    conversation to go on for as many calls as it has had.
 
     ``preview_chars`` (0): characters of a compacted result kept after its
     marker; ``args_chars`` (300): a string argument longer than this is replaced,
@@ -70,6 +77,7 @@ class CompactionSettings:
     keep: int = 3
     min_gain: int = 1000
     preview_chars: int = 0
+    cached_price: float = 0.1
     args_chars: int = 300
     args_preview_chars: int = 60
     exclude_tools: frozenset[str] = field(default_factory=frozenset)
@@ -81,9 +89,28 @@ class CompactionSettings:
         whole_number("high_water", self.high_water, minimum=1)
         whole_number("args_chars", self.args_chars, minimum=1)
         whole_number("args_preview_chars", self.args_preview_chars)
+        if real_number("cached_price", self.cached_price, minimum=0.0) > 1:
+            raise ConfigError(f"cached_price is a share of the full price, 0 to 1; got {self.cached_price!r}")
         if self.low_water > self.high_water:
             raise ConfigError(f"low_water ({self.low_water:,}) must not be over high_water ({self.high_water:,})")
         tools: Iterable[str] = (self.exclude_tools,) if isinstance(self.exclude_tools, str) else self.exclude_tools
         if not all(isinstance(t, str) for t in tools):
             raise ConfigError(f"exclude_tools must be tool names, got {self.exclude_tools!r:.100}")
         object.__setattr__(self, "exclude_tools", frozenset(tools) | {READ_CONTEXT})
+
+    @property
+    def stand_in_tokens(self) -> int:
+        """About what a tool-time stand-in costs: its head and tail, and the line naming the handle."""
+        return (self.head_chars + self.tail_chars) // 4 + 60
+
+
+def pays_for_cache_break(freed: int, broken: int, calls: int, cached_price: float = 0.1) -> bool:
+    """Whether freeing ``freed`` tokens is worth re-sending ``broken`` tokens at the uncached price once.
+
+    A provider bills a cached prompt prefix at ``cached_price`` of the full price.
+    An edit makes the ``broken`` tokens after it (the freed ones included) cost the
+    full price on the next call instead of the cached one, and saves the cached
+    price of the ``freed`` tokens on that call and every later one; a conversation
+    is expected to go on for about as many calls as it has had (``calls``).
+    """
+    return freed * (1 + cached_price * calls) > (1 - cached_price) * broken
