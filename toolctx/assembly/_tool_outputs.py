@@ -198,8 +198,12 @@ class ToolOutputPlugin:
         session = self.session()
         before, _ = self.compactor.view(self._last, self._key, session)
         saved = self.compactor.settings
-        # min_gain 1: with nothing to compact, read_context is not switched on for nothing
-        self.compactor.settings = dataclasses.replace(saved, high_water=1, low_water=0, min_gain=1)
+        # min_gain 1: with nothing to compact, read_context is not switched on for nothing. The context does
+        # not fit, so whether a batch pays for its cache break does not arise: priced as if nothing were cached.
+        forced: dict[str, Any] = {"high_water": 1, "low_water": 0, "min_gain": 1}
+        if "cached_price" in {f.name for f in dataclasses.fields(saved)}:
+            forced["cached_price"] = 1.0
+        self.compactor.settings = dataclasses.replace(saved, **forced)
         try:
             after, edits = self.compactor.view(self._last, self._key, session)
             if not edits:  # the first batch switched read_context on and waited: make it now
