@@ -1,11 +1,11 @@
 """Tiered memory speed with 100,000 items for one agent among 10 agents, on SQLite and PostgreSQL.
 
-    python bench/tiered.py [--items 100000] [--others 10000] [--days 30] [--runs 7] [--sqlite-only]
+    python bench/tiered.py [--items 100000] [--others 10000] [--days 30] [--runs 7] [--sqlite-only | --postgres-only]
 
 The database holds the measured agent's items plus ``--others`` items for each of
 nine other agents. The measured agent's items are saved in 200 batches spread over
-``--days`` simulated days, with ``update_tiers()`` after every tenth batch (as after
-each task), so ages, tiers and access counts look like a long-running agent's. Item
+``--days`` simulated days, with ``complete_task()`` and ``update_tiers()`` after every
+tenth batch (as after each task), so ages, tiers and access counts look like a long-running agent's. Item
 contents are 100-2,000 characters. PostgreSQL's planner statistics are refreshed
 with ANALYZE after loading, as autovacuum does within a minute. How many items are HOT follows from how many
 arrive per day: over 30 days the HOT tier holds a few hundred items, about what
@@ -39,13 +39,13 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.postgres_server import PostgresServer
 from toolctx.memory import AgentMemory, MemoryConfig, MemoryStore
-from toolctx.memory._schema import items
+from toolctx.memory._schema import checkpoints, items
 
 DAY = 86_400.0
 TYPES = ["TASK", "CODE", "ERROR", "TEST_RESULT", "PRD_SECTION"]
@@ -92,8 +92,9 @@ def populate(store: MemoryStore, clock: Clock, count: int, others: int, days: fl
     for batch in range(batches):
         clock.now = start + batch * days * DAY / batches
         agent.save_many([(rng.choice(TYPES), text(rng)) for _ in range(count // batches)], loaded=False)
-        if batch % 10 == 9:
+        if batch % 10 == 9:  # a task done: its items are unpinned, and tiers updated
             agent.load("HOT", limit=200)
+            agent.complete_task()
             agent.update_tiers()
     clock.now = start + days * DAY
     agent.update_tiers()
@@ -193,12 +194,33 @@ def measure(url: str, label: str, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def unarchive_all(agent: AgentMemory, working: list[int]) -> None:
+    """Untimed: undo a flash save (nothing archived, ``working`` loaded, checkpoints gone), so it can run again."""
+    with agent.store.write() as conn:
+        conn.execute(
+            update(items)
+            .where(items.c.agent_id == agent.agent_id, items.c.archived.is_(True))
+            .values(archived=False, loaded=False)
+        )
+        conn.execute(update(items).where(items.c.agent_id == agent.agent_id).values(loaded=False))
+        for start in range(0, len(working), 5000):
+            chunk = working[start : start + 5000]
+            conn.execute(update(items).where(items.c.id.in_(chunk)).values(loaded=True))
+        conn.execute(delete(checkpoints).where(checkpoints.c.agent_id == agent.agent_id))
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql("ANALYZE context_items")
+
+
 def measure_flash(agent: AgentMemory, clock: Clock, rng: random.Random, runs: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    start = time.perf_counter()
-    first = agent.flash_save()
-    out["flash_first"] = (time.perf_counter() - start) * 1000
-    out["flash_first_archived"] = first.items_archived
+    # The first flash save archives the whole backlog of COLD items. Undone (untimed)
+    # between runs, so it is measured ``runs`` times on the same store.
+    working = [item.id for item in agent.working_set()]
+    firsts: list[Any] = []
+    out["flash_first"] = median_ms(
+        lambda: firsts.append(agent.flash_save()), runs, before=lambda: unarchive_all(agent, working)
+    )
+    out["flash_first_archived"] = firsts[-1].items_archived
     results = []
     working: list[int] = []
 
@@ -241,7 +263,7 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
             ("update_tiers()", r["update_tiers"], "< 1000 ms", f"{r['active']:,} active items"),
             (f"flash save, {r['flash_working']:,.0f} working items", r["flash"], "< 200 ms",
              f"{r['flash_checkpointed']:,.0f} checkpointed, {r['flash_archived']:,.0f} archived"),
-            ("  first flash save (archives backlog)", r["flash_first"], "",
+            ("  first flash save (archives backlog)", r["flash_first"], "< 2000 ms",
              f"{r['flash_first_archived']:,} archived"),
             ("diff, 10,000 items, 100 changed", r["diff"], "< 20 ms", f"{r['diff'] / r['diff_ref']:.2f}x driver"),
             ("  reference: bare driver id+hash read", r["diff_ref"], "", ""),
@@ -259,10 +281,12 @@ def main() -> None:
     parser.add_argument("--days", type=float, default=30.0)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--sqlite-only", action="store_true")
+    parser.add_argument("--postgres-only", action="store_true")
     args = parser.parse_args()
     results = []
-    with TemporaryDirectory(prefix="toolctx-bench-") as tmp:
-        results.append(measure(f"sqlite:///{tmp}/memory.db", "SQLite (file, WAL)", args))
+    if not args.postgres_only:
+        with TemporaryDirectory(prefix="toolctx-bench-") as tmp:
+            results.append(measure(f"sqlite:///{tmp}/memory.db", "SQLite (file, WAL)", args))
     if not args.sqlite_only:
         with PostgresServer(fsync=True) as server:
             results.append(measure(server.url, "PostgreSQL 15 (loopback, fsync on)", args))

@@ -346,6 +346,22 @@ class AgentMemory:
         log(DEBUG, "memory_archived", agent=self.agent_id, count=len(archived))
         return archived
 
+    def delete(self, item_ids: Iterable[int]) -> list[int]:
+        """Delete these items and every content they had; the ids deleted.
+
+        Checkpoints that recorded them restore without them, and a diff against an
+        earlier snapshot reports them removed. Ids of other agents' items, or of no
+        item, raise :class:`~toolctx.errors.UnknownItemError` and delete nothing.
+        """
+        wanted = sorted({positive("item_id", item_id) for item_id in _id_list(item_ids)})
+        if not wanted:
+            return []
+        with self._write("deleted") as write:
+            _saving.delete_items(write.conn, self.agent_id, write.revision, wanted)
+            write.details["item_ids"] = wanted
+        log(DEBUG, "memory_deleted", agent=self.agent_id, count=len(wanted))
+        return wanted
+
     def checkpoints(self) -> list[CheckpointInfo]:
         """This agent's checkpoints, newest first."""
         with self.store.read() as conn:

@@ -80,6 +80,7 @@ class AsyncAgentMemory:
     update_tiers = _in_thread(AgentMemory.update_tiers)
     flash_save = _in_thread(AgentMemory.flash_save)
     archive = _in_thread(AgentMemory.archive)
+    delete = _in_thread(AgentMemory.delete)
     checkpoints = _in_thread(AgentMemory.checkpoints)
     restore = _in_thread(AgentMemory.restore)
     snapshot = _in_thread(AgentMemory.snapshot)

@@ -148,7 +148,10 @@ def _recorded_items(conn: Connection, agent_id: str, checkpoint_id: int) -> list
             select(contents.c.item_id, contents.c.content_hash, contents.c.content).where(contents.c.item_id.in_(chunk))
         ).all()
         texts.update(((item_id, digest), text) for item_id, digest, text in found)
-    with_content = [(*row[:3], texts[row[0], row[RECORDED_HASH]], *row[3:]) for row in rows]
+    # Items deleted since the checkpoint have no content left: they are not restored.
+    with_content = [
+        (*row[:3], texts[row[0], row[RECORDED_HASH]], *row[3:]) for row in rows if (row[0], row[RECORDED_HASH]) in texts
+    ]
     return sorted(to_items(with_content), key=lambda item: (-item.importance_score, -item.id))
 
 

@@ -16,7 +16,7 @@ from toolctx.memory._checkpoints import recorded_rows
 from toolctx.memory._items import ContextItem, Tier, timestamp
 from toolctx.memory._results import ContextDiff, ContextSnapshot, snapshot_hash
 from toolctx.memory._rows import RECORDED_HASH, chunks, mine, revision_of, select_items, to_items
-from toolctx.memory._schema import items
+from toolctx.memory._schema import deleted, items
 
 __all__ = ["diff", "snapshot"]
 
@@ -98,6 +98,12 @@ def _changes_since(
             mine(agent_id), items.c.revision > since
         )
     ).all()
+    gone = conn.execute(
+        select(deleted.c.item_id).where(deleted.c.agent_id == agent_id, deleted.c.revision > since)
+    ).scalars()
+    for item_id in gone:
+        if current.pop(item_id, None) is not None:
+            removed.append(item_id)
     for item_id, hash_now, loaded, archived, item_tier in written:
         inside = loaded if tier is None else (not archived and item_tier == tier.value)
         hash_before = before.get(item_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection
 
 from toolctx._checks import fraction
@@ -18,10 +18,18 @@ from toolctx.errors import ConfigError, UnknownItemError
 from toolctx.memory._config import MemoryConfig
 from toolctx.memory._items import ContextItem, content_hash
 from toolctx.memory._rows import ITEM_COLUMNS, mine, to_item
-from toolctx.memory._schema import contents, items
+from toolctx.memory._schema import contents, deleted, items
 from toolctx.tokens import estimate_tokens
 
-__all__ = ["archive_items", "check_content", "insert_items", "item_row", "replace_content", "saved_item"]
+__all__ = [
+    "archive_items",
+    "check_content",
+    "delete_items",
+    "insert_items",
+    "item_row",
+    "replace_content",
+    "saved_item",
+]
 
 
 def check_content(content: object, max_bytes: int) -> str:
@@ -144,3 +152,14 @@ def archive_items(conn: Connection, agent_id: str, revision: int, item_ids: Sequ
             .values(archived=True, loaded=False, revision=revision)
         )
     return fresh
+
+
+def delete_items(conn: Connection, agent_id: str, revision: int, item_ids: Sequence[int]) -> None:
+    """Delete the agent's items ``item_ids`` (all must be its own) and every content they had."""
+    found = set(conn.execute(select(items.c.id).where(mine(agent_id), items.c.id.in_(item_ids))).scalars())
+    missing = [item_id for item_id in item_ids if item_id not in found]
+    if missing:
+        raise UnknownItemError(f"agent {agent_id!r} has no item {missing[0]!r}; nothing was deleted")
+    conn.execute(delete(contents).where(contents.c.item_id.in_(item_ids)))
+    conn.execute(delete(items).where(mine(agent_id), items.c.id.in_(item_ids)))
+    conn.execute(insert(deleted), [{"agent_id": agent_id, "item_id": i, "revision": revision} for i in item_ids])

@@ -52,6 +52,7 @@ __all__ = [
     "checkpoints",
     "contents",
     "create_schema",
+    "deleted",
     "in_memory",
     "items",
     "meta",
@@ -160,6 +161,17 @@ contents = Table(
     Column("content", Text, nullable=False),
     PrimaryKeyConstraint("item_id", "content_hash", name="pk_context_contents"),
 )
+
+# Items deleted, by the agent revision that deleted them, so a diff against an older
+# snapshot still reports them removed (their rows are gone).
+deleted = Table(
+    "context_deleted",
+    metadata,
+    Column("agent_id", String(MAX_AGENT_ID), ForeignKey("context_agents.agent_id", ondelete="CASCADE"), nullable=False),
+    Column("item_id", _ID, nullable=False),
+    Column("revision", BigInteger, nullable=False),
+)
+Index("ix_context_deleted_revision", deleted.c.agent_id, deleted.c.revision)
 
 checkpoints = Table(
     "context_checkpoints",
