@@ -1,0 +1,142 @@
+"""Handles across turns and restarts: every handle a model was shown reads back in every later turn.
+
+Replays the multi-turn sessions of a trace file through LangChain's ``create_agent``
+with ``ToolContextMiddleware(session=Conversations(...))``. Each turn is run as a new
+process would run it: a new ``Conversations``, middleware and agent, with only the
+checkpointer (the conversation's own state) and the context directory carried over,
+and the turn's sessions closed at its end. After every turn, every handle shown to the
+model so far (results and arguments) is read back through ``read_context`` by a fresh
+``Conversations`` and compared with the recorded output; and read from another
+conversation, where it must be refused. ``tests/integrations/test_conversations.py``
+runs turns in real subprocesses; this replays the recorded sessions at scale.
+
+    python bench/multiturn.py --traces ../shared/traces/dev.jsonl [--stress]
+
+``--stress`` uses settings that make stand-ins of almost every output (a tool-time
+limit of 100 tokens, batches over 1,000 tokens, no cache pricing), so that far more
+handles are tested than the defaults produce on these short customer-service sessions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _replay_langchain import ScriptedChatModel, _Replay
+from _replay_measure import _tool_texts, argument_stand_ins, read_back_text
+from _replay_trace import Trace, load_traces
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from toolctx_langchain import ToolContextMiddleware
+
+from toolctx import Conversations
+from toolctx.redaction import resolve_redactor
+from toolctx.standins import handle_of, is_stand_in
+
+STRESS: dict[str, Any] = {"max_output_tokens": 100, "high_water": 1000, "keep": 1, "min_gain": 0, "cached_price": 1.0}
+READ_ALL = 10**9
+
+
+def read(directory: Path, thread: str, handle: str, part: str = "result") -> str | None:
+    """What a later turn's ``read_context`` returns for ``handle`` in ``thread`` (a fresh process's view)."""
+    conversations = Conversations(directory)
+    try:
+        tool = ToolContextMiddleware(session=conversations).tools[0]
+        config: Any = {"configurable": {"thread_id": thread}}
+        answer = tool.invoke({"id": handle, "offset": 0, "limit": READ_ALL, "part": part}, config)
+        return read_back_text(str(answer))
+    finally:
+        conversations.close()
+
+
+def replay(trace: Trace, directory: Path, options: dict[str, Any]) -> dict[str, int]:
+    figures = {"turns": len(trace.turns), "handles": 0, "checks": 0, "exact": 0, "redacted": 0, "failed": 0}
+    figures["refused_elsewhere"] = 0
+    replay = _Replay(trace)
+    saver = InMemorySaver()
+    redact = resolve_redactor(True)
+    recorded = {call.id: call.output for call in trace.calls}
+    arguments = {call.id: call.args for call in trace.calls}
+    shown: dict[tuple[str, str], str] = {}  # (handle, part) -> what it must read back as
+    for turn in trace.turns:
+        conversations = Conversations(directory)  # a new process for each turn
+        middleware = ToolContextMiddleware(session=conversations, **options)
+        agent = create_agent(
+            ScriptedChatModel(replay=replay),
+            replay.tools(),
+            system_prompt=trace.system or None,
+            middleware=[middleware],
+            checkpointer=saver,
+        )
+        config: Any = {"configurable": {"thread_id": trace.id}, "recursion_limit": 2 * len(turn.steps) + 10}
+        try:
+            agent.invoke({"messages": [HumanMessage(turn.user)]}, config)
+        finally:
+            conversations.close()
+        for model_input in replay.inputs:
+            for call_id, text in _tool_texts(model_input.units):
+                pointer_id = handle_of(text) if is_stand_in(text) else None
+                if pointer_id is not None and call_id in recorded:
+                    shown[(f"ctx:{pointer_id}", "result")] = recorded[call_id]
+            for call_id, name, text in argument_stand_ins(model_input.units):
+                pointer_id = handle_of(text)
+                value = arguments.get(call_id, {}).get(name)
+                if pointer_id is not None and isinstance(value, str):
+                    shown[(f"ctx:{pointer_id}", f"args.{name}")] = value
+        for (handle, part), original in shown.items():  # every handle shown so far, read in the next turn
+            figures["checks"] += 1
+            back = read(directory, trace.id, handle, part)
+            if back == original:
+                figures["exact"] += 1
+            elif back is not None and redact is not None and back == redact.redact_text(original):
+                figures["redacted"] += 1
+            else:
+                figures["failed"] += 1
+    figures["handles"] = len(shown)
+    for handle, part in list(shown)[:5]:  # another conversation must not read them
+        if read(directory, trace.id + "-other", handle, part) is None:
+            figures["refused_elsewhere"] += 1
+    figures["refusal_checks"] = min(5, len(shown))
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--traces", type=Path, required=True)
+    parser.add_argument("--limit", type=int, default=None, help="at most N sessions")
+    parser.add_argument("--stress", action="store_true", help="stand-ins for almost every output")
+    args = parser.parse_args()
+    traces = [t for t in load_traces(args.traces) if len(t.turns) > 1][: args.limit]
+    options = STRESS if args.stress else {}
+    totals: dict[str, int] = {}
+    started = time.perf_counter()
+    for trace in traces:
+        with tempfile.TemporaryDirectory() as tmp:
+            for key, value in replay(trace, Path(tmp), options).items():
+                totals[key] = totals.get(key, 0) + value
+    mode = "stress settings " + ", ".join(f"{k}={v}" for k, v in STRESS.items()) if args.stress else "default settings"
+    print(f"### Multi-turn sessions, every turn as a new process ({mode})\n")
+    seconds = time.perf_counter() - started
+    print(f"{len(traces)} multi-turn sessions, {totals.get('turns', 0)} turns, {seconds:.0f} s.\n")
+    print("| figure | value |\n|---|---:|")
+    print(f"| distinct handles shown (results and arguments) | {totals.get('handles', 0):,} |")
+    print(f"| read-backs in later turns (each handle after every turn) | {totals.get('checks', 0):,} |")
+    print(
+        f"| ...exact / as redacted / failed | {totals.get('exact', 0):,} / {totals.get('redacted', 0):,} / "
+        f"{totals.get('failed', 0):,} |"
+    )
+    print(
+        f"| read from another conversation: refused | {totals.get('refused_elsewhere', 0):,} of "
+        f"{totals.get('refusal_checks', 0):,} |"
+    )
+
+
+if __name__ == "__main__":
+    main()
