@@ -24,6 +24,7 @@ kept until a file changes; tags are cached per file (see
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -41,6 +42,8 @@ __all__ = ["MAX_DEFINERS", "RepoMap", "task_evidence"]
 
 #: Identifiers defined in more files than this link no files.
 MAX_DEFINERS = 20
+#: Restart weight a file gets when its name (``autoreload`` for ``utils/autoreload.py``) is a word of the task,
+#: shared among the files of that name; with ``STEM_PROSE`` False only words written as code count.
 STEM_WEIGHT = 0.5
 STEM_PROSE = True
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
@@ -211,13 +214,16 @@ class RepoMap:
             tags = {}
             for path, mtime, size in listing:
                 if os.path.splitext(path)[1].lower() in LANGUAGES:
-                    tags[path] = self.cache.get(path, mtime, size, lambda path=path: self.files.read(path).text)
+                    tags[path] = self.cache.get(path, mtime, size, functools.partial(self._text, path))
                 else:  # listed by path, never read
                     tags[path] = FileTags(path, "", "", (), {})
             self.cache.forget(set(tags))
             self._graph = _build(tags)
             self._versions = listing
             return self._graph
+
+    def _text(self, path: str) -> str | None:
+        return self.files.read(path).text
 
     def _personal(self, graph: _Graph, task_text: str, mentioned: Sequence[str]) -> tuple[list[float], set[str]]:
         personal = [0.0] * len(graph.paths)

@@ -25,6 +25,7 @@ import re
 import tempfile
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -276,7 +277,7 @@ class TagCache:
         self._lock = threading.Lock()
         self.parsed = 0  # files parsed (not found in either cache), for statistics and tests
 
-    def get(self, path: str, mtime_ns: int, size: int, read: Any) -> FileTags:
+    def get(self, path: str, mtime_ns: int, size: int, read: Callable[[], str | None]) -> FileTags:
         """The tags of ``path`` at this version; ``read()`` gives its text (or None) when they must be made."""
         with self._lock:
             held = self._memory.get(path)
