@@ -36,7 +36,9 @@ def find_chromium() -> str | None:
     return shutil.which("chromium")
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: Playwright's sync API runs an event loop in this thread while
+# it is open, and tests of other folders that start one of their own would find it running.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     executable = find_chromium()
     if executable is None:

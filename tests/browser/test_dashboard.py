@@ -85,6 +85,7 @@ def test_filtering_by_tier_sorting_and_showing_archived_items(page: Any, dashboa
             arg=[tier, len(expected)],
         )
         assert sorted(r.get_attribute("data-id") for r in page.locator("#item-list tbody tr").all()) == sorted(expected)
+        assert page.inner_text("#item-count") == f"{len(expected)} shown of {len(expected)}"
     page.select_option("#tier-filter", "")
     page.check("#show-archived")
     page.wait_for_selector("#item-list tbody tr.archived")

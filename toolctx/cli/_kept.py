@@ -92,6 +92,10 @@ def list_sessions(context_dir: str | os.PathLike[str] | None = None) -> list[Ses
         if marker is None:
             continue
         records = list({r.id: r for r in _records(directory)}.values())
+        try:
+            changed = entry.stat(follow_symlinks=False).st_mtime
+        except FileNotFoundError:  # removed meanwhile (a session ending, or gc)
+            continue
         found.append(
             SessionSummary(
                 session_id=entry.name,
@@ -99,7 +103,7 @@ def list_sessions(context_dir: str | os.PathLike[str] | None = None) -> list[Ses
                 contexts=len(records),
                 size=sum(r.size for r in records),
                 tokens=sum(r.tokens for r in records),
-                updated_at=datetime.fromtimestamp(entry.stat(follow_symlinks=False).st_mtime, UTC),
+                updated_at=datetime.fromtimestamp(changed, UTC),
                 directory=str(directory),
             )
         )

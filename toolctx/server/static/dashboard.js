@@ -174,8 +174,12 @@ class ContextPanel {
     if ($("show-archived").checked) params.set("archived", "true");
     const { items } = await getJSON(`/api/agents/${encodeURIComponent(agent.agent_id)}/context?${params}`);
     this.list.render(items);
-    const total = TIERS.reduce((n, t) => n + agent[`${t.toLowerCase()}_count`], 0) + ($("show-archived").checked ? agent.archived_count : 0);
-    $("item-count").textContent = `${fmt(items.length)} shown of ${fmt(total)}`;
+    const tier = $("tier-filter").value;
+    const unarchived = tier ? agent[`${tier.toLowerCase()}_count`] : TIERS.reduce((n, t) => n + agent[`${t.toLowerCase()}_count`], 0);
+    // Archived items are counted apart, not by tier: with them shown, only the number shown is known.
+    $("item-count").textContent = $("show-archived").checked
+      ? `${fmt(items.length)} shown`
+      : `${fmt(items.length)} shown of ${fmt(unarchived)}`;
     document.body.dataset.revision = String(this.revision ?? "");
   }
 
