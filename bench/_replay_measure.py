@@ -56,6 +56,7 @@ KINDS = (
 FRAMING = 3
 REPLY_PRIMING = 3
 CACHED_WEIGHT = 0.1
+ASSISTANT_MARKER = 30  # tokens of a restorable marker standing in for old assistant text
 
 
 def memoized(count: TokenCounter) -> TokenCounter:
@@ -151,6 +152,10 @@ class Figures:
     restored_redacted: int = 0
     unrestorable: list[str] = field(default_factory=list)
     argument_stand_ins: int = 0  # distinct (call, argument) pairs the model saw as a stand-in
+    # What-if, not done by toolctx: assistant text older than the newest compacted result shown as a
+    # marker of ASSISTANT_MARKER tokens; the tokens over all calls and at the last call it would take.
+    tokens_text_compacted: int = 0
+    last_call_text_compacted: int = 0
     arguments_restored: int = 0
     arguments_unrestorable: list[str] = field(default_factory=list)
     hook_cpu_tool: float = 0.0  # seconds inside the adapter's tool-call hook, the tool itself excluded
@@ -246,6 +251,12 @@ def pairing_errors(units: Sequence[Unit]) -> tuple[int, int]:
     return pairing + len(made - answered), order
 
 
+def _compacted(unit: Unit) -> bool:
+    """A result the compaction policy turned into a short marker (not a tool-time head-and-tail stand-in)."""
+    text = "".join(t for _, t in unit.parts)
+    return is_stand_in(text) and len(text) < 400
+
+
 def _tool_texts(units: Iterable[Unit]) -> Iterable[tuple[str, str]]:
     for unit in units:
         if unit.role == "tool" and unit.answers is not None:
@@ -308,6 +319,16 @@ def measure(
                 weighted += n * (CACHED_WEIGHT if i < cached else 1.0)
         for kind, n in by_kind.items():
             figures.by_kind[kind] = figures.by_kind.get(kind, 0) + n
+        boundary = max(
+            (i for i, unit in enumerate(model_input.units) if unit.role == "tool" and _compacted(unit)), default=0
+        )
+        freed = sum(
+            max(0, size.get(ASSISTANT_TEXT, 0) - ASSISTANT_MARKER)
+            for unit, size in zip(model_input.units[:boundary], sizes[:boundary], strict=True)
+            if unit.role == "assistant"
+        )
+        figures.tokens_text_compacted += total - freed
+        figures.last_call_text_compacted = total - freed
         figures.model_calls += 1
         figures.tokens += total
         figures.cache_weighted += weighted

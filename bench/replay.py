@@ -135,6 +135,8 @@ def _metrics() -> list[tuple[str, Callable[[Figures], float]]]:
         ("tokens", lambda f: f.tokens),
         ("last_call", lambda f: f.last_call),
         ("cache_weighted", lambda f: f.cache_weighted),
+        ("tokens_text_compacted", lambda f: f.tokens_text_compacted),
+        ("last_call_text_compacted", lambda f: f.last_call_text_compacted),
         *((f"kind:{kind}", kind_of(kind)) for kind in KINDS),
     ]
 
@@ -236,6 +238,13 @@ def render(summary: dict[str, Any]) -> str:
                 f"| {label}, median per session | {_n(t['median_without'])} | {_n(t['median_with'])} "
                 f"| {_n(t['median_ratio'], 3)} (median of ratios) |"
             )
+        for key, label in (
+            ("tokens_text_compacted", "what if old assistant text were compacted too: tokens over all calls"),
+            ("last_call_text_compacted", "...and at the last call"),
+        ):
+            t, base = row[key], row["tokens" if key.startswith("tokens") else "last_call"]
+            ratio = _ratio(t["with"], base["without"])
+            out.append(f"| {label} | {_n(base['without'])} | {_n(t['with'])} | {_n(ratio, 3)} |")
         for kind in KINDS:
             t = row[f"kind:{kind}"]
             out.append(f"| all calls: {kind} | {_n(t['without'])} | {_n(t['with'])} | {_n(t['ratio'], 3)} |")
