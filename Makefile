@@ -45,7 +45,9 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/selection_eval.py
 	$(BIN)/python bench/selection_speed.py
 	$(BIN)/python bench/adapters.py
-	if [ -f "$(TRACES)" ]; then $(BIN)/python bench/replay.py --traces "$(TRACES)"; \
+	if [ -f "$(TRACES)" ]; then $(BIN)/python bench/replay.py --traces "$(TRACES)" \
+		&& $(BIN)/python bench/multiturn.py --traces "$(TRACES)" \
+		&& $(BIN)/python bench/multiturn.py --traces "$(TRACES)" --stress; \
 	else echo "bench/replay.py skipped: no recorded sessions at TRACES=$(TRACES)"; fi
 	$(BIN)/python bench/tiered.py
 
