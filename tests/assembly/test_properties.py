@@ -7,7 +7,7 @@ import tempfile
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import toolctx
@@ -89,6 +89,15 @@ def prepared_or_over(ctx: ContextAssembler, limit: int) -> PreparedContext | Non
     return None
 
 
+@example(  # the last block frees less than a new marker costs: it joins the earlier span
+    [("user", 0, False, 1)] * 6
+    + [("user", 0, True, 1), ("user", 106, False, 1), ("user", 171, False, 1), ("user", 303, False, 1)]
+    + [("user", 369, False, 1), ("unanswered", 0, False, 2)],
+    [(209, 0, False, False), (311, 0, False, False), (307, 0, False, False)],
+    1192,
+    "lazy",
+    False,
+)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(entries, plugins, st.integers(60, 6000), st.sampled_from(["proactive", "lazy", "adaptive"]), st.booleans())
 def test_prepared_contexts_fit_stay_paired_and_keep_what_must_stay(

@@ -87,6 +87,7 @@ def make_span(
     measure: Measure,
     originals: Mapping[str, HistoryMessage],
     session: Callable[[], ContextSession],
+    joining: bool = False,
 ) -> HistorySpan | None:
     """Store the oldest compactable blocks of ``shown`` that free ``needed`` tokens; None if none could be stored.
 
@@ -97,7 +98,7 @@ def make_span(
     limit = max(0, len(shown) - keep_recent)
     chosen: list[HistoryMessage] = []
     freed = 0
-    marker_cost = measure.message(MARKER_BOUND)
+    marker_cost = 0 if joining else measure.message(MARKER_BOUND)  # joining: it shares an existing marker
     for start, end in blocks(shown):
         if end > limit:
             break

@@ -167,9 +167,18 @@ async def _history_step(
         before = draft.budget.used
         protected = _protected_ids(a, draft.shown, a._spans)
         span = make_span(draft.shown, before - target, protected, keep, a._measure, a._by_id, a._session)
-        if span is None:
+        if span is None and keep == 0 and a._spans:
+            # what is left frees less than a new marker costs: it joins the earlier spans behind one marker
+            span = make_span(draft.shown, before - target, protected, 0, a._measure, a._by_id, a._session, True)
+            merged = merge_spans([*a._spans, span], a._by_id, a._session) if span is not None else None
+            if merged is None:
+                break
+            a._spans[:] = [merged]
+            span = merged
+        elif span is None:
             break
-        a._spans.append(span)
+        else:
+            a._spans.append(span)
         made.append(span)
         measure(a, draft)
         steps.append(
@@ -183,7 +192,8 @@ async def _history_step(
         )
     if summarize and a._summarizer is not None:
         for span in made:
-            steps.append(await _summarize(a, draft, span, target))
+            if span in a._spans:  # not merged into a later one
+                steps.append(await _summarize(a, draft, span, target))
     return steps
 
 
