@@ -491,7 +491,7 @@ def test_restore_unarchives_items_archived_by_a_later_flash_save(store: MemorySt
     agent = store.agent("worker")
     error = agent.save("ERROR", "a recent error")
     first = agent.flash_save().checkpoint_id
-    clock.advance(days=3)
+    clock.advance(days=60)
     agent.update_tiers()
     agent.flash_save()
     assert agent.get(error.id).archived
