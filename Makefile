@@ -47,7 +47,9 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/adapters.py
 	if [ -f "$(TRACES)" ]; then $(BIN)/python bench/replay.py --traces "$(TRACES)" \
 		&& $(BIN)/python bench/multiturn.py --traces "$(TRACES)" \
-		&& $(BIN)/python bench/multiturn.py --traces "$(TRACES)" --stress; \
+		&& $(BIN)/python bench/multiturn.py --traces "$(TRACES)" --stress \
+		&& $(BIN)/python bench/fresh_eval.py "$(TRACES)" \
+		&& $(BIN)/python bench/fresh_eval.py "$(TRACES)" --timing; \
 	else echo "bench/replay.py skipped: no recorded sessions at TRACES=$(TRACES)"; fi
 	$(BIN)/python bench/tiered.py
 
