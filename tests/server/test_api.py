@@ -73,7 +73,7 @@ def test_load_update_tiers_diff_and_restore(client: TestClient, clock: FakeClock
     assert set(snapshot["items"]) == {str(task["item_id"]), str(code["item_id"])}
     checkpoint = client.post(f"{BASE}/flash-save").json()["checkpoint_id"]
 
-    clock.advance(hours=48)  # left alone for two days, CODE drops below 0.8; the current TASK stays HOT
+    clock.advance(hours=24 * 7)  # left alone for a week, CODE drops below 0.8; the current TASK stays HOT
     moved = client.post(f"{BASE}/update-tiers").json()
     assert moved["demoted"] == 1
     assert moved["hot_count"] == 1
