@@ -264,8 +264,9 @@ class Compactor(Generic[T]):
         tool = result.tool or self._call(conversation, call_id).name
         if result.is_error or tool in settings.exclude_tools:
             return 0
-        shown = self.results.get(call_id, result.text)
-        gain = max(0, estimate_tokens(shown) - _MARKER_TOKENS - settings.preview_chars // 4)
+        shown = self.results.get(call_id)  # a tool-time stand-in this compactor made, or the output as described
+        tokens = result.tokens if shown is None else estimate_tokens(shown)
+        gain = max(0, tokens - _MARKER_TOKENS - settings.preview_chars // 4)
         call = self._call(conversation, call_id)
         if call_id not in self.args:
             for value in call.args.values():
