@@ -20,6 +20,7 @@ from toolctx import ContextSession, ErrorInfo
 from toolctx._internal import internal_error
 from toolctx.compaction import (
     READ_CONTEXT,
+    BeforeModelCall,
     CompactionSettings,
     Compactor,
     SessionSource,
@@ -28,6 +29,7 @@ from toolctx.compaction import (
     session_resolver,
     shown_output,
 )
+from toolctx.compaction import before_model_call as run_hook
 from toolctx.standins import output_text
 from toolctx_langchain._messages import META, MessageAdapter, model_arguments, stand_in_metadata
 from toolctx_langchain.tools import read_context_tool, thread_of
@@ -60,6 +62,9 @@ class ToolContextMiddleware(AgentMiddleware):
     checkpointed conversation stays small. ``session``: a ContextSession, or a
     function returning one; by default the session current when the agent runs.
     ``read_tool`` (on): register the ``read_context`` tool with the agent.
+    ``before_model_call``: called before each model call with the estimated tokens
+    of the messages sent, for a tiered memory's trigger:
+    ``before_model_call=lambda tokens: store.before_model_call(agent_id, tokens, window)``.
     """
 
     def __init__(
@@ -69,9 +74,15 @@ class ToolContextMiddleware(AgentMiddleware):
         session: SessionSource = None,
         write_back: bool = True,
         read_tool: bool = True,
+        before_model_call: BeforeModelCall | None = None,
         **options: Any,
     ) -> None:
         super().__init__()
+        if before_model_call is not None and not callable(before_model_call):
+            raise TypeError(
+                f"before_model_call must be a function of the prompt's tokens, got {before_model_call!r:.80}"
+            )
+        self.before_model_call = before_model_call
         if settings is not None and options:
             raise TypeError("pass either a CompactionSettings or its options by keyword, not both")
         self.settings = settings if settings is not None else CompactionSettings(**options)
@@ -193,6 +204,7 @@ class ToolContextMiddleware(AgentMiddleware):
             changed = (
                 [m for m, before in zip(messages, request.messages, strict=True) if m is not before] if edits else []
             )
+            run_hook(self.before_model_call, session)
             tools = request.tools
             if not offer:
                 tools = [t for t in tools if getattr(t, "name", None) != READ_CONTEXT]

@@ -10,7 +10,16 @@ from typing import Any
 from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
 
 from toolctx._internal import internal_error
-from toolctx.compaction import CompactionSettings, Compactor, Item, SessionSource, ToolCall, session_resolver
+from toolctx.compaction import (
+    BeforeModelCall,
+    CompactionSettings,
+    Compactor,
+    Item,
+    SessionSource,
+    ToolCall,
+    session_resolver,
+)
+from toolctx.compaction import before_model_call as run_hook
 from toolctx.standins import output_text
 from toolctx.tokens import estimate_tokens
 from toolctx_openai_agents.tools import parse_arguments
@@ -65,6 +74,7 @@ def compact_tool_outputs(
     *,
     session: SessionSource = None,
     after: CallModelInputFilter | None = None,
+    before_model_call: BeforeModelCall | None = None,
     **options: Any,
 ) -> Callable[[CallModelData[Any]], ModelInputData | Awaitable[ModelInputData]]:
     """A ``RunConfig.call_model_input_filter`` applying toolctx's compaction policy.
@@ -84,10 +94,14 @@ def compact_tool_outputs(
 
     ``after``: your own input filter (sync or async), run first; toolctx compacts
     what it returns, so the two never edit the same item twice. Its errors are
-    yours and propagate.
+    yours and propagate. ``before_model_call``: called before each model call with
+    the estimated tokens of the input sent, for a tiered memory's trigger
+    (``lambda tokens: store.before_model_call(agent_id, tokens, window)``).
     """
     if settings is not None and options:
         raise TypeError("pass either a CompactionSettings or its options by keyword, not both")
+    if before_model_call is not None and not callable(before_model_call):
+        raise TypeError(f"before_model_call must be a function of the prompt's tokens, got {before_model_call!r:.60}")
     if after is not None and not callable(after):
         raise TypeError(f"after must be a call_model_input_filter (a function of CallModelData), got {after!r:.80}")
     chosen = settings if settings is not None else CompactionSettings(**options)
@@ -98,7 +112,9 @@ def compact_tool_outputs(
         try:
             items = list(original.input)
             key = adapter.fingerprint(items[0]) if items else None
-            shown, _ = compactor.view(items, key)
+            session = compactor.session(None)
+            shown, _ = compactor.view(items, key, session)
+            run_hook(before_model_call, session)
             return ModelInputData(input=shown, instructions=original.instructions)
         except Exception as exc:  # compaction is an optimisation: never break the run
             internal_error("could not compact the model input; sending it unchanged", exc)

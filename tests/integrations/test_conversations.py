@@ -22,6 +22,7 @@ from toolctx_langchain import ToolContextMiddleware
 from toolctx_openai_agents import compact_tool_outputs, persist_tools, read_context
 
 import toolctx
+import toolctx.testing
 from toolctx import Conversations
 from toolctx.standins import handle_of, is_stand_in
 
@@ -231,3 +232,22 @@ def test_beside_langchains_context_editing(context_dir: Path, toolctx_first: boo
             [stored] = s.load_contexts([f"ctx:{handle_of(shown)}"])
             assert stored.call_id == call_id
         assert is_stand_in(last["f1"])
+
+
+def test_the_before_model_call_hook_sees_every_call_and_never_breaks_it(context_dir: Path) -> None:
+    seen: list[int] = []
+
+    def hook(tokens: int) -> None:
+        seen.append(tokens)
+        if len(seen) == 2:
+            raise RuntimeError("memory down")
+
+    model = chat(call("fetch_report", "f1", region="emea"), call("fetch_report", "f2", region="apac"), AIMessage("ok"))
+    agent = create_agent(model, [fetch_report], middleware=[ToolContextMiddleware(before_model_call=hook)])
+    with toolctx.session(context_dir):
+        agent.invoke({"messages": [HumanMessage("Get the reports.")]})
+    assert len(seen) == len(model.received) == 3  # the raising call still reached the model
+    assert seen[0] < seen[1] < seen[2]
+    assert any("before_model_call" in w for w in toolctx.testing.escalated_warnings())
+    with pytest.raises(TypeError, match="before_model_call"):
+        ToolContextMiddleware(before_model_call="flash")  # type: ignore[arg-type]

@@ -15,13 +15,22 @@ translate their framework's messages; everything they decide comes from here:
 
 from __future__ import annotations
 
-from toolctx.compaction._notes import Notes, Resolver, SessionSource, notes, session_resolver
+from toolctx.compaction._notes import (
+    BeforeModelCall,
+    Notes,
+    Resolver,
+    SessionSource,
+    before_model_call,
+    notes,
+    session_resolver,
+)
 from toolctx.compaction._persist import persist_call, shown_output
 from toolctx.compaction._policy import Compactor, Edit, Item, ItemAdapter, ToolCall
 from toolctx.compaction._settings import READ_CONTEXT, CompactionSettings, pays_for_cache_break
 
 __all__ = [
     "READ_CONTEXT",
+    "BeforeModelCall",
     "CompactionSettings",
     "Compactor",
     "Edit",
@@ -31,6 +40,7 @@ __all__ = [
     "Resolver",
     "SessionSource",
     "ToolCall",
+    "before_model_call",
     "notes",
     "pays_for_cache_break",
     "persist_call",

@@ -8,9 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from toolctx._hashing import hash_query
+from toolctx._internal import internal_error
 from toolctx.sessions import ContextSession, Conversations, current_session
 
-__all__ = ["Notes", "Resolver", "SessionSource", "notes", "session_resolver"]
+__all__ = ["BeforeModelCall", "Notes", "Resolver", "SessionSource", "before_model_call", "notes", "session_resolver"]
 
 SessionSource = ContextSession | Conversations | Callable[..., ContextSession] | None
 """Where an adapter finds its session: a fixed one, :class:`~toolctx.Conversations` (one per conversation),
@@ -83,3 +84,20 @@ def notes(session: ContextSession) -> Notes:
         # conversation may show handles from before, so read_context is offered from its first call.
         found = _NOTES.setdefault(session, Notes(offer_read_context=len(session) > 0))
     return found
+
+
+BeforeModelCall = Callable[[int], object]
+"""Called before each model call with the estimated tokens of the messages about to be sent."""
+
+
+def before_model_call(hook: BeforeModelCall | None, session: ContextSession) -> None:
+    """Run an adapter's ``before_model_call`` hook (a memory's flash-save trigger, say); it never breaks the call.
+
+    For a tiered memory: ``before_model_call=lambda tokens: store.before_model_call(agent_id, tokens, window)``.
+    """
+    if hook is None:
+        return
+    try:
+        hook(notes(session).shown_tokens)
+    except Exception as exc:
+        internal_error("the before_model_call hook raised; the model call goes on", exc)
