@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import toolctx.testing
+import toolctx.memory  # imported here, once: pytester's inline runs drop modules first
+import toolctx.testing  # imported inside them, and numpy's extension cannot be imported twice
 from toolctx import current_session, persist_context, session
 
 
