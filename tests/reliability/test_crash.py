@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -55,6 +56,13 @@ def test_sigkill_at_random_moments_leaves_only_whole_contexts(tmp_path: Path) ->
             assert context.result == {"i": context.args["i"], "body": "é" * (context.args["i"] % 7 * 1500)}
             complete[context.id] = name
 
+        if MARKER_NAME not in names:
+            # killed between creating the directory and marking it (the marker is the first thing written):
+            # nothing was saved yet, and toolctx will not adopt an unmarked folder, so the test tidies it
+            assert not complete
+            assert all(is_temp_name(name) for name in names), names
+            shutil.rmtree(session_dir)
+            continue
         resumed = ContextSession.resume(session_id, tmp_path, keep=False)
         pointers = resumed.get_all_pointers()
         assert {p.id for p in pointers} == set(complete), f"round {round_}: resume lost or invented contexts"
