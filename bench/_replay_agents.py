@@ -36,8 +36,9 @@ from _replay_measure import (
     argument_stand_ins,
     measure,
     read_back_text,
+    text_stand_ins,
 )
-from _replay_trace import OutputBook, Trace, args_schemas
+from _replay_trace import OutputBook, Trace, args_schemas, recorded_texts
 from agents import Agent, FunctionTool, Model, ModelResponse, RunConfig, Runner, SQLiteSession, Tool, Usage
 from agents.models.openai_responses import Converter
 from agents.testing import assistant_message, function_call
@@ -241,6 +242,10 @@ async def _run(replay: _Replay, figures: Figures, count: TokenCounter) -> None:
                 key = (f"ctx:{handle_of(text)}", f"args.{name}")
                 if key not in restored:
                     restored[key] = await _read(*key)
+            for text in text_stand_ins(model_input.units):
+                key = (f"ctx:{handle_of(text)}", "result")
+                if key not in restored:
+                    restored[key] = await _read(*key)
     session = toolctx.current_session()
     redact = session.redactor.redact_text if session.redactor is not None else None
 
@@ -248,7 +253,8 @@ async def _run(replay: _Replay, figures: Figures, count: TokenCounter) -> None:
         return restored.get((handle, part))
 
     arguments = {call.id: call.args for call in trace.calls}
-    measure(figures, replay.inputs, replay.book.by_id, count, read if replay.with_toolctx else None, redact, arguments)
+    reader = read if replay.with_toolctx else None
+    measure(figures, replay.inputs, replay.book.by_id, count, reader, redact, arguments, recorded_texts(trace))
 
 
 def _handles(inputs: list[ModelInput]) -> set[str]:

@@ -31,7 +31,7 @@ from _replay_measure import (
     measure,
     read_back_text,
 )
-from _replay_trace import OutputBook, Trace, args_schemas
+from _replay_trace import OutputBook, Trace, args_schemas, recorded_texts
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -181,6 +181,7 @@ def replay_langchain(trace: Trace, with_toolctx: bool, count: TokenCounter) -> F
             read if middleware is not None else None,
             redactor.redact_text if redactor is not None else None,
             {call.id: call.args for call in trace.calls},
+            recorded_texts(trace),
         )
     clock.fill(figures)
     figures.run_seconds = time.perf_counter() - started

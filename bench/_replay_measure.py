@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +56,6 @@ KINDS = (
 FRAMING = 3
 REPLY_PRIMING = 3
 CACHED_WEIGHT = 0.1
-ASSISTANT_MARKER = 30  # tokens of a restorable marker standing in for old assistant text
 
 
 def memoized(count: TokenCounter) -> TokenCounter:
@@ -152,10 +151,9 @@ class Figures:
     restored_redacted: int = 0
     unrestorable: list[str] = field(default_factory=list)
     argument_stand_ins: int = 0  # distinct (call, argument) pairs the model saw as a stand-in
-    # What-if, not done by toolctx: assistant text older than the newest compacted result shown as a
-    # marker of ASSISTANT_MARKER tokens; the tokens over all calls and at the last call it would take.
-    tokens_text_compacted: int = 0
-    last_call_text_compacted: int = 0
+    text_stand_ins: int = 0  # distinct assistant texts the model saw as a stand-in
+    texts_restored: int = 0
+    texts_unrestorable: list[str] = field(default_factory=list)
     arguments_restored: int = 0
     arguments_unrestorable: list[str] = field(default_factory=list)
     hook_cpu_tool: float = 0.0  # seconds inside the adapter's tool-call hook, the tool itself excluded
@@ -251,10 +249,13 @@ def pairing_errors(units: Sequence[Unit]) -> tuple[int, int]:
     return pairing + len(made - answered), order
 
 
-def _compacted(unit: Unit) -> bool:
-    """A result the compaction policy turned into a short marker (not a tool-time head-and-tail stand-in)."""
-    text = "".join(t for _, t in unit.parts)
-    return is_stand_in(text) and len(text) < 400
+def text_stand_ins(units: Iterable[Unit]) -> Iterable[str]:
+    """Every assistant text shown as a stand-in."""
+    for unit in units:
+        if unit.role == "assistant":
+            for kind, text in unit.parts:
+                if kind == ASSISTANT_TEXT and is_stand_in(text):
+                    yield text
 
 
 def _tool_texts(units: Iterable[Unit]) -> Iterable[tuple[str, str]]:
@@ -290,6 +291,7 @@ def measure(
     read: Callable[..., str | None] | None = None,
     redact: Callable[[str], str] | None = None,
     arguments: dict[str, dict[str, Any]] | None = None,
+    texts: Collection[str] = (),
 ) -> Figures:
     """Fill ``figures`` from the model inputs of one session.
 
@@ -298,7 +300,9 @@ def measure(
     stored, redacted form of an output. Every stand-in the model saw is read back
     once and compared with its call's recorded output (or that output redacted);
     every argument stand-in (``arguments``: the recorded arguments of each call id)
-    is read back with ``part="args.<name>"`` and compared with the recorded value.
+    is read back with ``part="args.<name>"`` and compared with the recorded value;
+    every assistant text shown as a stand-in is read back and must be one of the
+    session's recorded assistant ``texts`` (or one of them redacted).
     """
     previous: Sequence[Unit] = ()
     for model_input in inputs:
@@ -319,22 +323,26 @@ def measure(
                 weighted += n * (CACHED_WEIGHT if i < cached else 1.0)
         for kind, n in by_kind.items():
             figures.by_kind[kind] = figures.by_kind.get(kind, 0) + n
-        boundary = max(
-            (i for i, unit in enumerate(model_input.units) if unit.role == "tool" and _compacted(unit)), default=0
-        )
-        freed = sum(
-            max(0, size.get(ASSISTANT_TEXT, 0) - ASSISTANT_MARKER)
-            for unit, size in zip(model_input.units[:boundary], sizes[:boundary], strict=True)
-            if unit.role == "assistant"
-        )
-        figures.tokens_text_compacted += total - freed
-        figures.last_call_text_compacted = total - freed
         figures.model_calls += 1
         figures.tokens += total
         figures.cache_weighted += weighted
         figures.last_call = total
         figures.last_by_kind = by_kind
         previous = model_input.units
+    _check_restored(figures, inputs, outputs, read, redact, arguments or {}, texts)
+    return figures
+
+
+def _check_restored(
+    figures: Figures,
+    inputs: Sequence[ModelInput],
+    outputs: dict[str, str],
+    read: Callable[..., str | None] | None,
+    redact: Callable[[str], str] | None,
+    arguments: dict[str, dict[str, Any]],
+    texts: Collection[str],
+) -> None:
+    """Every stand-in the model saw, read back and compared with what was recorded."""
     if inputs:
         shown = dict(_tool_texts(inputs[-1].units))
         figures.outputs_verbatim_at_last_call = sum(shown.get(cid) == text for cid, text in outputs.items())
@@ -355,12 +363,21 @@ def measure(
         figures.argument_stand_ins += 1
         pointer_id = handle_of(text)
         restored = read(f"ctx:{pointer_id}", f"args.{name}") if (read is not None and pointer_id) else None
-        value = (arguments or {}).get(call_id, {}).get(name)
+        value = arguments.get(call_id, {}).get(name)
         if restored is not None and isinstance(value, str) and restored in (value, redact(value) if redact else value):
             figures.arguments_restored += 1
         else:
             figures.arguments_unrestorable.append(f"{call_id}:{name}")
-    return figures
+    shown_texts = {text for model_input in inputs for text in text_stand_ins(model_input.units)}
+    recorded = set(texts) | ({redact(t) for t in texts} if redact is not None else set())
+    for text in sorted(shown_texts):
+        figures.text_stand_ins += 1
+        pointer_id = handle_of(text)
+        restored = read(f"ctx:{pointer_id}") if (read is not None and pointer_id) else None
+        if restored is not None and restored in recorded:
+            figures.texts_restored += 1
+        else:
+            figures.texts_unrestorable.append(text[:80])
 
 
 READ_ALL = 10**9

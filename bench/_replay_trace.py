@@ -57,6 +57,12 @@ class Trace:
         return list(dict.fromkeys(call.name for call in self.calls))
 
 
+def recorded_texts(trace: Trace) -> set[str]:
+    """Every assistant text the recorded session holds (the steps' texts and the turns' final answers)."""
+    texts = {step.text for turn in trace.turns for step in turn.steps if step.text}
+    return texts | {turn.final for turn in trace.turns if turn.final}
+
+
 def read_traces(records: Iterable[dict[str, Any]]) -> Iterator[Trace]:
     """Traces from decoded JSON records (a missing text or user message is empty)."""
     for record in records:

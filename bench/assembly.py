@@ -57,7 +57,7 @@ from _replay_measure import (
     o200k_counter,
     read_back_text,
 )
-from _replay_trace import Trace, args_schemas, load_traces
+from _replay_trace import Trace, args_schemas, load_traces, recorded_texts
 from replay import DEFAULT_TRACES, render, summarize
 
 import toolctx
@@ -156,7 +156,8 @@ def replay_assembler(trace: Trace, count: TokenCounter) -> Figures:
 
         redact = s.redactor.redact_text if s.redactor is not None else None
         arguments = {c.id: c.args for c in trace.calls}
-        measure(figures, inputs, {c.id: c.output for c in trace.calls}, count, read, redact, arguments)
+        texts = recorded_texts(trace)
+        measure(figures, inputs, {c.id: c.output for c in trace.calls}, count, read, redact, arguments, texts)
         for span in ctx.spans:  # compacted history: every message restorable
             stored = ctx.expand(span.handle)
             if [m.id for m in stored] != [i for i in span.message_ids if not i.endswith(":missing")]:

@@ -135,8 +135,6 @@ def _metrics() -> list[tuple[str, Callable[[Figures], float]]]:
         ("tokens", lambda f: f.tokens),
         ("last_call", lambda f: f.last_call),
         ("cache_weighted", lambda f: f.cache_weighted),
-        ("tokens_text_compacted", lambda f: f.tokens_text_compacted),
-        ("last_call_text_compacted", lambda f: f.last_call_text_compacted),
         *((f"kind:{kind}", kind_of(kind)) for kind in KINDS),
     ]
 
@@ -181,6 +179,9 @@ def summarize(figures: Iterable[Figures]) -> dict[str, Any]:
                 "argument_stand_ins": sum(group[i].argument_stand_ins for i in ids),
                 "arguments_restored": sum(group[i].arguments_restored for i in ids),
                 "arguments_unrestorable": sum(len(group[i].arguments_unrestorable) for i in ids),
+                "text_stand_ins": sum(group[i].text_stand_ins for i in ids),
+                "texts_restored": sum(group[i].texts_restored for i in ids),
+                "texts_unrestorable": sum(len(group[i].texts_unrestorable) for i in ids),
                 "run_seconds": sum(group[i].run_seconds for i in ids),
             }
         row["cpu_by_length"] = _cpu_by_length([reduced[i] for i in ids])
@@ -238,13 +239,6 @@ def render(summary: dict[str, Any]) -> str:
                 f"| {label}, median per session | {_n(t['median_without'])} | {_n(t['median_with'])} "
                 f"| {_n(t['median_ratio'], 3)} (median of ratios) |"
             )
-        for key, label in (
-            ("tokens_text_compacted", "what if old assistant text were compacted too: tokens over all calls"),
-            ("last_call_text_compacted", "...and at the last call"),
-        ):
-            t, base = row[key], row["tokens" if key.startswith("tokens") else "last_call"]
-            ratio = _ratio(t["with"], base["without"])
-            out.append(f"| {label} | {_n(base['without'])} | {_n(t['with'])} | {_n(ratio, 3)} |")
         for kind in KINDS:
             t = row[f"kind:{kind}"]
             out.append(f"| all calls: {kind} | {_n(t['without'])} | {_n(t['with'])} | {_n(t['ratio'], 3)} |")
@@ -255,6 +249,8 @@ def render(summary: dict[str, Any]) -> str:
             f"{r['restored_redacted']:,} / {r['unrestorable']:,} | |",
             f"| argument stand-ins seen (distinct) / restored exactly / unrestorable | {w['argument_stand_ins']:,} "
             f"| {r['argument_stand_ins']:,} / {r['arguments_restored']:,} / {r['arguments_unrestorable']:,} | |",
+            f"| assistant text stand-ins seen (distinct) / restored exactly / unrestorable | {w['text_stand_ins']:,} "
+            f"| {r['text_stand_ins']:,} / {r['texts_restored']:,} / {r['texts_unrestorable']:,} | |",
             f"| recorded outputs verbatim in the last call | {w['outputs_verbatim_at_last_call']:,} "
             f"| {r['outputs_verbatim_at_last_call']:,} | |",
             f"| pairing errors / order errors | {w['pairing_errors']} / {w['order_errors']} "

@@ -8,7 +8,9 @@ Every stand-in starts with :data:`STAND_IN_MARK` and names the handle
 - :func:`result_marker` replaces an old output when the conversation is
   compacted: the handle and the size (and, if asked, the first characters);
 - :func:`argument_stand_in` replaces a long string argument of an old call,
-  inside the arguments, so they stay valid JSON for the framework.
+  inside the arguments, so they stay valid JSON for the framework;
+- :func:`text_marker` replaces what the model itself wrote between old tool
+  calls (stored as a call of :data:`ASSISTANT_TEXT`).
 
 Each is cut from the stored (redacted) copy, the very text :func:`read_context`
 returns for the handle (``part="args.<name>"`` for an argument), so sizes and
@@ -29,6 +31,7 @@ from toolctx.sessions import ContextSession
 from toolctx.tokens import estimate_tokens
 
 __all__ = [
+    "ASSISTANT_TEXT",
     "DEFAULT_READ_LIMIT",
     "STAND_IN_MARK",
     "argument_stand_in",
@@ -40,10 +43,13 @@ __all__ = [
     "result_marker",
     "stand_in",
     "stored_text",
+    "text_marker",
 ]
 
 STAND_IN_MARK = "[toolctx stand-in]"
 DEFAULT_READ_LIMIT = 4000
+ASSISTANT_TEXT = "assistant_text"
+"""The tool name old assistant text is stored under when compaction stands in for it."""
 
 
 def output_text(result: Any) -> str:
@@ -84,6 +90,12 @@ def result_marker(pointer_id: str, tool_name: str, text: str, preview: int = 0) 
     if preview and text:
         return f"{marker}\n{text[:preview]}{' [...]' if len(text) > preview else ''}"
     return marker
+
+
+def text_marker(pointer_id: str, text: str) -> str:
+    """The short stand-in compaction leaves for old assistant ``text`` (the stored copy)."""
+    ref = handle(pointer_id)
+    return f"{STAND_IN_MARK} {ref}: {len(text):,} characters of earlier assistant text; read_context reads them."
 
 
 def argument_stand_in(pointer_id: str, name: str, value: str, preview: int = 60) -> str:

@@ -86,33 +86,61 @@ class MessageAdapter:
                 text=text,
                 is_error=item.status == "error",
             )
-        if isinstance(item, AIMessage) and item.tool_calls:
+        if isinstance(item, AIMessage):
             calls = tuple(ToolCall(str(c.get("id")), c["name"], c.get("args") or {}) for c in item.tool_calls)
             tokens = estimate_tokens(text) + sum(
                 estimate_tokens(orjson.dumps(c.args, default=str)) + estimate_tokens(c.name) for c in calls
             )
-            return Item(tokens, calls=calls)
+            return Item(tokens, calls=calls, text=_said(item.content))
         return Item(estimate_tokens(text), question=text if isinstance(item, HumanMessage) else None)
 
-    def apply(self, item: AnyMessage, result: str | None, args: Mapping[str, Mapping[str, Any]]) -> AnyMessage:
-        if isinstance(item, ToolMessage) and result is not None:
+    def apply(self, item: AnyMessage, text: str | None, args: Mapping[str, Mapping[str, Any]]) -> AnyMessage:
+        if isinstance(item, ToolMessage) and text is not None:
             meta = stand_in_metadata(item.response_metadata, compacted=True)
-            return item.model_copy(update={"content": result, "artifact": None, "response_metadata": meta})
-        if isinstance(item, AIMessage) and args:
-            calls = [
+            return item.model_copy(update={"content": text, "artifact": None, "response_metadata": meta})
+        if not isinstance(item, AIMessage) or not (args or text is not None):
+            return item
+        update: dict[str, Any] = {}
+        content = item.content
+        if args:
+            update["tool_calls"] = [
                 {**c, "args": dict(args[str(c.get("id"))])} if str(c.get("id")) in args else c for c in item.tool_calls
             ]
-            update: dict[str, Any] = {"tool_calls": calls}
             raw = item.additional_kwargs.get("tool_calls")
             if isinstance(raw, list):  # the provider's own copy of the calls, sent back by some integrations
                 update["additional_kwargs"] = {
                     **item.additional_kwargs,
                     "tool_calls": [_raw_call(r, args) for r in raw],
                 }
-            if isinstance(item.content, list):
-                update["content"] = [_block(b, args) for b in item.content]
-            return item.model_copy(update=update)
-        return item
+            if isinstance(content, list):
+                content = [_block(b, args) for b in content]
+        if text is not None:
+            content = _with_text(content, text)
+        if content is not item.content:
+            update["content"] = content
+        return item.model_copy(update=update)
+
+
+_TOOL_BLOCKS = ("tool_use", "tool_call")
+
+
+def _said(content: Any) -> str:
+    """What an assistant message says besides its calls; empty if it holds anything else (images, thinking)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list) or not all(
+        isinstance(b, dict) and b.get("type") in ("text", *_TOOL_BLOCKS) for b in content
+    ):
+        return ""
+    return "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
+
+
+def _with_text(content: Any, text: str) -> Any:
+    """``content`` with its text replaced by ``text`` (tool blocks kept, after it)."""
+    if isinstance(content, str):
+        return text
+    tools = [b for b in content if isinstance(b, dict) and b.get("type") in _TOOL_BLOCKS]
+    return [{"type": "text", "text": text}, *tools]
 
 
 def _raw_call(raw: Any, args: Mapping[str, Mapping[str, Any]]) -> Any:

@@ -184,7 +184,9 @@ class AssemblerMiddleware(AgentMiddleware):
             elif isinstance(original, ToolMessage):
                 messages.append(_EDIT.apply(original, shown.content, {}))
             elif isinstance(original, AIMessage):
-                messages.append(_EDIT.apply(original, None, {c.id: c.arguments for c in shown.tool_calls}))
+                before = mirror.shown.get(shown.id)
+                text = shown.content if before is None or shown.content != before.content else None
+                messages.append(_EDIT.apply(original, text, {c.id: c.arguments for c in shown.tool_calls}))
             else:
                 made = converted[shown.id]
                 messages.append(made if shown.id != CONTEXT_ID else made.model_copy(update={"id": None}))

@@ -19,7 +19,7 @@ from agents.run_config import CallModelData, ModelInputData
 
 from toolctx.assembly import CONTEXT_ID, SYSTEM_ID, ContextAssembler, HistoryMessage, PreparedContext
 from toolctx.standins import output_text
-from toolctx_openai_agents.compaction import _as_dict, _get
+from toolctx_openai_agents.compaction import InputItemAdapter, _as_dict, _get
 from toolctx_openai_agents.tools import parse_arguments
 
 __all__ = ["assembled_input"]
@@ -35,6 +35,9 @@ class _Mirror:
         self.first: Any = None
         self.shown: dict[str, HistoryMessage] = {}
         self.items: dict[str, list[Any]] = {}
+
+
+_EDIT = InputItemAdapter()  # applies stand-ins to an input item as the compaction policy does
 
 
 def _fingerprint(item: Any) -> Any:
@@ -114,6 +117,8 @@ def _items(prepared: PreparedContext, mirror: _Mirror) -> tuple[list[Any], str |
                 out.append(
                     {**base, "call_id": call.id, "arguments": json.dumps(dict(call.arguments), ensure_ascii=False)}
                 )
+        elif shown.role == "assistant" and original and _get(original[0], "role") == "assistant":
+            out.append(_EDIT.apply(original[0], shown.content, {}))  # old text compacted: a marker, same item
         else:
             role = prepared.context_role if shown.id == CONTEXT_ID else ("user" if shown.role == "user" else "system")
             out.append({"role": role, "content": shown.content})

@@ -55,18 +55,39 @@ class InputItemAdapter:
         if kind == "function_call_output":
             text = output_text(_get(item, "output"))
             return Item(estimate_tokens(text), result_of=str(_get(item, "call_id")), text=text)
-        text = output_text(_get(item, "content") or "")
-        question = text if _get(item, "role") == "user" and kind in (None, "message") else None
+        content = _get(item, "content") or ""
+        text = output_text(content)
+        role = _get(item, "role")
+        if role == "assistant" and kind in (None, "message"):
+            return Item(estimate_tokens(text), text=_said(content))
+        question = text if role == "user" and kind in (None, "message") else None
         return Item(estimate_tokens(text), question=question)
 
-    def apply(self, item: Any, result: str | None, args: Mapping[str, Mapping[str, Any]]) -> Any:
+    def apply(self, item: Any, text: str | None, args: Mapping[str, Mapping[str, Any]]) -> Any:
         kind = _get(item, "type")
-        if kind == "function_call_output" and result is not None:
-            return {**_as_dict(item), "output": result}
+        if kind == "function_call_output" and text is not None:
+            return {**_as_dict(item), "output": text}
         call_id = str(_get(item, "call_id"))
         if kind == "function_call" and call_id in args:
             return {**_as_dict(item), "arguments": json.dumps(dict(args[call_id]), ensure_ascii=False)}
+        if text is not None and _get(item, "role") == "assistant":
+            content = text if isinstance(_get(item, "content"), str) else [_output_text(text)]
+            return {**_as_dict(item), "content": content}
         return item
+
+
+def _output_text(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": []}
+
+
+def _said(content: Any) -> str:
+    """An assistant message's text; empty if it holds anything but text (a refusal, say)."""
+    if isinstance(content, str):
+        return content
+    blocks = [block if isinstance(block, dict) else _as_dict(block) for block in content]
+    if not blocks or not all(b.get("type") == "output_text" for b in blocks):
+        return ""
+    return "".join(str(b.get("text", "")) for b in blocks)
 
 
 def compact_tool_outputs(

@@ -30,15 +30,20 @@ class DictAdapter:
         if item["role"] == "assistant":
             calls = tuple(ToolCall(c["id"], c["name"], c["args"]) for c in item.get("calls", ()))
             size = sum(estimate_tokens(str(c.args)) for c in calls)
-            return Item(estimate_tokens(text) + size, calls=calls)
+            return Item(estimate_tokens(text) + size, calls=calls, text=text)
         return Item(estimate_tokens(text), question=text)
 
-    def apply(self, item: Message, result: str | None, args: Mapping[str, Mapping[str, Any]]) -> Message:
-        if item["role"] == "tool" and result is not None:
-            return {**item, "text": result}
-        if item["role"] == "assistant" and args:
-            calls = [{**c, "args": dict(args[c["id"]])} if c["id"] in args else c for c in item["calls"]]
-            return {**item, "calls": calls}
+    def apply(self, item: Message, text: str | None, args: Mapping[str, Mapping[str, Any]]) -> Message:
+        if item["role"] == "tool" and text is not None:
+            return {**item, "text": text}
+        if item["role"] == "assistant":
+            if args:
+                item = {
+                    **item,
+                    "calls": [{**c, "args": dict(args[c["id"]])} if c["id"] in args else c for c in item["calls"]],
+                }
+            if text is not None:
+                item = {**item, "text": text}
         return item
 
 
@@ -46,8 +51,17 @@ def user(n: int, text: str) -> Message:
     return {"id": f"u{n}", "role": "user", "text": text}
 
 
-def asks(n: int, *calls: tuple[str, str, dict[str, Any]]) -> Message:
-    return {"id": f"a{n}", "role": "assistant", "calls": [{"id": i, "name": name, "args": a} for i, name, a in calls]}
+def asks(n: int, *calls: tuple[str, str, dict[str, Any]], text: str = "") -> Message:
+    return {
+        "id": f"a{n}",
+        "role": "assistant",
+        "text": text,
+        "calls": [{"id": i, "name": name, "args": a} for i, name, a in calls],
+    }
+
+
+def says(n: int, text: str) -> Message:
+    return {"id": f"a{n}", "role": "assistant", "text": text, "calls": []}
 
 
 def answer(call_id: str, text: str, name: str = "shell", error: bool = False) -> Message:

@@ -17,7 +17,7 @@ from toolctx.models import StorageKind
 from toolctx.standins import handle_of, is_stand_in, read_context
 from toolctx.tokens import estimate_tokens
 
-from .conftest import DictAdapter, Message, answer, asks, user
+from .conftest import DictAdapter, Message, answer, asks, says, user
 
 SMALL = CompactionSettings(high_water=1000, low_water=200, keep=2, min_gain=0, cached_price=1.0)
 
@@ -33,10 +33,13 @@ class Loop:
         self.edits: list[int] = []
         self.steps = 0
 
-    def step(self, *calls: tuple[str, dict[str, Any], str], name: str = "shell", error: bool = False) -> list[Message]:
+    def step(
+        self, *calls: tuple[str, dict[str, Any], str], name: str = "shell", error: bool = False, thought: str = ""
+    ) -> list[Message]:
         self.steps += 1
         ids = [f"c{self.steps}_{i}" for i in range(len(calls))]
-        self.messages.append(asks(self.steps, *((i, name, a) for i, (_, a, _) in zip(ids, calls, strict=True))))
+        asked = ((i, name, a) for i, (_, a, _) in zip(ids, calls, strict=True))
+        self.messages.append(asks(self.steps, *asked, text=thought))
         for call_id, (_, args, output) in zip(ids, calls, strict=True):
             persist_call(self.session, name, args, output, call_id=call_id, error=ValueError(output) if error else None)
             self.messages.append(answer(call_id, output, name, error))
@@ -318,3 +321,111 @@ def test_the_first_stand_in_waits_for_an_output_that_pays_for_the_cache_break(co
         # read_context is in the tool list from now on: any output over the limit gets its stand-in
         pointer = persist_call(s, "shell", {"command": "cat c"}, modest, call_id="later")
         assert is_stand_in(shown_output(settings, s, pointer, modest))
+
+
+def thought(i: int) -> str:
+    return f"THOUGHT {i}: the failure comes from the parser, so I will look at how it reads the header. " * 5
+
+
+def test_old_assistant_text_goes_in_the_batch_as_a_restorable_marker(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        loop = Loop(s)
+        while not any(loop.edits):
+            loop.step(("run", {"command": "pytest"}, output(loop.steps)), thought=thought(loop.steps))
+        shown = loop.views[-1]
+        said = [m for m in shown if m["role"] == "assistant"]
+        results = [m for m in shown if m["role"] == "tool"]
+        assert is_stand_in(results[0]["text"])
+        assert not is_stand_in(results[-1]["text"])
+        # text before a compacted result is a marker; the text of the calls still shown whole stays
+        assert is_stand_in(said[0]["text"])
+        assert [is_stand_in(m["text"]) for m in said[-2:]] == [False, False]
+        for before, after in zip(loop.messages, shown, strict=True):
+            if after["role"] == "assistant" and is_stand_in(after["text"]):
+                assert "assistant text" in after["text"]
+                assert len(after["text"]) < len(before["text"])
+                assert restored(s, after["text"]) == before["text"]
+                assert after["calls"][0]["id"] == before["calls"][0]["id"]  # the calls stay, paired
+
+
+def test_short_assistant_text_and_text_only_messages(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        loop = Loop(s)
+        loop.messages.append(says(0, thought(0)))  # an answer between turns, no calls
+        loop.step(("run", {"command": "ls"}, output(1)), thought="Let me look.")
+        while not any(loop.edits):
+            loop.step(("run", {"command": "pytest"}, output(loop.steps)))
+        shown = loop.views[-1]
+        assert is_stand_in(shown[1]["text"])
+        assert restored(s, shown[1]["text"]) == thought(0)
+        assert shown[2]["text"] == "Let me look."  # under text_chars: kept as it is
+
+
+def test_assistant_text_markers_stay_the_same_and_survive_a_reread(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        loop = Loop(s)
+        for _ in range(12):
+            loop.step(("run", {"command": "pytest"}, output(loop.steps)), thought=thought(loop.steps))
+        first = {m["id"]: m["text"] for m in loop.views[-1] if m["role"] == "assistant" and is_stand_in(m["text"])}
+        assert first
+        loop.step(("run", {"command": "pytest"}, output(loop.steps)), thought=thought(loop.steps))
+        again, _ = loop.compactor.view(list(loop.messages), key="a fresh read of the same history")
+        for view in (loop.views[-1], again):
+            for m in view:
+                if m["id"] in first:
+                    assert m["text"] == first[m["id"]]
+        markers = {m["text"] for view in [*loop.views, again] for m in view if m["role"] == "assistant"}
+        stored = [p for p in s.get_all_pointers() if p.tool_name == "assistant_text"]
+        assert len(stored) == len({t for t in markers if is_stand_in(t)})  # each stored once, not on the re-read
+
+
+def test_assistant_text_left_whole_when_it_cannot_be_stored(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with session(context_dir) as s:
+        original = s.save_context
+
+        def failing(tool_name: str, *args: Any, **kwargs: Any) -> Any:
+            if tool_name == "assistant_text":
+                raise OSError("disk full")
+            return original(tool_name, *args, **kwargs)
+
+        monkeypatch.setattr(s, "save_context", failing)
+        loop = Loop(s)
+        while not any(loop.edits):
+            loop.step(("run", {"command": "pytest"}, output(loop.steps)), thought=thought(loop.steps))
+        shown = loop.views[-1]
+        assert any(is_stand_in(m["text"]) for m in shown if m["role"] == "tool")
+        assert [m["text"] for m in shown if m["role"] == "assistant"] == [
+            m["text"] for m in loop.messages if m["role"] == "assistant"
+        ]
+        assert set(toolctx.testing.escalated_warnings()) == {
+            "could not store old assistant text to compact it; it stays as it is (OSError: disk full)"
+        }
+
+
+def test_text_chars_sets_what_counts_as_long(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        settings = CompactionSettings(
+            high_water=1000, low_water=200, keep=2, min_gain=0, cached_price=1.0, text_chars=10_000
+        )
+        loop = Loop(s, settings)
+        while not any(loop.edits):
+            loop.step(("run", {"command": "pytest"}, output(loop.steps)), thought=thought(loop.steps))
+        assert not any(is_stand_in(m["text"]) for m in loop.views[-1] if m["role"] == "assistant")
+    with pytest.raises(ConfigError, match="text_chars"):
+        CompactionSettings(text_chars=0)
+
+
+def test_now_makes_a_batch_below_the_high_water_mark(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        loop = Loop(s, CompactionSettings(keep=1))  # the defaults: 6,000 tokens before a batch
+        for _ in range(4):
+            loop.step(("run", {"command": "pytest"}, output(loop.steps)), thought=thought(loop.steps))
+        assert loop.edits == [0, 0, 0, 0]
+        assert not notes(s).offer_read_context
+        shown, edits = loop.compactor.view(list(loop.messages), now=True)
+        assert edits
+        assert notes(s).offer_read_context  # in the same call: the caller's context does not fit
+        results = [m for m in shown if m["role"] == "tool"]
+        assert all(is_stand_in(m["text"]) for m in results[:-1])
+        assert not is_stand_in(results[-1]["text"])  # keep=1
+        assert loop.compactor.view(list(loop.messages), now=True)[1] == []  # nothing more to compact

@@ -20,7 +20,8 @@ call_shape = st.tuples(
     st.integers(0, 1500),  # characters of a string argument
     st.booleans(),  # an error
 )
-sessions = st.lists(st.lists(call_shape, min_size=1, max_size=3), min_size=1, max_size=25)
+step_shape = st.tuples(st.lists(call_shape, min_size=0, max_size=3), st.integers(0, 900))  # calls, text size
+sessions = st.lists(step_shape, min_size=1, max_size=25)
 policies = st.builds(
     lambda high, low, keep, gain, args: CompactionSettings(
         high_water=high, low_water=min(low, high), keep=keep, min_gain=gain, args_chars=args
@@ -45,21 +46,23 @@ def read_back(s: Any, shown: str, part: str) -> str:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=sessions, policy=policies)
-def test_random_sessions(steps: list[list[tuple[int, int, bool]]], policy: CompactionSettings) -> None:
+def test_random_sessions(steps: list[tuple[list[tuple[int, int, bool]], int]], policy: CompactionSettings) -> None:
     with tempfile.TemporaryDirectory() as tmp, session(tmp) as s:
         compactor = Compactor(DictAdapter(), policy, s)
         messages: list[Message] = [user(0, "go")]
         originals: dict[str, tuple[dict[str, Any], str]] = {}
         previous: list[Message] = []
         added = 0
-        for n, calls in enumerate(steps):
+        said: dict[str, str] = {}
+        for n, (calls, size) in enumerate(steps):
             ids = [f"c{n}_{i}" for i in range(len(calls))]
             made = []
             for call_id, (out, arg, _) in zip(ids, calls, strict=True):
                 args = {"command": text(n, arg), "n": n}
                 originals[call_id] = (args, text(n + 1000, out))
                 made.append((call_id, "shell", args))
-            messages.append(asks(n, *made))
+            said[f"a{n}"] = text(n + 5000, size)
+            messages.append(asks(n, *made, text=said[f"a{n}"]))
             for call_id, (_, _, error) in zip(ids, calls, strict=True):
                 args, out = originals[call_id]
                 persist_call(s, "shell", args, out, call_id=call_id, error=ValueError("no") if error else None)
@@ -71,6 +74,10 @@ def test_random_sessions(steps: list[list[tuple[int, int, bool]]], policy: Compa
             assert [(m["role"], m["id"]) for m in shown] == [(m["role"], m["id"]) for m in messages]
             for m, o in zip(shown, messages, strict=True):
                 if m["role"] == "assistant":
+                    if is_stand_in(m["text"]):
+                        assert read_back(s, m["text"], "result") == said[m["id"]]
+                    else:
+                        assert m["text"] == said[m["id"]]
                     assert [c["id"] for c in m["calls"]] == [c["id"] for c in o["calls"]]
                     for c in m["calls"]:
                         json.dumps(c["args"])

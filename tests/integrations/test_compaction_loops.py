@@ -208,3 +208,101 @@ def test_persist_tool_stores_only_what_the_model_passed(context_dir: Path) -> No
         [stored] = s.load_contexts(s.get_all_pointers())
     assert stored.args == {"text": "hello"}
     assert stored.result == "noted hello as n1"
+
+
+THOUGHT = "I think the handler table is built at import time, so the fix belongs in the loader. " * 6
+
+
+def text_handle(texts: list[str]) -> str:
+    for text in texts:
+        if is_stand_in(text) and "assistant text" in text:
+            return f"ctx:{handle_of(text)}"
+    raise AssertionError("no assistant text stand-in in the conversation")
+
+
+def test_langchain_old_assistant_text_is_compacted_restorably(context_dir: Path) -> None:
+    @tool
+    def shell(command: str) -> str:
+        """Run a shell command."""
+        return listing(command)
+
+    def thinking(call_id: str, command: str) -> AIMessage:
+        return AIMessage(
+            content=f"{call_id}: {THOUGHT}", tool_calls=[{"name": "shell", "args": {"command": command}, "id": call_id}]
+        )
+
+    def reads_the_thought(messages: list[BaseMessage]) -> AIMessage:
+        handle = text_handle([m.content for m in messages if isinstance(m, AIMessage) and isinstance(m.content, str)])
+        return lc_call("read_context", "r1", id=handle)
+
+    model = ToolRecordingChat(
+        responses=[AIMessage(content="")],
+        steps=[*(thinking(f"s{i}", f"cat part{i}") for i in range(6)), reads_the_thought, AIMessage(content="Done.")],
+        received=[],
+        bound=[],
+    )
+    agent = create_agent(model, [shell], middleware=[ToolContextMiddleware(**OPTIONS)], checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "thread-9"}}
+    with session(context_dir):
+        state = agent.invoke({"messages": [HumanMessage("Fix the loader.")]}, config)
+
+    last = model.received[-1]
+    said = [m for m in last if isinstance(m, AIMessage)]
+    assert is_stand_in(said[0].content)  # the oldest thought is a marker now
+    assert said[0].tool_calls[0]["id"] == "s0"  # with its call, still paired with its result
+    assert said[-2].content.startswith("s5: I think")  # the recent ones stay whole
+    read_back = [m for m in last if isinstance(m, ToolMessage)][-1]
+    assert read_back.name == "read_context"
+    body = read_back.content.partition("\n")[2]
+    assert body in {f"s{i}: {THOUGHT}" for i in range(6)}
+    # written back: the checkpointed state holds the marker, and the next turn sends it unchanged
+    assert any(isinstance(m, AIMessage) and is_stand_in(m.content) for m in state["messages"])
+
+
+def test_agents_sdk_old_assistant_text_is_compacted_restorably(context_dir: Path) -> None:
+    @function_tool
+    def shell(command: str) -> str:
+        """Run a shell command."""
+        return listing(command)
+
+    def reads_the_thought(call: Any) -> list[Any]:
+        texts = [
+            block["text"]
+            for item in call.input
+            if isinstance(item, dict) and item.get("role") == "assistant"
+            for block in item.get("content") or []
+            if isinstance(block, dict) and block.get("type") == "output_text"
+        ]
+        return [function_call("read_context", {"id": text_handle(texts)}, call_id="r1")]
+
+    model = ScriptedModel(
+        [
+            *(
+                [
+                    assistant_message(f"s{i}: {THOUGHT}"),
+                    function_call("shell", {"command": f"cat part{i}"}, call_id=f"s{i}"),
+                ]
+                for i in range(6)
+            ),
+            ModelStep.respond(reads_the_thought),
+            [assistant_message("Done.")],
+        ]
+    )
+    agent = Agent(name="coder", model=model, tools=[*persist_tools([shell]), read_context])
+    # a group id scopes read_context: the stored text must be tagged with the conversation, as its calls are
+    config = RunConfig(
+        tracing_disabled=True, group_id="conversation-2", call_model_input_filter=compact_tool_outputs(**OPTIONS)
+    )
+    with session(context_dir):
+        asyncio.run(Runner.run(agent, "Fix the loader.", run_config=config))
+
+    last = [i for i in model.calls[-1].input if isinstance(i, dict)]
+    said = [i for i in last if i.get("role") == "assistant"]
+    assert is_stand_in(said[0]["content"][0]["text"])
+    assert said[-1]["content"][0]["text"].startswith("s5: I think")
+    outputs = {i["call_id"]: i["output"] for i in last if i.get("type") == "function_call_output"}
+    body = str(outputs["r1"]).partition("\n")[2]
+    assert body, outputs["r1"]
+    assert body in {f"s{i}: {THOUGHT}" for i in range(6)}
+    call_ids = [i["call_id"] for i in last if i.get("type") == "function_call"]
+    assert call_ids == list(outputs)  # every call keeps its output, in order

@@ -13,7 +13,6 @@ stand-in names the handle ``read_context`` reads back.
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
@@ -97,23 +96,26 @@ class HistoryItemAdapter:
             )
         if item.pinned:
             self.pinned_calls.update(c.id for c in item.tool_calls)
+        said = item.content if item.role == "assistant" and not item.pinned else ""
         if item.tool_calls:
             calls = tuple(ToolCall(c.id, c.name, c.arguments) for c in item.tool_calls)
             tokens = estimate_tokens(item.content) + sum(
                 estimate_tokens(arguments_json(c.arguments)) + estimate_tokens(c.name) for c in item.tool_calls
             )
-            return Item(tokens, calls=calls)
-        return Item(estimate_tokens(item.content), question=item.content if item.role == "user" else None)
+            return Item(tokens, calls=calls, text=said)
+        return Item(estimate_tokens(item.content), text=said, question=item.content if item.role == "user" else None)
 
-    def apply(self, item: HistoryMessage, result: str | None, args: Mapping[str, Mapping[str, Any]]) -> HistoryMessage:
-        if item.role == "tool" and result is not None:
-            return item.model_copy(update={"content": result})
+    def apply(self, item: HistoryMessage, text: str | None, args: Mapping[str, Mapping[str, Any]]) -> HistoryMessage:
+        if item.role == "tool" and text is not None:
+            return item.model_copy(update={"content": text})
+        update: dict[str, Any] = {}
         if item.tool_calls and args:
-            calls = tuple(
+            update["tool_calls"] = tuple(
                 c.model_copy(update={"arguments": dict(args[c.id])}) if c.id in args else c for c in item.tool_calls
             )
-            return item.model_copy(update={"tool_calls": calls})
-        return item
+        if text is not None and item.role == "assistant":
+            update["content"] = text
+        return item.model_copy(update=update) if update else item
 
 
 class ToolOutputPlugin:
@@ -194,22 +196,10 @@ class ToolOutputPlugin:
         return [READ_CONTEXT_DEFINITION] if notes(self.session()).offer_read_context else []
 
     def compact(self, target_tokens: int, counter: TokenCounter) -> int:
-        """Make a batch now, of every old result and argument the policy allows; the tokens it freed."""
+        """Make a batch now, of every old result, argument and text the policy allows; the tokens it freed."""
         session = self.session()
         before, _ = self.compactor.view(self._last, self._key, session)
-        saved = self.compactor.settings
-        # min_gain 1: with nothing to compact, read_context is not switched on for nothing. The context does
-        # not fit, so whether a batch pays for its cache break does not arise: priced as if nothing were cached.
-        forced: dict[str, Any] = {"high_water": 1, "low_water": 0, "min_gain": 1}
-        if "cached_price" in {f.name for f in dataclasses.fields(saved)}:
-            forced["cached_price"] = 1.0
-        self.compactor.settings = dataclasses.replace(saved, **forced)
-        try:
-            after, edits = self.compactor.view(self._last, self._key, session)
-            if not edits:  # the first batch switched read_context on and waited: make it now
-                after, edits = self.compactor.view(self._last, self._key, session)
-        finally:
-            self.compactor.settings = saved
+        after, _ = self.compactor.view(self._last, self._key, session, now=True)
         return sum(_tokens(a, counter) - _tokens(b, counter) for a, b in zip(before, after, strict=True) if a is not b)
 
     def read(self, ref: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result") -> str:

@@ -5,7 +5,9 @@ framework's messages or items) and an :class:`ItemAdapter` that describes one it
 and applies a decision to one. The compactor keeps, per conversation, what it saw
 last time, so it only describes items that are new since the previous model call;
 decisions are remembered per tool call id and applied identically on every later
-call, so the prompt prefix only changes when a new batch is made.
+call, so the prompt prefix only changes when a new batch is made. A batch takes old
+results, long arguments and the long assistant text written before them, all
+restorable through their handles.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from toolctx.compaction._persist import shown_output
 from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
 from toolctx.models import ContextPointer
 from toolctx.sessions import ContextSession
-from toolctx.standins import argument_stand_in, is_stand_in, result_marker, stored_text
+from toolctx.standins import ASSISTANT_TEXT, argument_stand_in, is_stand_in, result_marker, stored_text, text_marker
 from toolctx.tokens import estimate_tokens
 
 __all__ = ["Compactor", "Item", "ItemAdapter", "ToolCall"]
@@ -30,6 +32,7 @@ __all__ = ["Compactor", "Item", "ItemAdapter", "ToolCall"]
 T = TypeVar("T")
 _MARKER_TOKENS = 25  # a result marker without preview, in tokens
 _ARG_STAND_IN_TOKENS = 35  # an argument stand-in without its preview
+_TEXT_MARKER_TOKENS = 25  # a marker for old assistant text
 _CONVERSATIONS = 64  # conversations remembered per compactor, least recently used dropped
 
 
@@ -49,7 +52,9 @@ class Item:
     ``tokens``: its estimated size as shown. ``calls``: the tool calls it makes.
     ``result_of``: the call id it answers, with its ``text`` and ``tool``;
     ``is_error``: the framework marks it as an error. ``question``: the text of
-    a user message (tool calls after it are tagged with it).
+    a user message (tool calls after it are tagged with it). For an assistant
+    message, ``text`` is what it says besides its calls, which the policy may
+    stand in for once it is old (leave it empty to keep a message as it is).
     """
 
     tokens: int
@@ -70,17 +75,24 @@ class ItemAdapter(Protocol[T]):
     def describe(self, item: T) -> Item:
         """The item as the policy sees it."""
 
-    def apply(self, item: T, result: str | None, args: Mapping[str, Mapping[str, Any]]) -> T:
-        """A copy of ``item`` with its result text replaced (if ``result``) and calls' arguments (by call id)."""
+    def apply(self, item: T, text: str | None, args: Mapping[str, Mapping[str, Any]]) -> T:
+        """A copy of ``item`` with its text replaced (if ``text``: a result, or an assistant's text) and its
+        calls' arguments (by call id)."""
 
 
 @dataclass(frozen=True)
 class Edit:
-    """One decision: the result text or the arguments a tool call is shown with from now on."""
+    """One decision: the result text or the arguments a tool call is shown with from now on.
 
-    call_id: str
+    An edit of old assistant text has no ``call_id``; ``text`` is the text it replaces
+    (the message at ``position``) and ``result`` its marker.
+    """
+
+    call_id: str | None
     result: str | None = None
     args: Mapping[str, Any] | None = None
+    text: str | None = None
+    position: int = -1
 
 
 @dataclass
@@ -94,9 +106,11 @@ class _Conversation:
     calls: dict[str, tuple[int, ToolCall]] = field(default_factory=dict)  # call id -> (position, call)
     results: dict[str, tuple[int, Item]] = field(default_factory=dict)  # call id -> (position, result)
     recent: deque[str] = field(default_factory=deque)  # results still inside the keep window
-    candidates: deque[tuple[str, int]] = field(default_factory=deque)  # (call id, estimated gain), oldest first
+    texts: deque[tuple[int, str]] = field(default_factory=deque)  # (position, text): assistant text not yet old
+    candidates: deque[tuple[str | int, int]] = field(default_factory=deque)  # (call id or text position, gain)
     available: int = 0  # estimated tokens all candidates would free
     model_calls: int = 0  # model calls made so far
+    task: int | str | None = None  # the task the conversation's calls are stored under, once seen
 
 
 class Compactor(Generic[T]):
@@ -114,6 +128,7 @@ class Compactor(Generic[T]):
         self.session: Resolver = session_resolver(session)
         self.results: dict[str, str] = {}  # call id -> the result text shown from now on
         self.args: dict[str, Mapping[str, Any]] = {}  # call id -> the arguments shown from now on
+        self.texts: dict[tuple[Hashable, str], str] = {}  # (message, its text) -> the marker shown from now on
         self.operations = 0
         self._early: set[str] = set()  # call ids shown a head-and-tail stand-in by this compactor
         self._conversations: OrderedDict[Hashable, _Conversation] = OrderedDict()
@@ -122,19 +137,24 @@ class Compactor(Generic[T]):
     # -- one model call ----------------------------------------------------------------
 
     def view(
-        self, items: Sequence[T], key: Hashable = None, session: ContextSession | None = None
+        self, items: Sequence[T], key: Hashable = None, session: ContextSession | None = None, *, now: bool = False
     ) -> tuple[list[T], list[Edit]]:
         """The items to send, and the edits this call made (empty: the same as last time plus the new ones).
 
         ``key`` tells conversations apart (a thread id); ``session`` saves resolving it again
         (without it, a string ``key`` names the conversation to the session resolver).
+        ``now``: make a batch in this call of everything the rules allow (never the
+        ``keep`` most recent results, errors or excluded tools), whatever the
+        high-water mark and the cache say; for a caller whose context does not fit.
         """
         if session is None:
             session = self.session(key if isinstance(key, str) else None)
         with self._lock:
-            return self._view(items, key, session)
+            return self._view(items, key, session, now)
 
-    def _view(self, items: Sequence[T], key: Hashable, session: ContextSession) -> tuple[list[T], list[Edit]]:
+    def _view(
+        self, items: Sequence[T], key: Hashable, session: ContextSession, now: bool = False
+    ) -> tuple[list[T], list[Edit]]:
         fingerprint = self.adapter.fingerprint
         conversation = self._conversation(key)
         n = len(items)
@@ -154,7 +174,7 @@ class Compactor(Generic[T]):
                 fingerprint(items[-1]),
             )
         conversation.model_calls += 1
-        edits = self._compact(conversation, session)
+        edits = self._compact(conversation, session, now)
         session_notes = notes(session)
         session_notes.shown_tokens, session_notes.model_calls = conversation.shown, conversation.model_calls
         return list(conversation.emitted), edits
@@ -182,7 +202,11 @@ class Compactor(Generic[T]):
                 shown_args[call.id] = self.args[call.id]
         result = None
         call_id = described.result_of
-        if call_id is not None:
+        if call_id is None and described.text and described.question is None:  # an assistant's text
+            result = self.texts.get((self.adapter.fingerprint(item), described.text))
+            if result is None and len(described.text) > self.settings.text_chars and not is_stand_in(described.text):
+                conversation.texts.append((position, described.text))
+        elif call_id is not None:
             result = self.results.get(call_id)
             if result is None and described.tokens > self.settings.max_output_tokens:
                 result = self._unhooked(conversation, session, call_id, described)
@@ -210,7 +234,7 @@ class Compactor(Generic[T]):
         call = self._call(conversation, call_id)
         if (call.name or result.tool) in self.settings.exclude_tools:
             return None
-        pointer = session.find_call(call_id) or self._store_late(session, call, result)
+        pointer = session.find_call(call_id) or self._store_late(session, call, result, conversation.task)
         shown = shown_output(self.settings, session, pointer, result.text)
         if shown is not None:
             self.results[call_id] = shown
@@ -219,40 +243,54 @@ class Compactor(Generic[T]):
 
     # -- choosing and making a batch ---------------------------------------------------------
 
-    def _compact(self, conversation: _Conversation, session: ContextSession) -> list[Edit]:
+    def _compact(self, conversation: _Conversation, session: ContextSession, now: bool = False) -> list[Edit]:
         settings = self.settings
         while len(conversation.recent) > settings.keep:
             call_id = conversation.recent.popleft()
-            gain = self._estimated_gain(conversation, call_id)
-            if gain > 0:
-                conversation.candidates.append((call_id, gain))
-                conversation.available += gain
-        if conversation.shown <= settings.high_water:
-            return []
-        wanted = conversation.shown - settings.low_water
-        # A batch breaks the prompt cache after its first edit, near the start: make it only if it frees
-        # enough to pay for that (the oldest candidate comes first, so about all that is shown is re-sent).
-        freed = min(conversation.available, wanted)
-        if freed < settings.min_gain or not pays_for_cache_break(
-            freed, conversation.shown, conversation.model_calls, settings.cached_price
-        ):
-            return []
+            before = conversation.results[call_id][0] if call_id in conversation.results else -1
+            while conversation.texts and conversation.texts[0][0] < before:  # assistant text older than it
+                position, text = conversation.texts.popleft()
+                self._candidate(conversation, position, estimate_tokens(text) - _TEXT_MARKER_TOKENS)
+            self._candidate(conversation, call_id, self._estimated_gain(conversation, call_id))
         session_notes = notes(session)
-        if not session_notes.offer_read_context:
-            # The first batch waits one call: read_context is offered from the next call on, and the tool
-            # list and the messages then change in the same call, one cache break instead of two.
+        if now:
+            if not conversation.available:
+                return []
+            wanted = conversation.available
             session_notes.offer_read_context = True
-            return []
-        chosen: list[str] = []
+        else:
+            if conversation.shown <= settings.high_water:
+                return []
+            wanted = conversation.shown - settings.low_water
+            # A batch breaks the prompt cache after its first edit, near the start: make it only if it frees
+            # enough to pay for that (the oldest candidate comes first, so about all that is shown is re-sent).
+            freed = min(conversation.available, wanted)
+            if freed < settings.min_gain or not pays_for_cache_break(
+                freed, conversation.shown, conversation.model_calls, settings.cached_price
+            ):
+                return []
+            if not session_notes.offer_read_context:
+                # The first batch waits one call: read_context is offered from the next call on, and the tool
+                # list and the messages then change in the same call, one cache break instead of two.
+                session_notes.offer_read_context = True
+                return []
+        chosen: list[str | int] = []
         expected = 0
         while conversation.candidates and expected < wanted:
-            call_id, gain = conversation.candidates.popleft()
+            unit, gain = conversation.candidates.popleft()
             conversation.available -= gain
-            chosen.append(call_id)
+            chosen.append(unit)
             expected += gain
-        edits = [edit for call_id in chosen if (edit := self._edit(conversation, session, call_id)) is not None]
+        # the calls first: their stored copies tell the task the conversation's texts are stored under
+        chosen.sort(key=lambda unit: isinstance(unit, int))
+        edits = [edit for unit in chosen if (edit := self._edit(conversation, session, unit)) is not None]
         self._apply(conversation, edits)
         return edits
+
+    def _candidate(self, conversation: _Conversation, unit: str | int, gain: int) -> None:
+        if gain > 0:
+            conversation.candidates.append((unit, gain))
+            conversation.available += gain
 
     def _estimated_gain(self, conversation: _Conversation, call_id: str) -> int:
         self.operations += 1
@@ -279,14 +317,20 @@ class Compactor(Generic[T]):
         found = conversation.calls.get(call_id)
         return found[1] if found is not None else ToolCall(call_id, "", {})
 
-    def _edit(self, conversation: _Conversation, session: ContextSession, call_id: str) -> Edit | None:
-        """The stand-ins for one old call, cut from its stored copy; None if it cannot be restored."""
+    def _edit(self, conversation: _Conversation, session: ContextSession, unit: str | int) -> Edit | None:
+        """The stand-ins for one old call (or assistant text), cut from its stored copy; None if not restorable."""
         self.operations += 1
+        if isinstance(unit, int):
+            return self._text_edit(conversation, session, unit)
+        call_id = unit
         settings = self.settings
         result = conversation.results[call_id][1]
         call = self._call(conversation, call_id)
         try:
-            pointer = session.find_call(call_id) or self._store_late(session, call, result)
+            pointer = session.find_call(call_id)
+            if pointer is not None and pointer.task_id is not None:
+                conversation.task = pointer.task_id  # late stores of this conversation go under the same task
+            pointer = pointer or self._store_late(session, call, result, conversation.task)
             if pointer is None or not pointer.stored or pointer.is_error:
                 return None
             found = session.load_contexts([pointer.id])
@@ -312,12 +356,32 @@ class Compactor(Generic[T]):
             return None
         return Edit(call_id, new_result, new_args)
 
+    def _text_edit(self, conversation: _Conversation, session: ContextSession, position: int) -> Edit | None:
+        """The marker for the old assistant text at ``position``, cut from its stored copy; None if not restorable."""
+        said = self.adapter.describe(conversation.emitted[position]).text
+        try:
+            if conversation.task is None:  # read back under the same scope as the conversation's calls
+                newest = next(reversed(conversation.results), None)
+                stored = session.find_call(newest) if newest is not None else None
+                conversation.task = stored.task_id if stored is not None else None
+            pointer = session.save_context(ASSISTANT_TEXT, {}, said, conversation.task)
+            found = session.load_contexts([pointer.id]) if pointer.stored else []
+        except Exception as exc:  # compaction is an optimisation: never break the model call
+            internal_error("could not store old assistant text to compact it; it stays as it is", exc)
+            return None
+        if not found:
+            return None
+        marker = text_marker(pointer.id, stored_text(found[0]))
+        return Edit(None, marker, text=said, position=position) if len(marker) < len(said) else None
+
     @staticmethod
-    def _store_late(session: ContextSession, call: ToolCall, result: Item) -> ContextPointer | None:
+    def _store_late(
+        session: ContextSession, call: ToolCall, result: Item, task: int | str | None = None
+    ) -> ContextPointer | None:
         """A result made without the adapter's tool hook (or before it): store it now, or give up."""
         try:
             return session.save_context(
-                call.name or result.tool or "tool", dict(call.args), result.text, call_id=call.id
+                call.name or result.tool or "tool", dict(call.args), result.text, task, call_id=call.id
             )
         except Exception as exc:
             internal_error(f"could not store the call {call.id!r} to compact it; it stays as it is", exc)
@@ -326,6 +390,12 @@ class Compactor(Generic[T]):
     def _apply(self, conversation: _Conversation, edits: list[Edit]) -> None:
         by_position: dict[int, tuple[str | None, dict[str, Mapping[str, Any]]]] = {}
         for edit in edits:
+            if edit.call_id is None:  # old assistant text
+                if edit.text is not None and edit.result is not None:
+                    original = conversation.emitted[edit.position]
+                    self.texts[(self.adapter.fingerprint(original), edit.text)] = edit.result
+                    by_position[edit.position] = (edit.result, by_position.get(edit.position, (None, {}))[1])
+                continue
             if edit.result is not None:
                 self.results[edit.call_id] = edit.result
                 self._early.discard(edit.call_id)

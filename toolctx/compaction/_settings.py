@@ -49,7 +49,10 @@ class CompactionSettings:
     valid JSON; the stored call keeps them whole); ``args_preview_chars`` (60):
     characters of such an argument kept in its stand-in. ``exclude_tools``: tools
     whose results and arguments are never compacted (``read_context`` always is
-    one of them).
+    one of them). ``text_chars`` (300): what the model wrote between its tool
+    calls (assistant text) longer than this and older than a result being
+    compacted goes in the same batch, as a marker with its handle (stored as a
+    call of ``assistant_text``); a larger value keeps more of it whole.
 
     Why these defaults: ``bench/replay.py`` replays 59 recorded coding-agent
     sessions (one shell tool, 30-160 calls, outputs of a few hundred characters,
@@ -80,6 +83,7 @@ class CompactionSettings:
     cached_price: float = 0.1
     args_chars: int = 300
     args_preview_chars: int = 60
+    text_chars: int = 300
     exclude_tools: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
@@ -89,6 +93,7 @@ class CompactionSettings:
         whole_number("high_water", self.high_water, minimum=1)
         whole_number("args_chars", self.args_chars, minimum=1)
         whole_number("args_preview_chars", self.args_preview_chars)
+        whole_number("text_chars", self.text_chars, minimum=1)
         if real_number("cached_price", self.cached_price, minimum=0.0) > 1:
             raise ConfigError(f"cached_price is a share of the full price, 0 to 1; got {self.cached_price!r}")
         if self.low_water > self.high_water:
