@@ -23,14 +23,15 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _replay_langchain import ScriptedChatModel, _Replay
-from _replay_measure import _tool_texts, argument_stand_ins, read_back_text
-from _replay_trace import Trace, load_traces
+from _replay_measure import _tool_texts, argument_stand_ins, read_back_text, text_stand_ins
+from _replay_trace import Trace, load_traces, recorded_texts
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -40,7 +41,14 @@ from toolctx import Conversations
 from toolctx.redaction import resolve_redactor
 from toolctx.standins import handle_of, is_stand_in
 
-STRESS: dict[str, Any] = {"max_output_tokens": 100, "high_water": 1000, "keep": 1, "min_gain": 0, "cached_price": 1.0}
+STRESS: dict[str, Any] = {
+    "max_output_tokens": 100,
+    "high_water": 1000,
+    "keep": 1,
+    "min_gain": 0,
+    "cached_price": 1.0,
+    "text_chars": 40,
+}
 READ_ALL = 10**9
 
 
@@ -56,6 +64,16 @@ def read(directory: Path, thread: str, handle: str, part: str = "result") -> str
         conversations.close()
 
 
+def verdict(back: str | None, original: str | None, texts: set[str], redact: Callable[[str], str] | None) -> str:
+    """ "exact", "redacted" or "failed": a read-back against its original (None: any recorded assistant text)."""
+    expected = {original} if original is not None else texts
+    if back is not None and back in expected:
+        return "exact"
+    if back is not None and redact is not None and back in {redact(t) for t in expected}:
+        return "redacted"
+    return "failed"
+
+
 def replay(trace: Trace, directory: Path, options: dict[str, Any]) -> dict[str, int]:
     figures = {"turns": len(trace.turns), "handles": 0, "checks": 0, "exact": 0, "redacted": 0, "failed": 0}
     figures["refused_elsewhere"] = 0
@@ -64,7 +82,8 @@ def replay(trace: Trace, directory: Path, options: dict[str, Any]) -> dict[str, 
     redact = resolve_redactor(True)
     recorded = {call.id: call.output for call in trace.calls}
     arguments = {call.id: call.args for call in trace.calls}
-    shown: dict[tuple[str, str], str] = {}  # (handle, part) -> what it must read back as
+    shown: dict[tuple[str, str], str | None] = {}  # (handle, part) -> what it must read back as
+    texts = recorded_texts(trace)  # an assistant text stand-in must read back as one of them
     for turn in trace.turns:
         conversations = Conversations(directory)  # a new process for each turn
         middleware = ToolContextMiddleware(session=conversations, **options)
@@ -90,16 +109,16 @@ def replay(trace: Trace, directory: Path, options: dict[str, Any]) -> dict[str, 
                 value = arguments.get(call_id, {}).get(name)
                 if pointer_id is not None and isinstance(value, str):
                     shown[(f"ctx:{pointer_id}", f"args.{name}")] = value
+            for text in text_stand_ins(model_input.units):
+                pointer_id = handle_of(text)
+                if pointer_id is not None:
+                    shown[(f"ctx:{pointer_id}", "result")] = None
         for (handle, part), original in shown.items():  # every handle shown so far, read in the next turn
             figures["checks"] += 1
             back = read(directory, trace.id, handle, part)
-            if back == original:
-                figures["exact"] += 1
-            elif back is not None and redact is not None and back == redact.redact_text(original):
-                figures["redacted"] += 1
-            else:
-                figures["failed"] += 1
+            figures[verdict(back, original, texts, redact.redact_text if redact is not None else None)] += 1
     figures["handles"] = len(shown)
+    figures["text_handles"] = sum(original is None for original in shown.values())
     for handle, part in list(shown)[:5]:  # another conversation must not read them
         if read(directory, trace.id + "-other", handle, part) is None:
             figures["refused_elsewhere"] += 1
@@ -126,7 +145,8 @@ def main() -> None:
     seconds = time.perf_counter() - started
     print(f"{len(traces)} multi-turn sessions, {totals.get('turns', 0)} turns, {seconds:.0f} s.\n")
     print("| figure | value |\n|---|---:|")
-    print(f"| distinct handles shown (results and arguments) | {totals.get('handles', 0):,} |")
+    print(f"| distinct handles shown (results, arguments and assistant text) | {totals.get('handles', 0):,} |")
+    print(f"| ...of which assistant text | {totals.get('text_handles', 0):,} |")
     print(f"| read-backs in later turns (each handle after every turn) | {totals.get('checks', 0):,} |")
     print(
         f"| ...exact / as redacted / failed | {totals.get('exact', 0):,} / {totals.get('redacted', 0):,} / "

@@ -67,7 +67,10 @@ class CompactionSettings:
     cache less often than trimming it; keep 3 rather than 2 leaves the agent its
     last few outputs for little. Arguments are compacted too because they were a
     quarter of the tokens; markers without preview cost the least, and the agent
-    reads an output back by its handle. Most customer-service sessions never
+    reads an output back by its handle. Assistant text is compacted in the same
+    batches for the same reason: it was a quarter of what was left on the coding
+    sessions (12 sessions: tokens x0.42 to x0.33, cache-weighted x0.60 to x0.53);
+    ``text_chars`` matches ``args_chars``, so a one-line remark stays. Most customer-service sessions never
     reach 6,000 tokens of messages and are sent unchanged, without even the
     ``read_context`` definition (over all 137: x0.98 tokens).
     """
