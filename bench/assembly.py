@@ -1,7 +1,8 @@
 """The context assembler: prepare() speed, real sessions driven through it, and prompt-cache reuse by order.
 
-    python bench/assembly.py [--traces ../shared/traces/dev.jsonl] [--limit N] [--jobs 2]
-                             [--rounds 20] [--skip-replay] [--json out.json]
+    python bench/assembly.py [--traces ../shared/traces/dev.jsonl] [--source S] [--limit N] [--jobs 2]
+                             [--adapters langchain|agents|both|none] [--rounds 20]
+                             [--skip-replay] [--skip-speed] [--json out.json]
 
 1. Speed: ``prepare()`` on a 500-message history (250 tool calls with their
    results) with three plugins (PlanPlugin, MemoryPlugin over a SQLite memory of
@@ -16,7 +17,10 @@
    ToolOutputPlugin at the policy's defaults, results stored through
    ``add_tool_result``). Every model call's input is measured with the replay's
    own measure (``bench/_replay_measure.py``: exact o200k tokens, cache-weighted
-   tokens, pairing and order errors, every stand-in read back).
+   tokens, pairing and order errors, every stand-in read back). In the same run,
+   on the same sessions and in the same worker pool, the framework adapters at
+   their defaults (``bench/replay.py``'s LangChain and Agents SDK replays, each
+   against its own loop without toolctx), so the ratios compare like with like.
 3. Cache reuse by order: the coding sessions again, with a PlanPlugin whose next
    task is marked done every 10 tool calls: cache-weighted tokens with the
    assembler's order (components last) against the same content with the
@@ -29,7 +33,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -53,12 +56,13 @@ from _replay_measure import (
     ModelInput,
     TokenCounter,
     Unit,
+    as_json,
     measure,
     o200k_counter,
     read_back_text,
 )
 from _replay_trace import Trace, args_schemas, load_traces, recorded_texts
-from replay import DEFAULT_TRACES, render, summarize
+from replay import DEFAULT_TRACES, FRAMEWORKS, machine, render, replay_session, summarize
 
 import toolctx
 from toolctx.assembly import CONTEXT_ID, SYSTEM_ID, ContextAssembler, MemoryPlugin, PlanPlugin, ToolOutputPlugin
@@ -314,10 +318,61 @@ def _start() -> None:
     _count = o200k_counter()
 
 
-def _job(trace: Trace) -> tuple[Figures, Figures, dict[str, float] | None]:
+def _job(job: tuple[Trace, str]) -> tuple[list[Figures], dict[str, float] | None]:
+    """One session through one driver: the assembler (with the cache-by-order check) or a framework adapter."""
     assert _count is not None
+    trace, driver = job
+    if driver != FRAMEWORK:
+        return list(replay_session(trace, driver, _count)), None
     cache = cache_by_order(trace, _count) if trace.source.startswith("mini-swe") else None
-    return replay_plain(trace, _count), replay_assembler(trace, _count), cache
+    return [replay_plain(trace, _count), replay_assembler(trace, _count)], cache
+
+
+def _ratio(row: dict[str, Any], key: str) -> str:
+    figure = row[key]
+    return f"{figure['ratio']:.3f} ({figure['median_ratio']:.3f})" if figure["ratio"] is not None else "–"
+
+
+def comparison(summary: dict[str, Any], drivers: Sequence[str]) -> str:
+    """Markdown: per source, the assembler against the adapters of the same run, each against its own plain loop."""
+    out: list[str] = []
+    for source in sorted({row["source"] for row in summary.values()}):
+        rows = [summary[k] for d in drivers if (k := f"{source} / {d}") in summary]
+        out += [
+            f"#### {source}: {rows[0]['sessions']} sessions, {rows[0]['model_calls']:,} model calls",
+            "",
+            "| ratio to no toolctx, total (median per session) | " + " | ".join(r["framework"] for r in rows) + " |",
+            "|---|" + "---:|" * len(rows),
+        ]
+        for key, label in (
+            ("tokens", "tokens over all calls"),
+            ("cache_weighted", "cache-weighted tokens"),
+            ("last_call", "tokens at the last call"),
+            (f"kind:{TOOLCTX_DEFINITIONS}", "`read_context` definition, tokens over all calls"),
+        ):
+            if key.startswith("kind:"):
+                out.append(f"| {label} | " + " | ".join(f"{r[key]['with']:,}" for r in rows) + " |")
+            else:
+                out.append(f"| {label} | " + " | ".join(_ratio(r, key) for r in rows) + " |")
+        out.append(
+            "| stand-ins: results / arguments / assistant texts | "
+            + " | ".join(
+                f"{r['with']['stand_ins']:,} / {r['with']['argument_stand_ins']:,} / {r['with']['text_stand_ins']:,}"
+                for r in rows
+            )
+            + " |"
+        )
+        out.append(
+            "| unrestorable stand-ins; pairing + order errors | "
+            + " | ".join(
+                f"{r['with']['unrestorable'] + r['with']['arguments_unrestorable'] + r['with']['texts_unrestorable']}; "
+                f"{r['with']['pairing_errors'] + r['with']['order_errors']}"
+                for r in rows
+            )
+            + " |"
+        )
+        out.append("")
+    return "\n".join(out)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -327,32 +382,47 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument(
+        "--adapters",
+        choices=[*FRAMEWORKS, "both", "none"],
+        default="both",
+        help="framework adapters replayed in the same run, for the comparison",
+    )
     parser.add_argument("--skip-replay", action="store_true")
+    parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     report: dict[str, Any] = {
         "command": " ".join(sys.argv),
-        "python": platform.python_version(),
-        "load": os.getloadavg(),
+        "machine": machine(),
     }
-    report["speed"] = speed(args.rounds)
-    print(json.dumps(report["speed"], indent=1))
+    if not args.skip_speed:
+        report["speed"] = speed(args.rounds)
+        print(json.dumps(report["speed"], indent=1))
     if not args.skip_replay:
-        traces = sorted(load_traces(args.traces, args.source, args.limit), key=lambda t: -len(t.calls))
+        traces = load_traces(args.traces, args.source, args.limit)
+        adapters = {"both": list(FRAMEWORKS), "none": []}.get(args.adapters, [args.adapters])
+        drivers = [FRAMEWORK, *adapters]
+        work = sorted(((t, d) for t in traces for d in drivers), key=lambda job: -len(job[0].calls))
         started = time.perf_counter()
         figures: list[Figures] = []
         caches: list[dict[str, float]] = []
         with ProcessPoolExecutor(max_workers=args.jobs, initializer=_start) as pool:
-            for plain, assembled, cache in pool.map(_job, traces):
-                figures += [plain, assembled]
+            for done, (session, cache) in enumerate(pool.map(_job, work), 1):
+                figures += session
                 if cache is not None:
                     caches.append(cache)
+                print(f"\r{done}/{len(work)} session runs", end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
         summary = summarize(figures)
         print(render(summary))
+        print(comparison(summary, drivers))
         orders = {k: sum(c[k] for c in caches) for k in caches[0]} if caches else {}
         print("cache by order (coding sessions with a plan):", json.dumps(orders, indent=1))
         report.update(summary=summary, cache_by_order=orders, replay_seconds=time.perf_counter() - started)
+        report["sessions"] = [as_json(f) for f in figures]
         report["unrestorable"] = sum(len(f.unrestorable) + len(f.arguments_unrestorable) for f in figures)
+    report["load_average_after"] = os.getloadavg()
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=1, default=str))
 

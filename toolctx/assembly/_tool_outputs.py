@@ -17,6 +17,8 @@ import uuid
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from toolctx.assembly._measure import arguments_json
 from toolctx.assembly._types import HistoryMessage, ToolCallSpec
 from toolctx.compaction import (
@@ -32,7 +34,7 @@ from toolctx.compaction import (
 from toolctx.errors import ConfigError
 from toolctx.models import ErrorInfo
 from toolctx.sessions import ContextSession, current_session
-from toolctx.standins import DEFAULT_READ_LIMIT, output_text, read_context
+from toolctx.standins import DEFAULT_READ_LIMIT, is_stand_in, output_text, read_context
 from toolctx.tokens import TokenCounter, estimate_tokens
 
 __all__ = ["READ_CONTEXT_DEFINITION", "HistoryItemAdapter", "ToolOutputPlugin", "resolve_session"]
@@ -76,7 +78,9 @@ class HistoryItemAdapter:
     """The compaction policy's view of :class:`HistoryMessage` objects.
 
     Pinned messages, and the results of a pinned message's calls, are described
-    as the policy describes error results: left alone.
+    as the policy describes error results: left alone. Sizes are estimated as the
+    framework adapters estimate theirs (arguments as compact JSON), so the policy
+    decides the same batches at the same calls for the assembler as for them.
     """
 
     def __init__(self) -> None:
@@ -100,7 +104,8 @@ class HistoryItemAdapter:
         if item.tool_calls:
             calls = tuple(ToolCall(c.id, c.name, c.arguments) for c in item.tool_calls)
             tokens = estimate_tokens(item.content) + sum(
-                estimate_tokens(arguments_json(c.arguments)) + estimate_tokens(c.name) for c in item.tool_calls
+                estimate_tokens(orjson.dumps(c.arguments, default=str)) + estimate_tokens(c.name)
+                for c in item.tool_calls
             )
             return Item(tokens, calls=calls, text=said)
         return Item(estimate_tokens(item.content), text=said, question=item.content if item.role == "user" else None)
@@ -149,6 +154,7 @@ class ToolOutputPlugin:
         self.compactor: Compactor[HistoryMessage] = Compactor(self.adapter, self.settings, self.session)
         self._key = uuid.uuid4().hex
         self._last: Sequence[HistoryMessage] = ()
+        self._offer = False  # read_context in this call's tool list
 
     def __repr__(self) -> str:
         return f"ToolOutputPlugin({self.name!r}, compacted={len(self.compactor.results)})"
@@ -176,9 +182,21 @@ class ToolOutputPlugin:
         return (text if shown is None else shown), meta
 
     def history_view(self, messages: Sequence[HistoryMessage]) -> list[HistoryMessage]:
-        """The history with the policy's stand-ins (making a batch when the policy says so)."""
+        """The history with the policy's stand-ins (making a batch when the policy says so).
+
+        Whether this call offers ``read_context`` is decided as the adapters decide
+        it: before the policy looks at the history. The policy says it is needed one
+        call before its first batch, so the tool list and the messages change in
+        the same call (one prompt-cache break, not two). A stand-in shown in the
+        very call that first asked for it (a compaction the assembler forced, or an
+        output that reached the history whole) brings the tool in at once.
+        """
         self._last = messages
-        shown, _ = self.compactor.view(messages, self._key, self.session())
+        session = self.session()
+        session_notes = notes(session)
+        offered = session_notes.offer_read_context
+        shown, _ = self.compactor.view(messages, self._key, session)
+        self._offer = offered or (session_notes.offer_read_context and any(map(_shows_stand_in, shown)))
         return shown
 
     def pinned(self, messages: Sequence[HistoryMessage]) -> None:
@@ -193,7 +211,7 @@ class ToolOutputPlugin:
 
     def tool_definitions(self) -> list[dict[str, Any]]:
         """``read_context``, once the conversation shows a stand-in."""
-        return [READ_CONTEXT_DEFINITION] if notes(self.session()).offer_read_context else []
+        return [READ_CONTEXT_DEFINITION] if self._offer else []
 
     def compact(self, target_tokens: int, counter: TokenCounter) -> int:
         """Make a batch now, of every old result, argument and text the policy allows; the tokens it freed."""
@@ -225,6 +243,12 @@ class ToolOutputPlugin:
         self.compactor.args.update({str(k): dict(v) for k, v in dict(state.get("args") or {}).items()})
         if state.get("offered"):
             notes(self.session()).offer_read_context = True
+
+
+def _shows_stand_in(message: HistoryMessage) -> bool:
+    return is_stand_in(message.content) or any(
+        isinstance(v, str) and is_stand_in(v) for c in message.tool_calls for v in c.arguments.values()
+    )
 
 
 def _tokens(message: HistoryMessage, counter: TokenCounter) -> int:
