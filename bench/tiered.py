@@ -21,7 +21,12 @@ Reported, as the median of ``--runs`` runs:
 - ``update_tiers()`` over all active items, an hour of simulated time apart;
 - flash save of a 10,000-item working set (the newest items, archived ones brought
   back as a restore would): the first one, which also archives the backlog of COLD
-  items, and the median of the ones after it, each after an hour of new items;
+  items, and the median of the ones after it, each after an hour of new items. The
+  first one runs ``--runs`` times, undone in between (untimed, then VACUUM on
+  PostgreSQL as autovacuum would), alternating with the same flash save on the earlier
+  index layout (archived items indexed beside the others) as the reference; besides
+  the wall time it reports the CPU time of the client and of the database server's
+  processes, which other work on the machine disturbs less;
 - ``diff()`` of a 10,000-item working-set snapshot taken just before 100 items changed, against
   the reference of reading the same ids and hashes through the bare driver.
 """
@@ -29,6 +34,7 @@ Reported, as the median of ``--runs`` runs:
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import random
 import statistics
@@ -45,7 +51,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.postgres_server import PostgresServer
 from toolctx.memory import AgentMemory, MemoryConfig, MemoryStore
-from toolctx.memory._schema import checkpoints, items
+from toolctx.memory._base import StoreCore
+from toolctx.memory._schema import _SQLITE_STATS, checkpoints, items
+
+# The indexes of the earlier layout, which indexed archived items beside the others (the
+# queries are the same): the reference the first flash save is compared with.
+CURRENT_INDEXES = ("ix_context_items_active", "ix_context_items_agent")
+EARLIER_INDEXES = {
+    "ix_context_items_tier": ("(agent_id, archived, tier, id, tokens, content_hash)", "1000000 10000 5000 2000 1 1 1"),
+    "ix_context_items_revision": ("(agent_id, revision)", "1000000 10000 10"),
+}
 
 DAY = 86_400.0
 TYPES = ["TASK", "CODE", "ERROR", "TEST_RESULT", "PRD_SECTION"]
@@ -142,7 +157,7 @@ def raw_reader(store: MemoryStore, sql: str) -> Callable[[], list[Any]]:
     return read
 
 
-def measure(url: str, label: str, args: argparse.Namespace) -> dict[str, Any]:
+def measure(url: str, label: str, args: argparse.Namespace, server_pid: int | None = None) -> dict[str, Any]:
     clock = Clock()
     store = MemoryStore(url, config=MemoryConfig(clock=clock))
     started = time.perf_counter()
@@ -150,7 +165,7 @@ def measure(url: str, label: str, args: argparse.Namespace) -> dict[str, Any]:
     setup_s = time.perf_counter() - started
     stats = agent.stats()
     runs = args.runs
-    out: dict[str, Any] = {"label": label, "setup_s": setup_s, "stats": stats}
+    out: dict[str, Any] = {"label": label, "setup_s": setup_s, "stats": stats, "load": os.getloadavg()}
 
     false, true = ("0", "1") if store.dialect == "sqlite" else ("false", "true")
     hot_sql = (
@@ -189,7 +204,8 @@ def measure(url: str, label: str, args: argparse.Namespace) -> dict[str, Any]:
     out["diff"] = median_ms(lambda: diffs.append(len(agent.diff(snapshots[-1]).modified)), runs, before=change_100)
     out["diff_modified"] = diffs[-1]
 
-    out.update(measure_flash(agent, clock, rng, runs))
+    out.update(measure_flash(agent, clock, rng, runs, server_pid))
+    out["load_end"] = os.getloadavg()
     store.close()
     return out
 
@@ -207,20 +223,76 @@ def unarchive_all(agent: AgentMemory, working: list[int]) -> None:
             chunk = working[start : start + 5000]
             conn.execute(update(items).where(items.c.id.in_(chunk)).values(loaded=True))
         conn.execute(delete(checkpoints).where(checkpoints.c.agent_id == agent.agent_id))
-        if conn.dialect.name == "postgresql":
-            conn.exec_driver_sql("ANALYZE context_items")
+    if agent.store.dialect == "postgresql":  # what autovacuum does after a write this size
+        with agent.store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql("VACUUM ANALYZE context_items")
 
 
-def measure_flash(agent: AgentMemory, clock: Clock, rng: random.Random, runs: int) -> dict[str, Any]:
+def use_layout(store: StoreCore, earlier: bool) -> None:
+    """Untimed: build the item indexes of the earlier layout or of the current one afresh, dropping the others."""
+    with store.write() as conn:
+        for name in (*CURRENT_INDEXES, *EARLIER_INDEXES):
+            conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
+        if earlier:
+            for name, (columns, _stat) in EARLIER_INDEXES.items():
+                conn.exec_driver_sql(f"CREATE INDEX {name} ON context_items {columns}")
+        else:
+            for index in items.indexes:
+                index.create(conn, checkfirst=True)
+        if store.dialect == "sqlite":  # the planner statistics the store writes for its own indexes
+            stats = [(name, stat) for _table, name, stat in _SQLITE_STATS]
+            stats += [(name, stat) for name, (_columns, stat) in EARLIER_INDEXES.items()]
+            for name, stat in stats:
+                conn.exec_driver_sql("DELETE FROM sqlite_stat1 WHERE idx = ?", (name,))
+                conn.exec_driver_sql(
+                    "INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES ('context_items', ?, ?)", (name, stat)
+                )
+            conn.exec_driver_sql("ANALYZE sqlite_schema")
+
+
+def cpu_seconds(server_pid: int | None) -> float:
+    """CPU seconds used so far by this process and, on Linux, by the database server's processes."""
+    used = time.process_time()
+    if server_pid is None or not Path("/proc").is_dir():
+        return used
+    ticks = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry.name) == server_pid or int(fields[1]) == server_pid:
+            used += (int(fields[11]) + int(fields[12])) / ticks
+    return used
+
+
+def measure_flash(
+    agent: AgentMemory, clock: Clock, rng: random.Random, runs: int, server_pid: int | None
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     # The first flash save archives the whole backlog of COLD items. Undone (untimed)
-    # between runs, so it is measured ``runs`` times on the same store.
-    working = [item.id for item in agent.working_set()]
-    firsts: list[Any] = []
-    out["flash_first"] = median_ms(
-        lambda: firsts.append(agent.flash_save()), runs, before=lambda: unarchive_all(agent, working)
-    )
-    out["flash_first_archived"] = firsts[-1].items_archived
+    # between runs, so it is measured ``runs`` times on the same store, alternating with
+    # the earlier index layout; each run's indexes are built afresh (untimed).
+    first_working = [item.id for item in agent.working_set()]
+    timed: dict[bool, list[tuple[float, float, int]]] = {False: [], True: []}
+    for _ in range(runs):
+        for earlier in (False, True):
+            use_layout(agent.store, earlier)
+            unarchive_all(agent, first_working)
+            cpu = cpu_seconds(server_pid)
+            start = time.perf_counter()
+            archived = agent.flash_save().items_archived
+            wall = time.perf_counter() - start
+            timed[earlier].append((wall * 1000, (cpu_seconds(server_pid) - cpu) * 1000, archived))
+    use_layout(agent.store, False)
+    for earlier, key in ((False, "flash_first"), (True, "flash_first_earlier")):
+        out[key] = statistics.median(wall for wall, _cpu, _n in timed[earlier])
+        out[f"{key}_cpu"] = statistics.median(cpu for _wall, cpu, _n in timed[earlier])
+        out[f"{key}_all"] = sorted(round(wall) for wall, _cpu, _n in timed[earlier])
+    out["flash_first_archived"] = timed[False][-1][2]
+    assert timed[True][-1][2] == timed[False][-1][2], "both layouts archive the same items"
     results = []
     working: list[int] = []
 
@@ -251,6 +323,11 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
         s = r["stats"]
         print(f"\n## {r['label']} (setup {r['setup_s']:.0f} s)")
         print(
+            "load average (1, 5, 15 min) after setup: {:.2f} {:.2f} {:.2f}; at the end: {:.2f} {:.2f} {:.2f}".format(
+                *r["load"], *r["load_end"]
+            )
+        )
+        print(
             f"tiers after setup: HOT {s.hot_count:,} ({s.hot_tokens:,} tokens), "
             f"WARM {s.warm_count:,}, COLD {s.cold_count:,}"
         )
@@ -264,7 +341,11 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
             (f"flash save, {r['flash_working']:,.0f} working items", r["flash"], "< 200 ms",
              f"{r['flash_checkpointed']:,.0f} checkpointed, {r['flash_archived']:,.0f} archived"),
             ("  first flash save (archives backlog)", r["flash_first"], "< 2000 ms",
-             f"{r['flash_first_archived']:,} archived"),
+             f"{r['flash_first_archived']:,} archived, CPU {r['flash_first_cpu']:,.0f} ms, "
+             f"runs {r['flash_first_all']}"),
+            ("  same, earlier index layout", r["flash_first_earlier"], "",
+             f"{r['flash_first_earlier'] / r['flash_first']:.2f}x, CPU {r['flash_first_earlier_cpu']:,.0f} ms "
+             f"({r['flash_first_earlier_cpu'] / r['flash_first_cpu']:.2f}x), runs {r['flash_first_earlier_all']}"),
             ("diff, 10,000 items, 100 changed", r["diff"], "< 20 ms", f"{r['diff'] / r['diff_ref']:.2f}x driver"),
             ("  reference: bare driver id+hash read", r["diff_ref"], "", ""),
         ]  # fmt: skip
@@ -289,7 +370,8 @@ def main() -> None:
             results.append(measure(f"sqlite:///{tmp}/memory.db", "SQLite (file, WAL)", args))
     if not args.sqlite_only:
         with PostgresServer(fsync=True) as server:
-            results.append(measure(server.url, "PostgreSQL 15 (loopback, fsync on)", args))
+            server_pid = int((server.data / "postmaster.pid").read_text().split()[0])
+            results.append(measure(server.url, "PostgreSQL 15 (loopback, fsync on)", args, server_pid))
     report(results, args)
 
 

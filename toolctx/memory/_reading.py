@@ -108,7 +108,7 @@ def working_set(conn: Connection, agent_id: str) -> list[ContextItem]:
 
 def stats(conn: Connection, agent_id: str) -> MemoryStats:
     """Totals, per-tier counts and tokens, the working set and the number of checkpoints."""
-    # Two index-only reads: tiers from the tier index, the working set from its own.
+    # Two index-only reads: tiers from the index of all the agent's items, the working set from its own.
     rows = conn.execute(
         select(items.c.tier, items.c.archived, func.count(), func.coalesce(func.sum(items.c.tokens), 0))
         .where(mine(agent_id))

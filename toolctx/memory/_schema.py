@@ -121,20 +121,39 @@ items = Table(
     # update a row in place (a HOT update) instead of adding index entries for it.
     postgresql_with={"fillfactor": 70},
 )
-# Tier counts, stats and tier snapshots read only this index: the columns they need ride
-# along. Within a tier its entries run in id order, the table's own order, so a pass over
-# all of an agent's rows (rescoring, archiving) reads the table in order: twice as fast
-# on SQLite as visiting the rows in any other order.
+# Tier lookups, tier snapshots, rescoring and a flash save's search for COLD items read
+# this index of the unarchived items. Within a tier its entries run in id order, the
+# table's own order, so a pass over all of an agent's rows (rescoring, archiving) reads
+# the table in order: twice as fast on SQLite as visiting the rows in any other order.
+# Archived items have no entry: archiving the backlog of COLD items (the first flash save
+# of a long-running agent archives nearly all of them) adds none, where an entry for each
+# was half the cost of that UPDATE on PostgreSQL.
+_UNARCHIVED = items.c.archived.is_(False)  # queries must say it the same way to use the index
 Index(
-    "ix_context_items_tier",
+    "ix_context_items_active",
     items.c.agent_id,
-    items.c.archived,
     items.c.tier,
     items.c.id,
     items.c.tokens,
     items.c.content_hash,
+    items.c.archived,  # always false here, but SQLite reads only indexes that hold every column a query names
+    sqlite_where=_UNARCHIVED,
+    postgresql_where=_UNARCHIVED,
 )
-Index("ix_context_items_revision", items.c.agent_id, items.c.revision)
+# Every item by agent and the revision that last changed it: a diff reads the rows newer
+# than its snapshot, and the other columns ride along for the reads over all of an
+# agent's items, archived ones included (stats, agent summaries), which read only this
+# index. On PostgreSQL they are INCLUDE columns, outside the key: the items one write
+# archives all have the same key, so their entries go in one after another, where
+# keyed by tokens too they would land all over the index.
+_RIDING = (items.c.archived, items.c.tier, items.c.tokens)
+Index("ix_context_items_agent", items.c.agent_id, items.c.revision, *_RIDING).ddl_if(dialect="sqlite")
+Index(
+    "ix_context_items_agent",
+    items.c.agent_id,
+    items.c.revision,
+    postgresql_include=[column.name for column in _RIDING],
+).ddl_if(dialect="postgresql")
 # The working set, with what a snapshot and a flash save read of it. Only loaded items
 # have entries, so an item leaving the working set (unloaded or archived) adds none.
 _LOADED = items.c.loaded.is_(True)  # queries must say it the same way to use the index
@@ -314,6 +333,9 @@ def create_schema(engine: Engine) -> None:
             )
 
 
+_REPLACED_INDEXES = ("ix_context_items_tier", "ix_context_items_revision")
+
+
 def _upgrade(conn: Connection) -> None:
     """Bring a store created by an earlier version up to this layout, and seed the revision counter."""
     added = (
@@ -329,6 +351,12 @@ def _upgrade(conn: Connection) -> None:
             conn.exec_driver_sql(
                 f"ALTER TABLE {table} ADD COLUMN {column} {kind if postgres else kind.replace('false', '0')}"
             )
+    if not conn.dialect.has_index(conn, "context_items", "ix_context_items_active"):
+        # Earlier layouts indexed archived items beside the others, so archiving rewrote entries.
+        for replaced in _REPLACED_INDEXES:
+            conn.exec_driver_sql(f"DROP INDEX IF EXISTS {replaced}")
+        for index in sorted(items.indexes, key=lambda index: str(index.name)):
+            index.create(conn, checkfirst=True)
     conflict = "ON CONFLICT DO NOTHING" if postgres else "ON CONFLICT (key) DO NOTHING"
     conn.exec_driver_sql(f"INSERT INTO context_meta (key, value) VALUES ('revision', 0) {conflict}")
 
@@ -347,9 +375,9 @@ def _columns(conn: Connection, table: str) -> set[str]:
 # rows in the index, then rows per distinct value of each leading column prefix.
 _SQLITE_STATS = (
     ("context_agents", "sqlite_autoindex_context_agents_1", "100 1"),
-    ("context_items", "ix_context_items_tier", "1000000 10000 5000 2000 1 1 1"),
+    ("context_items", "ix_context_items_active", "1000000 10000 2000 1 1 1 1"),
     ("context_items", "ix_context_items_loaded", "100000 1000 1 1 1 1 1 1"),
-    ("context_items", "ix_context_items_revision", "1000000 10000 10"),
+    ("context_items", "ix_context_items_agent", "1000000 10000 10 10 5 1"),
     ("context_contents", "sqlite_autoindex_context_contents_1", "1000000 1 1"),
     ("context_checkpoints", "ix_context_checkpoints_agent", "10000 100 1"),
 )
@@ -365,7 +393,8 @@ def _plan_for_large_agents(conn: Connection) -> None:
     plans; a real ANALYZE later replaces them.
     """
     conn.exec_driver_sql("ANALYZE sqlite_schema")  # creates sqlite_stat1 if it is missing
-    if conn.exec_driver_sql("SELECT 1 FROM sqlite_stat1 WHERE tbl = 'context_items'").first() is None:
+    # Keyed on an index of this layout, so a store upgraded from an earlier one gets them too.
+    if conn.exec_driver_sql("SELECT 1 FROM sqlite_stat1 WHERE idx = 'ix_context_items_active'").first() is None:
         conn.exec_driver_sql("DELETE FROM sqlite_stat1 WHERE tbl LIKE 'context!_%' ESCAPE '!'")
         for table, index, stat in _SQLITE_STATS:
             conn.exec_driver_sql("INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (?, ?, ?)", (table, index, stat))

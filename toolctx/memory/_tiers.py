@@ -165,7 +165,7 @@ def _retier(
             if new == "COLD":
                 values["loaded"] = False
             conn.execute(update(items).where(items.c.id.in_(chunk)).values(**values))
-    # Counted after the move, from the tier index alone.
+    # Counted after the move, from the index of unarchived items alone.
     counts = dict.fromkeys(("HOT", "WARM", "COLD"), 0)
     counts.update(conn.execute(select(items.c.tier, func.count()).where(unarchived).group_by(items.c.tier)).all())
     return TierUpdateResult(
