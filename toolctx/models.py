@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -120,3 +120,21 @@ class StoredContext(CallMetadata):
     result: Any = None
     error: ErrorInfo | None = None
     notes: list[str] = Field(default_factory=list)
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def trusted(cls: type[_Model], fields: dict[str, Any]) -> _Model:
+    """An instance of ``cls`` from ``fields``, every field given in order, all of them toolctx's own valid values.
+
+    What ``model_construct`` does for such a dict, without its loop over the
+    fields (a third of the cost of handing out a pointer). The dict becomes the
+    instance's own: pass a fresh one.
+    """
+    model = cls.__new__(cls)
+    object.__setattr__(model, "__dict__", fields)
+    object.__setattr__(model, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model

@@ -13,8 +13,8 @@ from langgraph.store.base import BaseStore
 from pydantic import BaseModel
 
 from toolctx.compaction import Item, ToolCall
+from toolctx.compaction._persist import estimated
 from toolctx.standins import output_text
-from toolctx.tokens import estimate_tokens
 
 __all__ = ["META", "MessageAdapter", "model_arguments", "stand_in_metadata"]
 
@@ -80,7 +80,7 @@ class MessageAdapter:
         text = output_text(item.content)
         if isinstance(item, ToolMessage):
             return Item(
-                estimate_tokens(text),
+                estimated(text),
                 result_of=item.tool_call_id,
                 tool=item.name or "",
                 text=text,
@@ -88,11 +88,11 @@ class MessageAdapter:
             )
         if isinstance(item, AIMessage):
             calls = tuple(ToolCall(str(c.get("id")), c["name"], c.get("args") or {}) for c in item.tool_calls)
-            tokens = estimate_tokens(text) + sum(
-                estimate_tokens(orjson.dumps(c.args, default=str)) + estimate_tokens(c.name) for c in calls
+            tokens = estimated(text) + sum(
+                estimated(orjson.dumps(c.args, default=str)) + estimated(c.name) for c in calls
             )
             return Item(tokens, calls=calls, text=_said(item.content))
-        return Item(estimate_tokens(text), question=text if isinstance(item, HumanMessage) else None)
+        return Item(estimated(text), question=text if isinstance(item, HumanMessage) else None)
 
     def apply(self, item: AnyMessage, text: str | None, args: Mapping[str, Mapping[str, Any]]) -> AnyMessage:
         if isinstance(item, ToolMessage) and text is not None:

@@ -20,8 +20,8 @@ from toolctx.compaction import (
     session_resolver,
 )
 from toolctx.compaction import before_model_call as run_hook
+from toolctx.compaction._persist import estimated
 from toolctx.standins import output_text
-from toolctx.tokens import estimate_tokens
 from toolctx_openai_agents.tools import parse_arguments
 
 __all__ = ["InputItemAdapter", "compact_tool_outputs"]
@@ -51,17 +51,17 @@ class InputItemAdapter:
             arguments = str(_get(item, "arguments") or "")
             name = str(_get(item, "name") or "")
             call = ToolCall(str(_get(item, "call_id")), name, parse_arguments(arguments))
-            return Item(estimate_tokens(arguments) + estimate_tokens(name), calls=(call,))
+            return Item(estimated(arguments) + estimated(name), calls=(call,))
         if kind == "function_call_output":
             text = output_text(_get(item, "output"))
-            return Item(estimate_tokens(text), result_of=str(_get(item, "call_id")), text=text)
+            return Item(estimated(text), result_of=str(_get(item, "call_id")), text=text)
         content = _get(item, "content") or ""
         text = output_text(content)
         role = _get(item, "role")
         if role == "assistant" and kind in (None, "message"):
-            return Item(estimate_tokens(text), text=_said(content))
+            return Item(estimated(text), text=_said(content))
         question = text if role == "user" and kind in (None, "message") else None
-        return Item(estimate_tokens(text), question=question)
+        return Item(estimated(text), question=question)
 
     def apply(self, item: Any, text: str | None, args: Mapping[str, Mapping[str, Any]]) -> Any:
         kind = _get(item, "type")

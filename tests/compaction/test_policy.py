@@ -429,3 +429,15 @@ def test_now_makes_a_batch_below_the_high_water_mark(context_dir: Path) -> None:
         assert all(is_stand_in(m["text"]) for m in results[:-1])
         assert not is_stand_in(results[-1]["text"])  # keep=1
         assert loop.compactor.view(list(loop.messages), now=True)[1] == []  # nothing more to compact
+
+
+def test_remembered_estimates_are_the_estimates() -> None:
+    from toolctx.compaction._persist import estimated
+    from toolctx.tokens import estimate_tokens
+
+    texts = ["bash", "ls -la\n" * 50, "x" * 5000, '{"a": 1}', "日本語のテキスト" * 20, ""]
+    for text in texts * 2:  # the second round is answered from memory
+        assert estimated(text) == estimate_tokens(text)
+        assert estimated(text.encode()) == estimate_tokens(text.encode())
+    for n in range(1200):  # more texts than it keeps: it starts over and stays right
+        assert estimated(f"line {n}") == estimate_tokens(f"line {n}")

@@ -54,3 +54,31 @@ def test_a_resumed_pointer_equals_the_original(context_dir: Path) -> None:
             before.preview,
             before.is_error,
         )
+
+
+def test_pointers_and_contexts_handed_out_are_what_validation_would_build(context_dir: Path) -> None:
+    # They are built without pydantic's validation (their values are toolctx's own): every field is
+    # there, in the model's order, and validating their dump gives an equal object.
+    with session(context_dir) as s, s.task(3), s.query("q"):
+        small = s.save_context("grep", {"pattern": "x", "path": "."}, "a\nb", call_id="c1")
+        big = s.save_context("cat", {"file": "f"}, BIG, error=ValueError("boom"), call_id="c2")
+        contexts = s.load_contexts([small, big])
+        found = s.find_call("c1")
+        assert found is not None
+        found.args["pattern"] = "changed"  # changing what one pointer holds leaves the next ones alone
+        again = s.find_call("c1")
+        assert again is not None
+        assert again.args["pattern"] == "x"
+        assert again is not found
+    for made in [small, big, found, *contexts]:
+        assert made is not None
+        validated = type(made).model_validate(made.model_dump())
+        assert made == validated
+        assert list(dict(made)) == list(type(made).model_fields)
+        assert made.model_fields_set == set(type(made).model_fields)
+    assert small.args == {"pattern": "x", "path": "."}
+    assert small.task_id == 3
+    assert small.call_id == "c1"
+    assert contexts[0].result == "a\nb"
+    assert contexts[1].error is not None
+    assert small == again

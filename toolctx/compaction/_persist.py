@@ -13,7 +13,28 @@ from toolctx.sessions import ContextSession
 from toolctx.standins import stand_in, stored_text
 from toolctx.tokens import estimate_tokens
 
-__all__ = ["persist_call", "shown_output"]
+__all__ = ["estimated", "persist_call", "shown_output"]
+
+_KEPT = 512  # recent texts whose estimate is remembered
+_KEPT_CHARS = 4096  # ...if they are this short (so at most about 2 MB is held)
+_estimates: dict[str | bytes, int] = {}
+
+
+def estimated(text: str | bytes) -> int:
+    """:func:`~toolctx.tokens.estimate_tokens` of ``text``, remembered for a few hundred recent short texts.
+
+    The adapters and the policy estimate the same text several times: an output
+    when the tool hook decides how to show it and again when the next model call
+    reads it, a tool's name and its arguments on every call that repeats them.
+    """
+    if len(text) > _KEPT_CHARS:
+        return estimate_tokens(text)
+    found = _estimates.get(text)
+    if found is None:
+        if len(_estimates) >= _KEPT:
+            _estimates.clear()  # (dict operations are atomic: threads sharing it at worst estimate again)
+        found = _estimates[text] = estimate_tokens(text)
+    return found
 
 
 def persist_call(
@@ -54,7 +75,7 @@ def shown_output(
     """
     if pointer is None or not pointer.stored or pointer.is_error:
         return None
-    tokens = estimate_tokens(text)
+    tokens = estimated(text)
     if tokens <= settings.max_output_tokens:
         return None
     session_notes = notes(session)

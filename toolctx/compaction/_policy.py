@@ -20,12 +20,11 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from toolctx._internal import internal_error
 from toolctx.compaction._notes import Resolver, SessionSource, notes, session_resolver
-from toolctx.compaction._persist import shown_output
+from toolctx.compaction._persist import estimated, shown_output
 from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
 from toolctx.models import ContextPointer
 from toolctx.sessions import ContextSession
 from toolctx.standins import ASSISTANT_TEXT, argument_stand_in, is_stand_in, result_marker, stored_text, text_marker
-from toolctx.tokens import estimate_tokens
 
 __all__ = ["Compactor", "Item", "ItemAdapter", "ToolCall"]
 
@@ -250,7 +249,7 @@ class Compactor(Generic[T]):
             before = conversation.results[call_id][0] if call_id in conversation.results else -1
             while conversation.texts and conversation.texts[0][0] < before:  # assistant text older than it
                 position, text = conversation.texts.popleft()
-                self._candidate(conversation, position, estimate_tokens(text) - _TEXT_MARKER_TOKENS)
+                self._candidate(conversation, position, estimated(text) - _TEXT_MARKER_TOKENS)
             self._candidate(conversation, call_id, self._estimated_gain(conversation, call_id))
         session_notes = notes(session)
         if now:
@@ -303,13 +302,13 @@ class Compactor(Generic[T]):
         if result.is_error or tool in settings.exclude_tools:
             return 0
         shown = self.results.get(call_id)  # a tool-time stand-in this compactor made, or the output as described
-        tokens = result.tokens if shown is None else estimate_tokens(shown)
+        tokens = result.tokens if shown is None else estimated(shown)
         gain = max(0, tokens - _MARKER_TOKENS - settings.preview_chars // 4)
         call = self._call(conversation, call_id)
         if call_id not in self.args:
             for value in call.args.values():
                 if isinstance(value, str) and len(value) > settings.args_chars and not is_stand_in(value):
-                    gain += max(0, estimate_tokens(value) - _ARG_STAND_IN_TOKENS - settings.args_preview_chars // 4)
+                    gain += max(0, estimated(value) - _ARG_STAND_IN_TOKENS - settings.args_preview_chars // 4)
         return gain
 
     @staticmethod

@@ -31,7 +31,7 @@ from toolctx._describe import default_description
 from toolctx._internal import describe_error
 from toolctx._naming import POINTER_ID, RAND_DIGITS, context_filename, parse_context_filename
 from toolctx._serialize import clean_text
-from toolctx.models import FORMAT, CallMetadata, ContextPointer, ErrorInfo, StorageKind, StoredContext
+from toolctx.models import FORMAT, CallMetadata, ContextPointer, ErrorInfo, StorageKind, StoredContext, trusted
 from toolctx.redaction import Redactor
 from toolctx.sessions._echoes import scrub_text
 from toolctx.tokens import estimate_tokens
@@ -52,6 +52,7 @@ __all__ = [
 _SESSION_FIELDS = frozenset({"id", "session_id", "tool_description", "args", "args_hash", "timestamp"})
 CALL_FIELDS: tuple[str, ...] = tuple(name for name in CallMetadata.model_fields if name not in _SESSION_FIELDS)
 """The metadata fields a :class:`Call` carries itself (the session adds the others)."""
+_METADATA_FIELDS = tuple(CallMetadata.model_fields)
 _POINTER_ONLY = ("size", "is_error", "tokens", "preview")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NS = timedelta(microseconds=1)
@@ -193,7 +194,7 @@ class Record:
         return call.description
 
     def metadata(self, session_id: str, args: Any) -> dict[str, Any]:
-        """The :class:`~toolctx.models.CallMetadata` fields of this call, ``args`` in the form wanted."""
+        """The :class:`~toolctx.models.CallMetadata` fields of this call in their order, ``args`` in the form wanted."""
         call = self.call
         fields = {
             "id": self.id,
@@ -205,7 +206,7 @@ class Record:
         }
         for name in CALL_FIELDS:
             fields[name] = getattr(call, name)
-        return fields
+        return {name: fields[name] for name in _METADATA_FIELDS}
 
     def document(self, session_id: str, payload: Payload) -> tuple[bytes, ...]:
         """The full stored document, as chunks to write one after another."""
@@ -222,19 +223,15 @@ class Record:
     def context(self, session_id: str, payload: Payload) -> StoredContext:
         """The StoredContext of an in-memory record, without a JSON round trip of the header."""
         result, error, notes = payload
-        return StoredContext(
-            **self.metadata(session_id, orjson.loads(self.call.args_json)),
-            result=orjson.loads(result),
-            error=error,
-            notes=list(notes),
-        )
+        fields = self.metadata(session_id, orjson.loads(self.call.args_json))
+        fields.update(result=orjson.loads(result), error=error, notes=list(notes))
+        return trusted(StoredContext, fields)  # every value is toolctx's own and already valid
 
     def pointer(self, session_id: str, path: str | None) -> ContextPointer:
         """A fresh pointer; ``path`` is the file's path when the store has one."""
         on_disk = self.storage is StorageKind.DISK
-        # Every value is toolctx's own and already valid: skip pydantic's validation.
-        return ContextPointer.model_construct(
-            **self.metadata(session_id, self.args()),
+        fields = self.metadata(session_id, self.args())
+        fields.update(
             size=self.size,
             storage=self.storage,
             filename=self.filename if on_disk else None,
@@ -243,6 +240,7 @@ class Record:
             tokens=self.tokens,
             preview=self.preview,
         )
+        return trusted(ContextPointer, fields)  # every value is toolctx's own and already valid
 
     def manifest_line(self) -> bytes:
         """The manifest's line for this call: the pointer's fields but the session id, file and storage."""
