@@ -157,6 +157,33 @@ def test_the_default_session_is_cleaned_at_interpreter_exit(tmp_path: Path) -> N
     assert files_under(tmp_path / "ctx") == []
 
 
+def test_a_forked_child_leaves_its_parents_default_session_alone(tmp_path: Path) -> None:
+    """A child that exits normally runs the exit handlers it inherited; it must not end the parent's session."""
+    code = (
+        "import os, sys, toolctx\n"
+        "parent = toolctx.current_session()\n"
+        "p = parent.save_context('t', {}, 'x' * 100_000)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    child = toolctx.current_session()\n"
+        "    assert child is not parent and child.session_id != parent.session_id\n"
+        "    c = child.save_context('t', {}, 'y' * 100_000)\n"
+        "    print(c.filepath, flush=True)\n"
+        "    sys.exit(0)\n"  # runs the exit handlers: the child's default session ends, the parent's stays
+        "os.waitpid(pid, 0)\n"
+        "assert os.path.exists(p.filepath), 'the parent lost its output'\n"
+        "assert [c.result for c in parent.load_contexts([p.id])] == ['x' * 100_000]\n"
+        "assert toolctx.current_session() is parent\n"
+        "print(p.filepath)\n"
+    )
+    env = {**os.environ, "TOOLCTX_CONTEXT_DIR": str(tmp_path / "ctx")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    child_file, parent_file = out.stdout.split()
+    assert Path(child_file).parent != Path(parent_file).parent
+    assert files_under(tmp_path / "ctx") == []  # each process cleaned its own at exit
+
+
 def test_reset_default_session_ends_it_and_the_next_call_starts_a_new_one(tmp_path: Path) -> None:
     from toolctx.sessions import reset_default_session
 

@@ -10,6 +10,7 @@ when :func:`reset_default_session` is called.
 from __future__ import annotations
 
 import atexit
+import os
 
 from toolctx._platform import fork_safe_lock
 from toolctx.sessions._session import ContextSession, active_session, sole_entered_session
@@ -17,6 +18,7 @@ from toolctx.sessions._session import ContextSession, active_session, sole_enter
 __all__ = ["current_session", "reset_default_session", "session"]
 
 _default: ContextSession | None = None
+_default_pid = 0  # the process the default session belongs to: a forked child makes its own
 _default_lock = fork_safe_lock()
 _exit_hook_registered = False
 
@@ -37,10 +39,10 @@ def current_session() -> ContextSession:
         sole = sole_entered_session()
         if sole is not None and not sole.closed:
             return sole
-    global _default, _exit_hook_registered
+    global _default, _default_pid, _exit_hook_registered
     with _default_lock:
-        if _default is None or _default.closed:
-            _default = ContextSession()
+        if _default is None or _default.closed or _default_pid != os.getpid():
+            _default, _default_pid = ContextSession(), os.getpid()
             if not _exit_hook_registered:
                 atexit.register(reset_default_session)
                 _exit_hook_registered = True
@@ -52,12 +54,13 @@ def reset_default_session() -> None:
 
     The next call outside any ``with session()`` starts a new default session (read
     from ``TOOLCTX_CONTEXT_DIR`` again). Sessions opened with ``with session()`` are
-    not affected.
+    not affected. In a forked child, the parent's default session is left alone
+    (the child has its own).
     """
     global _default
     with _default_lock:
         default, _default = _default, None
-    if default is not None:
+    if default is not None and _default_pid == os.getpid():
         default.close()
 
 
