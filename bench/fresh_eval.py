@@ -19,7 +19,20 @@ tasks whose changed files are all in it and by file recall:
   added best first while they fit;
 - ``fused``: the ranking and BM25 merged by reciprocal rank fusion, filled the same way;
 - ``builder``: :class:`toolctx.fresh.ContextBuilder` (when it can be imported):
-  a file counts when its content (whole or cut) is among the context's files.
+  a file counts when some of its content is in the context: among the context's
+  files (whole, or as an excerpt: its outline and the code matching the task),
+  or a code result from it;
+- ``builder-whole``: the same contexts, a file counting only when it is among
+  the context's files whole.
+
+A third measure asks whether the lines the fix changed are shown ("edit sites"):
+each hunk of the patch is anchored by its removed lines (its context lines when
+it only adds), stripped, at least 8 characters, that occur in the project's
+version of the file (a hunk with no such line is not checked); a hunk is shown
+when one of its anchors is among the lines the context shows of that file (a
+whole file shows all of them). A task counts when every checked hunk of every
+changed file is shown. The repo map alone shows no file's lines and is not
+judged on it.
 
 Token counts are exact (o200k_base) when ``toolctx.tokens.get_counter`` is
 available. ``--timing`` measures the repo map on one Django release instead:
@@ -51,13 +64,45 @@ from toolctx.selection import SearchIndex, tokenize
 
 CACHE = Path.home() / ".cache" / "toolctx-bench"
 BUDGETS = (10_000, 30_000, 100_000)
-MODES = ("bm25-files", "repo-map", "ranked", "fused", "builder")
+MODES = ("bm25-files", "repo-map", "ranked", "fused", "builder", "builder-whole")
 # SWE-bench instance number -> the release line its base commit was developing (approximate, by date).
 VERSIONS = {
     "django/django": [(11500, "3.0"), (12800, "3.1"), (13500, "3.2"), (14400, "4.0"), (15300, "4.1"), (16300, "4.2")],
     "astropy/astropy": [(8000, "1.3"), (13000, "4.3"), (99999, "5.1")],
 }
 _DIFF = re.compile(r"^diff --git a/(\S+) b/(\S+)", re.M)
+_MIN_ANCHOR = 8
+Shown = dict[str, str | None]  # path -> the text the context shows of it (None: the whole file)
+
+
+def hunks(patch: str) -> dict[str, list[list[str]]]:
+    """Each changed file's hunks, as anchor lines: removed lines, or context lines for a hunk that only adds."""
+    found: dict[str, list[list[str]]] = {}
+    for section in re.split(r"^(?=diff --git )", patch, flags=re.M):
+        head = _DIFF.match(section)
+        if not head:
+            continue
+        for hunk in re.split(r"^@@[^\n]*\n", section, flags=re.M)[1:]:
+            rows = hunk.split("\n")
+            removed = [r[1:].strip() for r in rows if r.startswith("-") and not r.startswith("---")]
+            context = [r[1:].strip() for r in rows if r.startswith(" ")]
+            anchors = [a for a in (removed or context) if len(a) >= _MIN_ANCHOR]
+            found.setdefault(head.group(2), []).append(anchors)
+    return found
+
+
+def edit_sites_shown(changed: dict[str, list[list[str]]], shown: Shown) -> bool:
+    """Whether every hunk of every changed file has an anchor among the lines shown of that file."""
+    for path, file_hunks in changed.items():
+        if path not in shown:
+            return False
+        text = shown[path]
+        if text is None:
+            continue
+        lines = {line.strip() for line in text.split("\n")}
+        if not all(any(anchor in lines for anchor in anchors) for anchors in file_hunks):
+            return False
+    return True
 
 
 def counter() -> Any:
@@ -80,7 +125,8 @@ def load_tasks(trace: Path) -> list[dict[str, Any]]:
         first = session["turns"][0]["user"]
         match = re.search(r"<pr_description>(.*?)</pr_description>", first, re.S)
         issue = (match.group(1) if match else first).replace("Consider the following PR description:", "", 1)
-        changed = sorted({b for _a, b in _DIFF.findall(session["turns"][-1].get("final", ""))})
+        patch = session["turns"][-1].get("final", "")
+        changed = sorted({b for _a, b in _DIFF.findall(patch)})
         instance = session["id"].split("/", 1)[1]
         owner, rest = instance.split("__", 1)
         name, number = rest.rsplit("-", 1)
@@ -91,6 +137,7 @@ def load_tasks(trace: Path) -> list[dict[str, Any]]:
                 "number": int(number),
                 "issue": issue.strip(),
                 "changed": changed,
+                "hunks": hunks(patch),
             }
         )
     return tasks
@@ -140,13 +187,14 @@ def source(repo: str, release: str, cache: Path) -> Path | None:
     return next((p for p in unpacked.iterdir() if p.is_dir()), None)
 
 
-def fill(ranked: Sequence[str], sizes: dict[str, int], budget: int) -> set[str]:
+def fill(ranked: Sequence[str], sizes: dict[str, int], budget: int) -> Shown:
     """Whole files, best first, while they fit in ``budget`` (one that does not fit is skipped)."""
-    chosen, spent = set(), 0
+    chosen: Shown = {}
+    spent = 0
     for path in ranked:
         cost = sizes.get(path)
         if cost is not None and spent + cost <= budget:
-            chosen.add(path)
+            chosen[path] = None
             spent += cost
     return chosen
 
@@ -192,7 +240,7 @@ def evaluate(
     except ImportError:
         ContextBuilder = None  # type: ignore[assignment,misc]
     projects: dict[tuple[str, str], Project | None] = {}
-    results: dict[str, dict[int, list[tuple[bool, float]]]] = {}
+    results: dict[str, dict[int, list[tuple[bool, float, bool | None]]]] = {}
     skipped: list[str] = []
     for task in tasks:
         release = version(task["repo"], task["number"])
@@ -205,23 +253,36 @@ def evaluate(
             skipped.append(f"{task['id']} (no source)")
             continue
         changed = {p for p in task["changed"] if p in project.texts}
+        lines = {p: {line.strip() for line in project.texts[p].split("\n")} for p in changed}
+        anchored = {  # each hunk's anchors that this version of the file has; hunks with none are not checked
+            p: [kept for anchors in task["hunks"].get(p, []) if (kept := [a for a in anchors if a in lines[p]])]
+            for p in changed
+        }
         if not changed:
             skipped.append(f"{task['id']} (changed files absent at {release})")
             continue
         issue = task["issue"]
         print(f"{task['id']} ({release})", file=sys.stderr, flush=True)
-        ways = _ways(project, issue, task["id"], ContextBuilder if "builder" in modes else None)
+        wants_builder = any(m.startswith("builder") for m in modes)
+        ways = _ways(project, issue, task["id"], ContextBuilder if wants_builder else None)
         ways = {name: way for name, way in ways.items() if name in modes}
         for name, way in ways.items():
             for budget in budgets:
                 got = way(budget)
-                hit = changed & got
-                results.setdefault(name, {}).setdefault(budget, []).append((hit == changed, len(hit) / len(changed)))
+                hit = changed & set(got)
+                sites = None if name == "repo-map" else edit_sites_shown(anchored, got)
+                row = (hit == changed, len(hit) / len(changed), sites)
+                results.setdefault(name, {}).setdefault(budget, []).append(row)
     summary = {
         name: {
             budget: {
-                "all_changed_files": statistics.fmean(a for a, _ in rows),
-                "file_recall": statistics.fmean(r for _, r in rows),
+                "all_changed_files": statistics.fmean(a for a, _, _ in rows),
+                "file_recall": statistics.fmean(r for _, r, _ in rows),
+                **(
+                    {"all_edit_sites": statistics.fmean(bool(e) for _, _, e in rows)}
+                    if all(e is not None for _, _, e in rows)
+                    else {}
+                ),
             }
             for budget, rows in per_budget.items()
         }
@@ -235,13 +296,13 @@ def evaluate(
     }
 
 
-def _ways(project: Project, issue: str, task_id: str, builder_class: Any) -> dict[str, Callable[[int], set[str]]]:
+def _ways(project: Project, issue: str, task_id: str, builder_class: Any) -> dict[str, Callable[[int], Shown]]:
     """Each way of filling a context: budget -> the files it holds."""
     ranked = [p for p, _ in project.map.rank_files(issue, [])]
     bm25 = project.bm25(issue)
-    ways: dict[str, Callable[[int], set[str]]] = {
+    ways: dict[str, Callable[[int], Shown]] = {
         "bm25-files": lambda b: fill(bm25, project.sizes, b),
-        "repo-map": lambda b: _mapped(project.map.render(issue, [], b)),
+        "repo-map": lambda b: dict.fromkeys(_mapped(project.map.render(issue, [], b))),
         "ranked": lambda b: fill(ranked, project.sizes, b),
         "fused": lambda b: fill(fuse(ranked, bm25), project.sizes, b),
     }
@@ -253,11 +314,33 @@ def _ways(project: Project, issue: str, task_id: str, builder_class: Any) -> dic
         builder = project.builder
         spec = TaskSpec(id=task_id, name=issue.split("\n", 1)[0][:200], description=issue)
 
-        def built(b: int) -> set[str]:
-            context = builder.build(spec, ContextOptions(max_tokens=b))
-            return {f.path for f in context.relevant_files}
+        contexts: dict[int, Any] = {}
+
+        def context(b: int) -> Any:
+            if b not in contexts:
+                contexts[b] = builder.build(spec, ContextOptions(max_tokens=b))
+            return contexts[b]
+
+        def built(b: int) -> Shown:
+            """Files some of whose content is in the context, with the lines shown (None: whole)."""
+            got: dict[str, list[str]] = {}
+            whole: set[str] = set()
+            for f in context(b).relevant_files:
+                if f.truncated:
+                    got.setdefault(f.path, []).append(f.content)
+                else:
+                    whole.add(f.path)
+            for hit in context(b).relevant_code:
+                got.setdefault(hit.path, []).append(hit.text)
+            shown: Shown = {path: "\n".join(parts) for path, parts in got.items()}
+            shown.update(dict.fromkeys(whole))
+            return shown
+
+        def built_whole(b: int) -> Shown:
+            return {f.path: None for f in context(b).relevant_files if not f.truncated}
 
         ways["builder"] = built
+        ways["builder-whole"] = built_whole
     return ways
 
 

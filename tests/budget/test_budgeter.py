@@ -50,13 +50,31 @@ def test_bad_configuration_is_refused_with_the_value_named() -> None:
         TokenBudgeter(counter="o200k")  # type: ignore[arg-type]
 
 
-def test_a_budget_smaller_than_the_fixed_allocations_scales_them_and_warns() -> None:
+def test_a_budget_too_small_for_the_fixed_allocations_scales_them_and_warns() -> None:
     budget = TokenBudgeter().create_budget(12_000)
     assert budget.warnings
-    assert "smaller than the fixed allocations" in budget.warnings[0]
-    assert budget.reserved == 8_000
+    assert "too small for the fixed allocations" in budget.warnings[0]
+    assert budget.reserved == 3_000  # a quarter of the total
+    # The other fixed parts take half of the 9,000 left (scaled by 4,500 / 8,000); the pool keeps the rest.
+    assert budget["repo_map"] == 1_125
+    assert budget.dynamic_pool >= 4_500
     assert sum(budget.allocations.values()) + budget.reserved <= 12_000
-    assert budget["repo_map"] == 1_000
+
+
+def test_the_response_reserve_is_at_most_a_quarter_of_a_small_budget() -> None:
+    budgeter = TokenBudgeter()
+    assert budgeter.create_budget(150_000).reserved == 16_000
+    assert budgeter.create_budget(64_000).reserved == 16_000
+    small = budgeter.create_budget(30_000)
+    assert small.reserved == 7_500
+    assert not small.warnings  # the fixed allocations still fit whole beside the pool
+    assert small["repo_map"] == 2_000
+    assert small.dynamic_pool == 30_000 - 7_500 - 8_000
+    # The shares are settings: 1.0 keeps the seed's reserve and fixed parts whole while they fit.
+    whole = TokenBudgeter(max_reserved_share=1.0, max_fixed_share=1.0).create_budget(30_000)
+    assert (whole.reserved, whole.dynamic_pool) == (16_000, 6_000)
+    with pytest.raises(ConfigError, match="max_reserved_share"):
+        TokenBudgeter(max_reserved_share=1.5)
 
 
 def test_a_share_a_component_does_not_use_flows_to_the_others_by_their_shares() -> None:

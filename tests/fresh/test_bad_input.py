@@ -79,11 +79,19 @@ def test_an_unknown_encoding_is_refused_and_another_encoding_reads_its_files(pro
     assert context.relevant_files[0].content == "café payments à refund\n"
 
 
-def test_files_over_the_size_limit_are_left_out_with_the_reason(project: Path) -> None:
-    system = system_for(project, builder_options=ContextBuilderOptions(max_file_size_chars=50))
+def test_files_over_the_size_limit_are_shown_as_excerpts_or_left_out_with_the_reason(project: Path) -> None:
+    text = (project / "pkg/payments.py").read_text()
+    limit = len(text) // 3  # the file is over the limit, and under ten times it
+    system = system_for(project, builder_options=ContextBuilderOptions(max_file_size_chars=limit))
     context = system.manager.build_fresh_context_sync(TaskSpec(id="t", name="pay", files=("pkg/payments.py",)))
-    assert any("pkg/payments.py" in w and "max_file_size_chars" in w for w in context.warnings)
-    assert all(len(f.content) <= 50 for f in context.relevant_files)
+    shown = {f.path: f for f in context.relevant_files}
+    assert shown["pkg/payments.py"].truncated
+    assert shown["pkg/payments.py"].shown_lines
+    assert all(len(f.content) <= limit for f in context.relevant_files)
+    tiny = system_for(project, builder_options=ContextBuilderOptions(max_file_size_chars=len(text) // 20))
+    context = tiny.manager.build_fresh_context_sync(TaskSpec(id="t", name="pay", files=("pkg/payments.py",)))
+    assert any("pkg/payments.py" in w and "-character limit" in w for w in context.warnings)
+    assert "pkg/payments.py" not in {f.path for f in context.relevant_files}
 
 
 def test_a_budget_smaller_than_the_fixed_allocations_builds_and_says_so(project: Path) -> None:
@@ -92,7 +100,7 @@ def test_a_budget_smaller_than_the_fixed_allocations_builds_and_says_so(project:
     assert context.token_count <= 3_000 - system.budgeter.create_budget(3_000).reserved
     validation = system.manager.validate_context(context)
     assert validation.valid
-    assert any("smaller than the fixed allocations" in w for w in validation.warnings)
+    assert any("too small for the fixed allocations" in w for w in validation.warnings)
     assert any("lower them with custom_budget" in s for s in validation.suggestions)
     with pytest.raises(ValidationError):
         ContextOptions(max_tokens=0)

@@ -43,9 +43,9 @@ def test_the_context_is_fresh_counted_and_within_its_budget(project: Path) -> No
     messages = context.to_messages()
     assert [m["role"] for m in messages] == ["system", "user"]
     assert context.token_count == sum(counter.count(m["content"]) for m in messages)
-    assert context.token_count <= 30_000 - 16_000
-    assert context.breakdown.reserved == 16_000
-    assert context.breakdown.total == context.token_count + 16_000
+    assert context.token_count <= 30_000 - 7_500
+    assert context.breakdown.reserved == 7_500  # a quarter of a budget under 64,000 tokens
+    assert context.breakdown.total == context.token_count + 7_500
     user = messages[1]["content"]
     for heading in ("## Task", "## Repository map", "## Codebase docs", "## Files"):
         assert heading in user
@@ -96,23 +96,72 @@ def test_code_results_skip_files_already_shown_whole(project: Path) -> None:
     assert not [hit for hit in wide.relevant_code if hit.path in shown]
 
 
-def test_a_large_file_is_cut_at_a_line_and_marked(project: Path) -> None:
-    big = "".join(f"def handler_{i}(request):\n    return charge_card({i}, {i}, 'USD')\n\n" for i in range(1300))
+def _big_module() -> tuple[str, list[str]]:
+    """About 25,000 estimated tokens of handlers, one function in the middle the task is about."""
+    lines = []
+    for i in range(1300):
+        if i == 650:
+            lines += [
+                "def refund_in_euros(amount, rate):",
+                "    converted = convert_currency(amount, rate)",
+                "    return issue_refund(converted, 'EUR')",
+                "",
+            ]
+        lines += [f"def handler_{i}(request):", f"    return charge_card({i}, {i}, 'USD')", ""]
+    return "\n".join(lines), lines
+
+
+def test_a_file_too_large_to_fit_whole_shows_the_code_matching_the_task_and_its_outline(project: Path) -> None:
+    big, lines = _big_module()
     assert len(big) < 100_000  # under the default max_file_size_chars
     (project / "pkg/handlers.py").write_text(big)
-    task = TaskSpec(id="t-3", name="Handlers", files=("pkg/handlers.py",))
+    task = TaskSpec(id="t-3", name="Refunds", description="refund_in_euros converts", files=("pkg/handlers.py",))
     _, context = build(project, task, max_tokens=25_000)
     first = context.relevant_files[0]
     assert first.path == "pkg/handlers.py"
     assert first.truncated
-    kept, marker = first.content.rsplit("\n", 1)
-    assert big.startswith(kept + "\n")
-    assert marker.startswith("[… lines ")
-    assert first.content.endswith("cut to fit the token budget]")
     assert first.tokens < EstimateCounter().count(big)
-    assert "### pkg/handlers.py (cut to fit)" in context.sections["files"]
-    assert "cut to fit the token budget]" in context.sections["files"]
-    assert context.token_count <= 25_000 - 16_000
+    # The function the task names is shown whole, in place among the outline's definition lines.
+    shown = first.content.split("\n")
+    at = shown.index("def refund_in_euros(amount, rate):")
+    assert shown[at + 1 : at + 3] == lines[1951:1953]
+    assert "def handler_0(request):" in shown
+    assert "⋮" in shown  # each run of lines left out is marked
+    # shown_lines says exactly which lines of the file the excerpt holds, in order.
+    numbers = [n for first_line, last in first.shown_lines for n in range(first_line, last + 1)]
+    assert [line for line in shown if line != "⋮"] == [lines[n - 1] for n in numbers]
+    heading = f"### pkg/handlers.py (excerpt: {len(numbers):,} of {len(lines):,} lines"
+    assert heading in context.sections["files"]
+    assert context.token_count <= 25_000 - context.breakdown.reserved
+
+
+def test_files_too_large_to_fit_whole_still_all_get_in_as_excerpts(project: Path) -> None:
+    big, _ = _big_module()
+    for name in ("alpha", "beta", "gamma"):
+        (project / f"pkg/{name}.py").write_text(big)
+    task = TaskSpec(
+        id="t-4", name="Refunds", description="refund_in_euros", files=("pkg/alpha.py", "pkg/beta.py", "pkg/gamma.py")
+    )
+    _, context = build(project, task, max_tokens=30_000)
+    by_path = {f.path: f for f in context.relevant_files}
+    # Each would take the whole context; as excerpts all three are there, each with the function the task names.
+    assert {"pkg/alpha.py", "pkg/beta.py", "pkg/gamma.py"} <= set(by_path)
+    for name in ("alpha", "beta", "gamma"):
+        assert by_path[f"pkg/{name}.py"].truncated
+        assert "def refund_in_euros(amount, rate):" in by_path[f"pkg/{name}.py"].content
+    # Code an excerpt already shows is not repeated among the code results.
+    assert not [hit for hit in context.relevant_code if hit.name == "refund_in_euros"]
+    assert context.token_count <= 30_000 - context.breakdown.reserved
+
+
+def test_with_room_to_spare_the_best_files_are_shown_whole(project: Path) -> None:
+    big, _ = _big_module()
+    (project / "pkg/handlers.py").write_text(big)
+    task = TaskSpec(id="t-5", name="Refunds", description="refund_in_euros", files=("pkg/handlers.py",))
+    _, context = build(project, task, max_tokens=150_000)
+    first = context.relevant_files[0]
+    assert (first.path, first.truncated, first.shown_lines) == ("pkg/handlers.py", False, ())
+    assert first.content == big
 
 
 def test_unused_shares_flow_to_the_files(project: Path) -> None:

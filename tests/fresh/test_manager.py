@@ -82,12 +82,12 @@ def test_validation_gives_the_breakdown_and_flags_an_overfull_context(system) ->
     assert validation.token_count == context.token_count
     assert validation.max_tokens == 30_000
     assert validation.breakdown.files == context.breakdown.files > 0
-    assert validation.breakdown.total == context.token_count + 16_000
+    assert validation.breakdown.total == context.token_count + 7_500
     # A context edited by hand past its budget is caught by the recount.
     stuffed = context.model_copy(update={"sections": {**context.sections, "files": "x " * 60_000}})
     bad = system.manager.validate_context(stuffed)
     assert not bad.valid
-    assert any("over its 14,000" in w for w in bad.warnings)
+    assert any("over its 22,500" in w for w in bad.warnings)
     assert "rebuild it with a larger max_tokens or fewer max_relevant_files" in bad.suggestions
 
 

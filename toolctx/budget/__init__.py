@@ -12,7 +12,9 @@
 
 The fixed allocations (system prompt 2,000, repo map 2,000, codebase docs 3,000,
 task spec 1,000, response reserve 16,000) come off the top; the rest is shared
-by files (60 %), code results (25 %) and memories (15 %).
+by files (60 %), code results (25 %) and memories (15 %). In small budgets the
+reserve takes at most a quarter of the total and the other fixed allocations at
+most half of what is left, so files, code and memories always keep a part.
 """
 
 from __future__ import annotations

@@ -89,7 +89,7 @@ class TokenBudget:
 
     ``allocations`` holds every component's ceiling (fixed and dynamic, in
     tokens); ``context_tokens`` is what the context itself may hold
-    (``max_tokens`` minus the reserve). When ``max_tokens`` is smaller than the
+    (``max_tokens`` minus the reserve). When ``max_tokens`` is too small for the
     fixed allocations they are scaled down together and ``warnings`` says so.
     """
 

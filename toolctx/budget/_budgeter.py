@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import toolctx.tokens
-from toolctx._checks import whole_number
+from toolctx._checks import fraction, whole_number
 from toolctx.budget._allocation import FIXED_COMPONENTS, DynamicShares, FixedAllocations, TokenBudget, share_out
 from toolctx.budget._truncate import FitItems, Truncation, fit_items, truncate_lines
 from toolctx.tokens import EstimateCounter, TokenCounter
@@ -35,6 +35,13 @@ class TokenBudgeter:
     ``counter`` is any :class:`~toolctx.tokens.TokenCounter` (by default the exact
     o200k_base counter when installed, else the estimate). Every count the budgeter
     makes goes through that one counter, so a budget is kept in its units.
+
+    Small budgets: the response reserve is at most ``max_reserved_share`` of
+    ``max_tokens`` (a quarter: the default 16,000 holds from 64,000 tokens up), and
+    the other fixed allocations together at most ``max_fixed_share`` of what the
+    context may hold (half), scaled down together beyond it, so files, code results
+    and memories always keep a part of the context. ``1.0`` for both keeps the fixed
+    allocations whole for as long as they fit.
     """
 
     def __init__(
@@ -42,6 +49,9 @@ class TokenBudgeter:
         fixed: FixedAllocations | Mapping[str, int] | None = None,
         shares: DynamicShares | None = None,
         counter: TokenCounter | None = None,
+        *,
+        max_reserved_share: float = 0.25,
+        max_fixed_share: float = 0.5,
     ) -> None:
         if shares is not None and not isinstance(shares, DynamicShares):
             raise TypeError(f"shares must be a DynamicShares, not {type(shares).__name__}")
@@ -50,6 +60,8 @@ class TokenBudgeter:
         self.fixed = FixedAllocations.from_mapping(fixed)
         self.shares = shares or DynamicShares()
         self.counter = counter if counter is not None else default_counter()
+        self.max_reserved_share = fraction("max_reserved_share", max_reserved_share)
+        self.max_fixed_share = fraction("max_fixed_share", max_fixed_share)
 
     def __repr__(self) -> str:
         return f"TokenBudgeter(fixed={self.fixed!r}, shares={self.shares!r}, counter={self.counter.name!r})"
@@ -63,23 +75,24 @@ class TokenBudgeter:
 
         With the defaults, 150,000 tokens give 24,000 fixed (16,000 of them kept for
         the response) and a pool of 126,000: 75,600 for files, 31,500 for code results,
-        18,900 for memories. A budget smaller than the fixed allocations scales every
-        one of them down by the same factor and leaves no pool; the budget's warnings
-        say so.
+        18,900 for memories. Below 64,000 tokens the reserve is a quarter of
+        ``max_tokens`` (30,000 tokens: 7,500 reserved, a pool of 14,500). When the
+        other fixed allocations would take more than half of the rest, they are scaled
+        down together to that half and the budget's warnings say so.
         """
         whole_number("max_tokens", max_tokens, minimum=1, unit="tokens")
         fixed = {name: getattr(self.fixed, name) for name in FIXED_COMPONENTS}
-        reserved = self.fixed.reserved
+        reserved = min(self.fixed.reserved, int(max_tokens * self.max_reserved_share))
+        ceiling = int((max_tokens - reserved) * self.max_fixed_share)
+        total = sum(fixed.values())
         warnings: tuple[str, ...] = ()
-        if max_tokens < self.fixed.total:
-            scale = max_tokens / self.fixed.total
+        if total > ceiling:
+            scale = ceiling / total
             fixed = {name: int(value * scale) for name, value in fixed.items()}
-            reserved = int(reserved * scale)
             warnings = (
-                f"max_tokens={max_tokens:,} is smaller than the fixed allocations ({self.fixed.total:,} tokens, "
-                f"{self.fixed.reserved:,} of them reserved for the response); each was scaled down to "
-                f"{scale:.0%} and nothing is left for files, code results and memories but what the fixed "
-                "parts leave unused. Raise max_tokens or lower the fixed allocations.",
+                f"max_tokens={max_tokens:,} is too small for the fixed allocations ({total:,} tokens beside "
+                f"{reserved:,} reserved for the response); each was scaled down to {scale:.0%} so that files, "
+                "code results and memories keep their part. Raise max_tokens or lower the fixed allocations.",
             )
         pool = max_tokens - reserved - sum(fixed.values())
         dynamic = share_out(pool, self.shares.as_dict(), dict.fromkeys(self.shares.as_dict(), pool))

@@ -50,6 +50,10 @@ __all__ = ["ContextBuilder"]
 
 T = TypeVar("T")
 Auto = Literal["auto"]
+_FILE_HITS = 300  # code chunks searched to rank files and choose their excerpts
+#: Files up to this many times ``max_file_size_chars`` are read, indexed and shown as excerpts of at most
+#: ``max_file_size_chars`` characters; longer ones are left out.
+EXCERPT_ONLY_FACTOR = 10
 
 
 def _project(project: ContextProjectConfig | str | os.PathLike[str]) -> ContextProjectConfig:
@@ -95,7 +99,7 @@ class ContextBuilder:
         self.counter = CachedCounter(self.budgeter.counter)
         self.files = ProjectFiles(
             self.project.path,
-            max_chars=self.options.max_file_size_chars,
+            max_chars=self.options.max_file_size_chars * EXCERPT_ONLY_FACTOR,
             encoding=self.options.encoding,
             max_files=self.options.max_scan_files,
         )
@@ -128,7 +132,7 @@ class ContextBuilder:
         except (ImportError, AttributeError):
             return self.plain
         same_reading = {
-            "max_file_chars": self.options.max_file_size_chars,
+            "max_file_chars": self.options.max_file_size_chars * EXCERPT_ONLY_FACTOR,
             "max_files": self.options.max_scan_files,
             "encoding": self.options.encoding,
         }
@@ -194,10 +198,25 @@ class ContextBuilder:
         used = {name: counter.count(text) for name, text in sections.items()}
         pool = max(0, budget.context_tokens - sum(used.values()))
 
-        files = self._file_candidates(task_text, mentioned, paths, options.max_relevant_files, warnings)
+        nothing: list[CodeSearchResult] = []
+        found = self._guard("searching code", partial(self._search, task_text), nothing, warnings)
+        files = self._file_candidates(task_text, mentioned, paths, options.max_relevant_files, found, warnings)
         hits = self._code_hits(query, options.max_code_results, warnings)
         memories = self._memories(agent_id, memory, task_text, options.max_memories, warnings)
-        dynamic = fit_dynamic(self.budgeter, counter, pool, files, hits, memories, options.max_code_results)
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for hit in found:
+            spans.setdefault(hit.path, []).append((hit.start_line, hit.end_line))
+        dynamic = fit_dynamic(
+            self.budgeter,
+            counter,
+            pool,
+            files,
+            hits,
+            memories,
+            options.max_code_results,
+            spans,
+            self.options.max_file_size_chars,
+        )
         kept_files, kept_hits, kept_memories = dynamic["files"][1], dynamic["code_results"][1], dynamic["memories"][1]
         for name in DYNAMIC_COMPONENTS:
             sections[name] = dynamic[name][0].text
@@ -260,8 +279,19 @@ class ContextBuilder:
                     found.append((path, reason))
         return found
 
+    def _search(self, task_text: str) -> list[CodeSearchResult]:
+        """The task's best code chunks over the whole project: they rank files and choose their excerpts."""
+        source = self.code_search if self.code_search is not None else self.plain
+        return _results(source, task_text, _FILE_HITS)
+
     def _file_candidates(
-        self, task_text: str, mentioned: list[tuple[str, str]], paths: set[str], limit: int, warnings: list[str]
+        self,
+        task_text: str,
+        mentioned: list[tuple[str, str]],
+        paths: set[str],
+        limit: int,
+        found: list[CodeSearchResult],
+        warnings: list[str],
     ) -> list[FileContent]:
         ordered = list(mentioned)
         for path, reason in mentioned:
@@ -273,7 +303,7 @@ class ContextBuilder:
         if self._plain_needed:
             rank = partial(self.plain.rank_files, task_text, names)
         else:  # files by their best code search hit, from the index the code search keeps anyway
-            rank = partial(_best_per_file, self.code_search, task_text)
+            rank = partial(_best_per_file, found)
         rankings = [self._guard("ranking files", rank, none, warnings)]
         if self.repo_map is not None and self.repo_map is not self.plain:
             source = self.repo_map
@@ -344,9 +374,9 @@ def _results(source: CodeSearchProvider, query: str, k: int) -> list[CodeSearchR
     return [as_result(hit) for hit in source.search(query, k)]
 
 
-def _best_per_file(source: CodeSearchProvider, query: str, k: int = 300) -> list[tuple[str, float]]:
+def _best_per_file(found: list[CodeSearchResult]) -> list[tuple[str, float]]:
     best: dict[str, float] = {}
-    for hit in source.search(query, k):
+    for hit in found:
         if hit.score > best.get(hit.path, 0.0):
             best[hit.path] = hit.score
     return sorted(best.items(), key=lambda item: (-item[1], item[0]))

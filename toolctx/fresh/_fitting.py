@@ -2,9 +2,11 @@
 
 Files, code results and memories first share the pool by their shares, each
 taking no more than it wants (:meth:`TokenBudgeter.allocate`). Files are placed
-first; code found in a file already shown whole is dropped, and what the files
-left is shared between code results and memories. If those two leave tokens
-unused while files were cut, the files are fitted again with them.
+first (:func:`toolctx.fresh._excerpts.fit_files`: whole, or as excerpts of the
+parts matching the task when they do not fit whole); code already shown by a
+file is dropped, and what the files left is shared between code results and
+memories. If those two leave tokens unused while files were cut, the files are
+fitted again with them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from toolctx.budget import TokenBudgeter, truncate_lines
 from toolctx.fresh import _render
+from toolctx.fresh._excerpts import FileFit, fit_files, line_ranges
 from toolctx.fresh._models import CodeSearchResult, FileContent, MemoryEntry
 from toolctx.tokens import TokenCounter
 
@@ -27,19 +30,24 @@ def fit_dynamic(
     hits: list[CodeSearchResult],
     memories: list[MemoryEntry],
     max_hits: int,
+    spans: dict[str, list[tuple[int, int]]] | None = None,
+    max_whole_chars: int | None = None,
 ) -> dict[str, tuple[_render.Fitted, list[Any]]]:
-    """Files, code results and memories fitted to shares of ``pool``, unused parts flowing on."""
+    """Files, code results and memories fitted to shares of ``pool``, unused parts flowing on.
+
+    ``spans`` are the search's hits in each file, best first, as line ranges: what
+    an excerpt of a file too large to show whole keeps; a file longer than
+    ``max_whole_chars`` is shown only as an excerpt.
+    """
+    spans = spans or {}
     file_items = [_render.file_item(f.path, f.content) for f in files]
-    bodies = [f.content for f in files]
     code_items = [_render.code_item(h) for h in hits]
     memory_items = [_render.memory_item(m) for m in memories]
     items = {"files": file_items, "code_results": code_items, "memories": memory_items}
     demands = {name: sum(counter.count(i) + 2 for i in rows) + 8 if rows else 0 for name, rows in items.items()}
     shares = budgeter.allocate(pool, demands)
-    fitted = _render.fit_section("files", file_items, shares["files"], counter, partial_bodies=bodies)
-    # Code found in a file shown whole is already there.
-    whole = {files[i].path for i in fitted.kept if i != fitted.partial}
-    hits = [hit for hit in hits if hit.path not in whole][:max_hits]
+    fitted, placed = fit_file_section(files, spans, shares["files"], counter, max_whole_chars)
+    hits = [hit for hit in hits if not _shown(hit, placed, files)][:max_hits]
     code_items = [_render.code_item(h) for h in hits]
     demands["code_results"] = sum(counter.count(i) + 2 for i in code_items) + 8 if code_items else 0
     # What the files left flows to code results and memories, by their shares.
@@ -47,17 +55,21 @@ def fit_dynamic(
     code = _render.fit_section("code_results", code_items, rest["code_results"], counter)
     mems = _render.fit_section("memories", memory_items, rest["memories"], counter)
     left = pool - fitted.tokens - code.tokens - mems.tokens
-    if left > 0 and (len(fitted.kept) < len(file_items) or fitted.partial is not None):
-        fitted = _render.fit_section(
-            "files", file_items, pool - code.tokens - mems.tokens, counter, partial_bodies=bodies
-        )
+    if left > 0 and (len(placed) < len(file_items) or any(fit.lines is not None for fit in placed)):
+        fitted, placed = fit_file_section(files, spans, pool - code.tokens - mems.tokens, counter, max_whole_chars)
+        shown_before = [hits[i] for i in code.kept]
+        still = [hit for hit in shown_before if not _shown(hit, placed, files)]
+        if len(still) < len(shown_before):  # the files now show some of that code: it goes (fewer tokens)
+            hits, code_items = still, [_render.code_item(h) for h in still]
+            code = _render.fit_section("code_results", code_items, code.tokens, counter)
     kept_files = []
-    for index, shown in zip(fitted.kept, fitted.texts, strict=True):
-        cut = index == fitted.partial
-        content = shown.split("\n", 2)[2].rsplit("\n", 1)[0] if cut else files[index].content
-        kept_files.append(
-            files[index].model_copy(update={"truncated": cut, "content": content, "tokens": counter.count(shown)})
-        )
+    for fit in placed:
+        cut = fit.lines is not None
+        content = fit.item.split("\n", 2)[2].rsplit("\n", 1)[0] if cut else files[fit.index].content
+        update: dict[str, object] = {"truncated": cut, "content": content, "tokens": fit.tokens}
+        if fit.lines is not None:
+            update["shown_lines"] = line_ranges(fit.lines)
+        kept_files.append(files[fit.index].model_copy(update=update))
     return {
         "files": (fitted, kept_files),
         "code_results": (
@@ -69,6 +81,44 @@ def fit_dynamic(
             [memories[i].model_copy(update={"tokens": counter.count(memory_items[i])}) for i in mems.kept],
         ),
     }
+
+
+def fit_file_section(
+    files: list[FileContent],
+    spans: dict[str, list[tuple[int, int]]],
+    cap: int,
+    counter: TokenCounter,
+    max_whole_chars: int | None = None,
+) -> tuple[_render.Fitted, list[FileFit]]:
+    """The files section within ``cap``: heading, the files placed by :func:`fit_files`, a line for those left out."""
+    heading = _render.HEADINGS["files"]
+    if not files or cap <= 0:
+        return _render.Fitted("", 0, ()), []
+    separator = counter.count("\n\n")
+    marker = counter.count(f"[… {len(files)} of {len(files)} left out to fit the token budget]") + separator
+    room = cap - counter.count(heading) - separator - marker
+    placed = fit_files([(f.path, f.content) for f in files], spans, room, counter, max_whole_chars)
+    while True:
+        lines = [heading, *(fit.item for fit in placed)]
+        if len(placed) < len(files):
+            lines.append(f"[… {len(files) - len(placed)} of {len(files)} left out to fit the token budget]")
+        text = "\n\n".join(lines) if placed else ""
+        tokens = counter.count(text)
+        if tokens <= cap:
+            kept = tuple(fit.index for fit in placed)
+            return _render.Fitted(text, tokens, kept, None, tuple(fit.item for fit in placed)), placed
+        placed.pop()  # joining came out above the sum of the parts: drop the last file
+
+
+def _shown(hit: CodeSearchResult, placed: list[FileFit], files: list[FileContent]) -> bool:
+    """Whether every line of ``hit`` is already shown by a file of the section."""
+    for fit in placed:
+        if files[fit.index].path == hit.path:
+            if fit.lines is None:
+                return True
+            shown = set(fit.lines)
+            return all(n in shown for n in range(hit.start_line, hit.end_line + 1))
+    return False
 
 
 def settle(counter: TokenCounter, sections: dict[str, str], limit: int) -> int:

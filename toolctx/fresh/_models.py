@@ -88,6 +88,10 @@ class ContextBuilderOptions(BaseModel):
     Relevance minimums are fractions of the best hit's score. ``encoding`` is how
     files are decoded; a file that does not decode is left out with a warning.
     ``max_scan_files`` bounds how many files a scan of the project indexes.
+    No file puts more than ``max_file_size_chars`` characters in a context: a
+    longer one (up to ten times as long; beyond that it is left out with a
+    warning) is read and searched, and shown only as an excerpt of the code
+    matching the task.
     """
 
     model_config = _FROZEN
@@ -110,7 +114,13 @@ class ContextBuilderOptions(BaseModel):
 
 
 class FileContent(BaseModel):
-    """A file of the project as the context holds it (whole, or cut at a line and marked)."""
+    """A file of the project as the context holds it: whole, or as an excerpt when it does not fit whole.
+
+    An excerpt (``truncated``) keeps the code the search matched for the task and
+    the file's outline, in file order; ``content`` marks each run of lines left out
+    with a line holding ``⋮``, and ``shown_lines`` lists the 1-based, inclusive line
+    ranges it shows (empty when the file is whole).
+    """
 
     model_config = _FROZEN
 
@@ -119,6 +129,7 @@ class FileContent(BaseModel):
     tokens: int
     truncated: bool = False
     reason: str = "ranked"  # "task", "dependency" or "ranked": why it is in the context
+    shown_lines: tuple[tuple[int, int], ...] = ()
 
 
 class CodeSearchResult(BaseModel):

@@ -181,7 +181,7 @@ class ProjectFiles:
 
     def _read(self, rel: str, target: Path, size: int) -> FileRead:
         if size > self.max_chars * 4:  # no encoding takes more than 4 bytes a character
-            return FileRead(rel, None, f"is larger than max_file_size_chars ({size:,} bytes)")
+            return FileRead(rel, None, f"is larger than the {self.max_chars:,}-character limit ({size:,} bytes)")
         try:
             data = target.read_bytes()
         except OSError as exc:
@@ -193,5 +193,5 @@ class ProjectFiles:
         except UnicodeDecodeError:
             return FileRead(rel, None, f"is not valid {self.encoding} text")
         if len(text) > self.max_chars:
-            return FileRead(rel, None, f"is longer than max_file_size_chars ({len(text):,} characters)")
+            return FileRead(rel, None, f"is longer than the {self.max_chars:,}-character limit ({len(text):,})")
         return FileRead(rel, text.replace("\r\n", "\n"))
