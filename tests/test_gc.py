@@ -18,7 +18,8 @@ from toolctx._naming import LOCK_NAME, MARKER_NAME
 
 CRASH = """
 import os, sys, toolctx
-s = toolctx.session(sys.argv[1], session_id=sys.argv[2], threshold=0)
+keep = len(sys.argv) > 3 and sys.argv[3] == "keep"
+s = toolctx.session(sys.argv[1], session_id=sys.argv[2], threshold=0, keep=keep)
 s.__enter__()
 s.save_context("t", {"i": 1}, "x" * 100)
 s.save_context("t", {"i": 2}, "y" * 100)
@@ -87,6 +88,17 @@ def test_live_sessions_are_never_touched(context_dir: Path) -> None:
         holder.stdin.close()
         holder.wait()
     assert list(context_dir.iterdir()) == []
+
+
+def test_a_kept_session_whose_process_crashed_stays_for_resume(context_dir: Path) -> None:
+    run(CRASH, str(context_dir), "kept-crashed", "keep")
+    crashed = context_dir / "kept-crashed"
+    age(crashed, 10 * 3600)
+    assert toolctx.gc(context_dir, older_than=0) == []  # keep=True: meant to be resumed, even after a crash
+    with toolctx.ContextSession.resume("kept-crashed", context_dir) as resumed:
+        assert sorted(c.result for c in resumed.load_contexts(resumed.get_all_pointers())) == ["x" * 100, "y" * 100]
+    age(crashed, 10 * 3600)
+    assert toolctx.gc(context_dir, older_than=0, include_kept=True) == [crashed]
 
 
 def test_kept_sessions_stay_unless_asked(context_dir: Path) -> None:

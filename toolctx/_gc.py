@@ -8,8 +8,9 @@ and removes what toolctx wrote in them, deciding by the directory's marker and l
   (``.toolctx-session``, naming the session) is not a toolctx session: never
   touched, whatever files it holds;
 - a directory whose lock a live process holds (flock) is in use: never touched;
-- a directory that was closed on purpose with ``keep=True`` is kept for
-  ``resume()``: left alone unless ``include_kept=True``;
+- a directory of a session opened with ``keep=True`` (closed, or left by a
+  process that died) is kept for ``resume()``: left alone unless
+  ``include_kept=True``;
 - anything else is an orphan, removed once nothing in it changed for
   ``older_than``.
 

@@ -17,6 +17,7 @@ carries the marker for its id.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import weakref
@@ -84,6 +85,12 @@ def entered_sessions() -> list[ContextSession]:
         return [s for s, _ in _entered]
 
 
+@functools.lru_cache(maxsize=256)
+def _tool_names(tool_name: str) -> tuple[str, str]:
+    """A tool's name as stored and in its file-name-safe form (the same few names come on every call)."""
+    return clean_text(tool_name), sanitize_tool_name(tool_name)
+
+
 class ContextSession:
     """One agent session's stored tool calls.
 
@@ -139,7 +146,7 @@ class ContextSession:
         self.close_timeout = real_number("close_timeout", close_timeout, minimum=0.0, unit="seconds")
         self._saver = SavePath(
             self.session_id,
-            store if store is not None else LocalStore(self.session_dir, durable=durable),
+            store if store is not None else LocalStore(self.session_dir, durable=durable, keep=self.keep),
             threshold=byte_count("threshold", threshold),
             memory_budget=byte_count("memory_budget", memory_budget),
             redactor=resolve_redactor(redact),
@@ -332,8 +339,7 @@ class ContextSession:
         if description is not None and redactor is not None:
             description = redactor.redact_text(description)
         call = Call(
-            clean_text(tool_name),
-            sanitize_tool_name(tool_name),
+            *_tool_names(tool_name),
             args_json,
             args_notes,
             order=tuple(k for k in args if isinstance(k, str)),
@@ -373,6 +379,21 @@ class ContextSession:
         saver = self._saver
         record = saver.records.get(saver.calls.get(call_id, ""))
         return None if record is None else self._pointer(record)
+
+    def load_call(self, call_id: str) -> StoredContext | None:
+        """The call stored with this framework call id (the latest), loaded in full; None if none was stored.
+
+        ``load_contexts([find_call(call_id)])`` without making the pointer. A call whose
+        output could not be written, or whose file cannot be read, is None too: tell
+        the two apart with :meth:`find_call`.
+        """
+        if not isinstance(call_id, str):
+            raise ConfigError(f"call_id must be a str, got {type(call_id).__name__}: {call_id!r:.80}")
+        saver = self._saver
+        record = saver.records.get(saver.calls.get(call_id, ""))
+        if record is None or record.storage is StorageKind.NONE:
+            return None
+        return next(iter(self.load_contexts([record.id])), None)
 
     def get_pointer(self, ref: ContextRef) -> ContextPointer | None:
         """The current pointer for a pointer, id or path of this session, or None."""
@@ -515,7 +536,7 @@ class ContextSession:
         """
         session_id = validate_session_id(session_id)
         root = resolve_context_dir(context_dir)
-        store = LocalStore(root / session_id, durable=durable, existing=True)
+        store = LocalStore(root / session_id, durable=durable, existing=True, keep=keep)
         try:
             resumed = cls(
                 root,

@@ -66,7 +66,7 @@ class Marker(NamedTuple):
 
     session_id: str
     kept: bool
-    """Closed on purpose with ``keep=True``, to be resumed (``toolctx.gc`` spares it)."""
+    """Meant to be kept (``keep=True``), to be resumed: ``toolctx.gc`` spares it, even after a crash."""
     legacy: bool = False
     """Written before markers existed: recognised by its lock file."""
 
@@ -83,13 +83,24 @@ class LocalStore(BlobStore):
     milliseconds). Without it, a blob survives a crash of the process but not
     necessarily of the machine. ``existing=True`` reopens a directory a store
     created before (:class:`~toolctx.SessionNotFoundError` if it has no marker).
+    ``keep=True``: the directory is meant to outlive the store, and its marker says
+    so from the start, so that a process killed while using it leaves it to be
+    resumed rather than an orphan for ``toolctx.gc``.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False, existing: bool = False) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        durable: bool = False,
+        existing: bool = False,
+        keep: bool = False,
+    ) -> None:
         self.directory = Path(directory)
         self._prefix = os.path.join(os.fspath(directory), "")  # plain strings: pathlib costs µs per call
         self._temp_ids = itertools.count()
         self.durable = durable
+        self._keep = keep
         self._lock = fork_safe_lock()
         self._lock_fd: int | None = None
         self._append_fds: dict[str, int] = {}
@@ -119,8 +130,8 @@ class LocalStore(BlobStore):
             )
         with self._lock:
             self._acquire()
-            if marker.kept or marker.legacy:  # in use again: a crash from now on leaves an orphan for gc
-                self._write_marker(kept=False)
+            if marker.legacy or marker.kept != self._keep:  # a crash from now on leaves it as this store means
+                self._write_marker(kept=self._keep)
             self._ready = True
 
     def _ensure(self) -> None:
@@ -136,7 +147,7 @@ class LocalStore(BlobStore):
                 os.mkdir(self.directory, 0o700)  # fails if it exists: never adopt a folder we did not make
                 try:
                     os.chmod(self.directory, 0o700)
-                    self._write_marker(kept=False)  # first: from now on the directory is recognisably ours
+                    self._write_marker(kept=self._keep)  # first: from now on the directory is recognisably ours
                 except BaseException:
                     with contextlib.suppress(OSError):
                         os.rmdir(self.directory)
