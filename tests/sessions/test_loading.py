@@ -12,6 +12,8 @@ from tests.sessions.helpers import BIG, save
 from toolctx import (
     ConfigError,
     ContextSession,
+    StorageKind,
+    ToolctxWarning,
     session,
 )
 
@@ -74,3 +76,30 @@ def test_a_shared_file_replaced_by_another_sessions_document_is_not_loaded(conte
         with capture_logs() as logs:
             assert s.load_contexts([again, first]) == []
     assert sum("belongs to session" in str(e.get("reason", "")) for e in logs) == 2
+
+
+def test_load_call_finds_a_call_by_its_framework_id(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        small = s.save_context("grep", {"q": "x"}, "found it", call_id="call-1")
+        big = s.save_context("cat", {"f": "a"}, BIG, call_id="call-2")
+        again = s.save_context("grep", {"q": "y"}, "second", call_id="call-1")  # the latest with that id wins
+        one, two = s.load_call("call-1"), s.load_call("call-2")
+        assert one is not None
+        assert two is not None
+        assert (one.id, one.result) == (again.id, "second")
+        assert (two.id, two.result, two.args) == (big.id, BIG, {"f": "a"})
+        assert one == s.load_contexts([again])[0]
+        assert small.id != one.id
+        assert s.load_call("call-3") is None
+        with pytest.raises(ConfigError, match="call_id must be a str"):
+            s.load_call(3)  # type: ignore[arg-type]
+
+
+def test_load_call_is_none_for_a_call_whose_output_was_not_stored(context_dir: Path) -> None:
+    (context_dir / "taken").mkdir()  # a directory toolctx did not make: nothing is written there
+    with session(context_dir, session_id="taken") as s:
+        with pytest.warns(ToolctxWarning, match="could not store"):
+            pointer = s.save_context("cat", {}, BIG, call_id="call-1")
+        assert pointer.storage is StorageKind.NONE
+        assert s.find_call("call-1") is not None
+        assert s.load_call("call-1") is None

@@ -326,16 +326,16 @@ class Compactor(Generic[T]):
         result = conversation.results[call_id][1]
         call = self._call(conversation, call_id)
         try:
-            pointer = session.find_call(call_id)
-            if pointer is not None and pointer.task_id is not None:
-                conversation.task = pointer.task_id  # late stores of this conversation go under the same task
-            pointer = pointer or self._store_late(session, call, result, conversation.task)
-            if pointer is None or not pointer.stored or pointer.is_error:
+            stored = session.load_call(call_id)  # (no pointer made on this path, taken once per call)
+            if stored is None and session.find_call(call_id) is None:  # no hook stored it: store it now
+                pointer = self._store_late(session, call, result, conversation.task)
+                if pointer is None or not pointer.stored:
+                    return None
+                stored = next(iter(session.load_contexts([pointer.id])), None)
+            elif stored is not None and stored.task_id is not None:
+                conversation.task = stored.task_id  # late stores of this conversation go under the same task
+            if stored is None or stored.error is not None:
                 return None
-            found = session.load_contexts([pointer.id])
-            if not found:
-                return None
-            stored = found[0]
         except Exception as exc:  # compaction is an optimisation: never break the model call
             internal_error(f"could not read the stored call {call_id!r} back; it stays as it is", exc)
             return None
