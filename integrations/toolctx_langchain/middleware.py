@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain.agents.middleware import (
@@ -208,6 +208,8 @@ class ToolContextMiddleware(AgentMiddleware):
             tools = request.tools
             if not offer:
                 tools = [t for t in tools if getattr(t, "name", None) != READ_CONTEXT]
+            elif not edits and _same(messages, request.messages):
+                return request, changed  # the usual call once compacted forms are written back: no copy
             return request.override(messages=messages, tools=tools), changed
         except Exception as exc:  # compaction is an optimisation: never break the model call
             internal_error("could not compact the conversation; sending it unchanged", exc)
@@ -220,3 +222,8 @@ class ToolContextMiddleware(AgentMiddleware):
         if not keep_ids:
             return response
         return ExtendedModelResponse(model_response=response, command=Command(update={"messages": keep_ids}))
+
+
+def _same(shown: list[AnyMessage], sent: Sequence[AnyMessage]) -> bool:
+    """Whether the policy left every message of the request as it is (the very same objects)."""
+    return len(shown) == len(sent) and all(m is before for m, before in zip(shown, sent, strict=True))
