@@ -37,7 +37,7 @@ def s(tmp_path: Path) -> Iterator[toolctx.ContextSession]:
 
 def recount(messages: list[dict[str, Any]], tools: list[dict[str, Any]], counter: Any) -> int:
     """The tokens of rendered OpenAI messages and tools, counted from the rendered output alone."""
-    total = REPLY_PRIMING + sum(counter.count(json.dumps(t, ensure_ascii=False)) for t in tools)
+    total: int = REPLY_PRIMING + sum(counter.count(json.dumps(t, ensure_ascii=False)) for t in tools)
     for m in messages:
         total += FRAMING + counter.count(m.get("content") or "")
         for call in m.get("tool_calls") or ():

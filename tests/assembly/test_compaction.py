@@ -17,7 +17,7 @@ from toolctx.assembly import (
     StrategyInput,
     ToolOutputPlugin,
 )
-from toolctx.standins import handle_of, read_context
+from toolctx.standins import handle_of, is_stand_in, read_context
 from toolctx.tokens import TokenCounter
 
 from .conftest import CharCounter, orphans, recount, run, tool_turn
@@ -258,3 +258,23 @@ def test_pinning_a_tool_result_keeps_it_whole(s: toolctx.ContextSession) -> None
 
 def _messages(prepared: Any) -> list[str]:
     return [m.id for m in prepared.messages]
+
+
+def test_read_context_arrives_with_the_first_stand_in_in_one_cache_break(s: toolctx.ContextSession) -> None:
+    """The policy asks for read_context a call before its first batch; the tool list changes with the messages."""
+    ctx = ContextAssembler(session=s, tools=[{"type": "function", "function": {"name": "shell"}}])
+    ctx.register_plugin(ToolOutputPlugin(session=s))  # the adapters' defaults: batches once past 6,000 tokens
+    ctx.set_current_input("investigate")
+    prepared: list[list[dict[str, Any]]] = []
+    tools: list[list[str]] = []
+    for i in range(40):
+        p = run(ctx.prepare())
+        prepared.append(p.to_openai())
+        tools.append([t["function"]["name"] for t in p.tools])
+        tool_turn(ctx, i, f"output {i}: " + " ".join(f"row {i}.{j} = {j * 13}" for j in range(60)))
+    shows = [any(is_stand_in(m["content"]) for m in messages) for messages in prepared]
+    first = shows.index(True)
+    assert [("read_context" in names) for names in tools] == [i >= first for i in range(len(tools))]
+    # the call that brought both in is the only one whose messages are not the last call's plus new ones
+    breaks = [i for i in range(1, len(prepared)) if prepared[i][: len(prepared[i - 1])] != prepared[i - 1]]
+    assert first in breaks

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from typing import Any
@@ -11,7 +12,18 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import toolctx
-from toolctx.assembly import ContextAssembler, ContextBudgetError, PlanPlugin, PreparedContext, ToolOutputPlugin
+from toolctx.assembly import (
+    FRAMING,
+    REPLY_PRIMING,
+    ContextAssembler,
+    ContextBudgetError,
+    HistoryMessage,
+    PlanPlugin,
+    PreparedContext,
+    ToolOutputPlugin,
+)
+from toolctx.assembly._history import MARKER_BOUND
+from toolctx.assembly._pairing import blocks
 from toolctx.tokens import TokenCounter
 
 from .conftest import CharCounter, orphans, recount, run
@@ -64,16 +76,18 @@ def build(
     ctx.set_current_input("the task")
     for n, (kind, size, pinned, results) in enumerate(history):
         text = f"{n}:" + "h" * size
-        if kind in ("user", "assistant"):
-            ctx.add_message(kind, text, pinned=pinned and size < 60)
+        if kind == "user":
+            ctx.add_message("user", text, pinned=pinned and size < 60)
+        elif kind == "assistant":
+            ctx.add_message("assistant", text, pinned=pinned and size < 60)
         elif kind == "stray":
             ctx.add_message("tool", text, tool_call_id=f"ghost{n}")
         else:
             calls = [{"id": f"c{n}_{r}", "name": "shell", "arguments": {"cmd": text[:80]}} for r in range(results)]
             ctx.add_message("assistant", "", tool_calls=calls)
             if kind == "call":
-                for call in calls:
-                    ctx.add_tool_result(call["id"], text)
+                for r in range(results):
+                    ctx.add_tool_result(f"c{n}_{r}", text)
     return ctx
 
 
@@ -141,3 +155,81 @@ def test_a_long_tool_session_at_a_tight_budget(limit: int) -> None:
         prepared = run(ctx.prepare())
         assert prepared.budget.used <= limit
         assert orphans(prepared.to_openai()) == 0
+
+
+# a stream of model-loop events: a message of some kind, or pinning / unpinning an earlier message
+events = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["user", "assistant", "call", "call", "result", "result", "result", "pin", "unpin", "stray", "again"]
+        ),
+        st.integers(0, 60),
+    ),
+    max_size=60,
+)
+
+
+@example([("call", 0), ("result", 1), ("again", 0)])  # a call id made again after a settled history
+@example([("call", 0), ("result", 1), ("result", 4)])  # a second result for a call answered before
+@example([("call", 1), ("result", 1), ("pin", 1), ("user", 3), ("result", 1), ("unpin", 1)])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events)
+def test_a_context_prepared_on_every_call_is_the_one_prepared_from_scratch(stream: list[tuple[str, int]]) -> None:
+    """Each prepare() looks only at what is new since the last one; that must never change what is sent."""
+    ctx = ContextAssembler(max_tokens=10**6, counter=CharCounter(), system_prompt="sys")
+    ctx.set_current_input("the task")
+    made: list[str] = []  # every call id made
+    waiting: list[str] = []  # calls without a result yet
+    for n, (kind, size) in enumerate(stream):
+        history = ctx.get_history()
+        if kind == "user":
+            ctx.add_message("user", f"{n}:" + "h" * size)
+        elif kind == "assistant":
+            ctx.add_message("assistant", f"{n}:" + "h" * size)
+        elif kind == "call":
+            ids = [f"c{n}_{r}" for r in range(1 + size % 2)]
+            ctx.add_message("assistant", "", tool_calls=[{"id": i, "name": "t", "arguments": {"n": n}} for i in ids])
+            made += ids
+            waiting += ids
+        elif kind == "result" and made:  # results arrive late, out of order, or twice
+            answered = waiting.pop(size % len(waiting)) if waiting and size % 4 else made[size % len(made)]
+            ctx.add_message("tool", f"r{n}", tool_call_id=answered)
+        elif kind == "stray":
+            ctx.add_message("tool", f"s{n}", tool_call_id=f"ghost{size}")
+        elif kind == "again" and made:  # a call id made a second time
+            ctx.add_message("assistant", "", tool_calls=[{"id": made[size % len(made)], "name": "t"}])
+        elif kind in ("pin", "unpin") and history:
+            ctx.pin(history[size % len(history)].id, kind == "pin")
+        prepared = run(ctx.prepare())
+        rendered = prepared.to_openai()
+        assert prepared.budget.used == recount(rendered, prepared.openai_tools(), CharCounter())
+        assert orphans(rendered) == 0
+        fresh = ContextAssembler(max_tokens=10**6, counter=CharCounter(), system_prompt="sys")
+        fresh.restore_state(ctx.get_state())
+        again = run(fresh.prepare())
+        assert again.to_openai() == rendered
+        assert again.budget == prepared.budget
+        assert (prepared.budget.by_part["current_input"], prepared.budget.floor) == protected(ctx, prepared)
+
+
+def protected(ctx: ContextAssembler, prepared: PreparedContext) -> tuple[int, int]:
+    """The current input's tokens and the budget's floor, counted block by block from the prepared history."""
+    current = ctx.get_history()[0].id
+    shown = prepared.history
+    size = {m.id: tokens(m) for m in shown}
+    kept = current_size = 0
+    for start, end in blocks(shown):
+        block = shown[start:end]
+        if any(m.pinned or m.id == current for m in block):
+            kept += sum(size[m.id] for m in block)
+        if block[0].id == current:
+            current_size = sum(size[m.id] for m in block)
+    floor = REPLY_PRIMING + FRAMING + len("sys") + kept
+    if sum(size.values()) > kept:
+        floor += tokens(MARKER_BOUND)
+    return current_size, floor
+
+
+def tokens(message: HistoryMessage) -> int:
+    calls = sum(len(c.name) + len(json.dumps(c.arguments, ensure_ascii=False)) for c in message.tool_calls)
+    return FRAMING + len(message.content) + calls

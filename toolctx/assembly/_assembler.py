@@ -13,6 +13,7 @@ from toolctx.assembly._conversation import HistoryMixin, text_value
 from toolctx.assembly._events import Event, Events
 from toolctx.assembly._history import HistorySpan
 from toolctx.assembly._measure import Measure, resolve_counter
+from toolctx.assembly._pairing import Pairing, paired
 from toolctx.assembly._pipeline import Draft, measure, prepare
 from toolctx.assembly._plugins import as_plugin
 from toolctx.assembly._render import CONTEXT_ID, SYSTEM_ID, PreparedContext
@@ -91,6 +92,8 @@ class ContextAssembler(HistoryMixin):
         self._tools: list[dict[str, Any]] = []
         self._last: PreparedContext | None = None
         self._cached: dict[str, HistoryMessage] = {}
+        self._pairing = Pairing()  # the view paired, redone only for new messages
+        self._current_at = 0  # where the current input was in the last prepared history
         self._metrics_prepares = self._metrics_compactions = self._metrics_freed = 0
         self._metrics_seconds = 0.0
         self.conversation_id = uuid.uuid4().hex
@@ -230,8 +233,6 @@ class ContextAssembler(HistoryMixin):
         last = self._last
         shown = {m.id: m for m in last.history} if last is not None else {}
         view = [shown.get(m.id, m) for m in self._history]
-        from toolctx.assembly._pairing import paired
-
         draft = Draft(
             paired(view)[0],
             {c.name: c for c in (last.components if last else [])},

@@ -60,6 +60,9 @@ class Measure:
         self.counter = counter
         self._messages: dict[int, tuple[HistoryMessage, int]] = {}
         self._texts: dict[str, int] = {}
+        self._walked: list[HistoryMessage] = []  # the last history walked by history(), and what it found
+        self._walked_tokens = 0
+        self._walked_pinned: list[int] = []
 
     def text(self, text: str) -> int:
         """Tokens of ``text`` (small texts that recur, such as components, are remembered)."""
@@ -87,6 +90,26 @@ class Measure:
 
     def messages(self, messages: Iterable[HistoryMessage]) -> int:
         return sum(self.message(m) for m in messages)
+
+    def history(self, messages: Sequence[HistoryMessage]) -> tuple[int, list[int]]:
+        """Tokens of ``messages`` and the indices of the pinned ones.
+
+        A history that starts with the one walked last time (the same messages, or
+        equal ones) is walked from where that one ended: a model call that adds one
+        message costs one message, not the whole history.
+        """
+        known = len(self._walked)
+        if 0 < known <= len(messages) and list(messages[:known]) == self._walked:
+            tokens, pinned, start = self._walked_tokens, list(self._walked_pinned), known
+        else:
+            tokens, pinned, start = 0, [], 0
+        for index in range(start, len(messages)):
+            message = messages[index]
+            tokens += self.message(message)
+            if message.pinned:
+                pinned.append(index)
+        self._walked, self._walked_tokens, self._walked_pinned = list(messages), tokens, pinned
+        return tokens, list(pinned)
 
     def tools(self, definitions: Sequence[Mapping[str, Any]]) -> int:
         return sum(self.text(tool_json(d)) for d in definitions)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from toolctx.assembly._types import HistoryMessage
 
-__all__ = ["MISSING_RESULT", "blocks", "paired"]
+__all__ = ["MISSING_RESULT", "Pairing", "block_at", "blocks", "paired"]
 
 MISSING_RESULT = "[no result was recorded for this tool call]"
 
@@ -63,6 +63,57 @@ def paired(messages: Sequence[HistoryMessage]) -> tuple[list[HistoryMessage], in
                 )
             out.append(found)
     return out, repairs
+
+
+class Pairing:
+    """:func:`paired` for a history that grows at its end: only the new messages are looked at.
+
+    When the messages start with exactly those of the last call (the same
+    objects, or equal ones), that call's pairing needed no repair, and the new
+    messages make no call id already made, pairing the whole equals pairing the
+    earlier part and the new part apart, so only the new part is paired. Anything
+    else pairs the whole again.
+    """
+
+    def __init__(self) -> None:
+        self._input: list[HistoryMessage] = []
+        self._output: list[HistoryMessage] = []
+        self._calls: set[str] = set()
+        self._clean = False  # the last pairing needed no repair
+
+    def __call__(self, messages: Sequence[HistoryMessage]) -> tuple[list[HistoryMessage], int]:
+        known = len(self._input)
+        if self._clean and 0 < known <= len(messages) and list(messages[:known]) == self._input:
+            tail = messages[known:]
+            made = [c.id for m in tail for c in m.tool_calls]
+            if self._calls.isdisjoint(made):
+                out, repairs = paired(tail)
+                self._remember(messages, self._output + out, made, repairs)
+                return list(self._output), repairs
+        out, repairs = paired(messages)
+        self._calls.clear()
+        self._remember(messages, out, [c.id for m in messages for c in m.tool_calls], repairs)
+        return list(out), repairs
+
+    def _remember(
+        self, messages: Sequence[HistoryMessage], out: list[HistoryMessage], made: list[str], repairs: int
+    ) -> None:
+        self._input, self._output, self._clean = list(messages), out, repairs == 0
+        self._calls.update(made)
+
+
+def block_at(messages: Sequence[HistoryMessage], index: int) -> tuple[int, int]:
+    """The ``(start, end)`` of the block of :func:`blocks` that holds ``messages[index]``, found from there."""
+    start = index
+    while start > 0 and messages[start].role == "tool":
+        start -= 1
+    if not messages[start].tool_calls:  # no call right before this run of results: each stands alone
+        start = index
+    end = start + 1
+    if messages[start].tool_calls:
+        while end < len(messages) and messages[end].role == "tool":
+            end += 1
+    return start, end
 
 
 def blocks(messages: Sequence[HistoryMessage]) -> list[tuple[int, int]]:

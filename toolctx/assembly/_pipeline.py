@@ -16,7 +16,7 @@ from typing import Any
 
 from toolctx.assembly._history import MARKER_BOUND, HistorySpan, make_span, merge_spans, shown_with_spans
 from toolctx.assembly._measure import FRAMING, REPLY_PRIMING
-from toolctx.assembly._pairing import blocks, paired
+from toolctx.assembly._pairing import Pairing, block_at
 from toolctx.assembly._plugins import compact_plugin, component_of, maybe_await, prepared_hook
 from toolctx.assembly._render import PreparedContext, context_block, sequence
 from toolctx.assembly._strategies import Candidate, CompactionPlan, StrategyInput
@@ -57,7 +57,8 @@ async def _view(a: ContextAssembler) -> tuple[list[HistoryMessage], int]:
             view = list(await maybe_await(hook(view)))
         except Exception as exc:
             a._plugin_failed(plugin.name, "history_view", exc)
-    return paired(view)
+    pairing: Pairing = a._pairing
+    return pairing(view)
 
 
 async def _component(a: ContextAssembler, plugin: Any) -> Component | None:
@@ -110,6 +111,44 @@ def _protected_ids(a: ContextAssembler, shown: Sequence[HistoryMessage], spans: 
     return ids
 
 
+def _protected_sizes(a: ContextAssembler, shown: Sequence[HistoryMessage], pinned: list[int]) -> tuple[int, int]:
+    """Tokens of the blocks holding a pinned message (``pinned``: their indices) or the current input, and of the
+    current input's own block.
+
+    Found from those messages (the blocks around them), not by walking every block of the history.
+    """
+    m = a._measure
+    indices = list(pinned)
+    current_at = -1
+    if a._current is not None:
+        current_at = _index_of(shown, a._current, a._current_at)
+        if current_at >= 0:
+            a._current_at = current_at
+            indices.append(current_at)
+    seen: set[int] = set()
+    protected = current = 0
+    for index in indices:
+        start, end = block_at(shown, index)
+        if start in seen:
+            continue
+        seen.add(start)
+        size = m.messages(shown[start:end])
+        protected += size
+        if start == current_at:
+            current = size
+    return protected, current
+
+
+def _index_of(shown: Sequence[HistoryMessage], message_id: str, hint: int) -> int:
+    """Where the message ``message_id`` is in ``shown`` (looked for at ``hint`` first, then from the end), or -1."""
+    if 0 <= hint < len(shown) and shown[hint].id == message_id:
+        return hint
+    for i in range(len(shown) - 1, -1, -1):
+        if shown[i].id == message_id:
+            return i
+    return -1
+
+
 def measure(a: ContextAssembler, draft: Draft) -> ContextBudget:
     """Shown history, message list and budget of ``draft``, exactly counted."""
     m = a._measure
@@ -120,16 +159,8 @@ def measure(a: ContextAssembler, draft: Draft) -> ContextBudget:
     draft.messages = sequence(system, draft.shown, block)
     tools = m.tools(draft.tools)
     by_part = {"tools": tools, "system": m.message(system) if system else 0}
-    history = current = pinned = 0
-    protected = _protected_ids(a, draft.shown, ())
-    for start, end in blocks(draft.shown):
-        part = draft.shown[start:end]
-        size = m.messages(part)
-        history += size
-        if any(x.id in protected for x in part):
-            pinned += size
-        if a._current is not None and part[0].id == a._current:
-            current += size
+    history, pinned_at = m.history(draft.shown)
+    pinned, current = _protected_sizes(a, draft.shown, pinned_at)
     by_part[HISTORY] = history - current
     by_part["current_input"] = current
     context = m.message(block) if block is not None else 0
