@@ -87,6 +87,18 @@ def test_compacting_the_memory_index_shows_less_and_deletes_nothing(memory) -> N
     assert plugin.shown == 20
 
 
+def test_memory_index_compaction_reports_what_it_freed(memory) -> None:  # type: ignore[no-untyped-def]
+    plugin = MemoryPlugin(memory, max_items=6)
+    plugin.show_warm(2)
+    counter = CharCounter()
+    before = plugin.get_component() or ""
+    freed = plugin.compact(len(before) // 4, counter)
+    after = plugin.get_component() or ""
+    assert (plugin.warm, plugin.shown) == (0, 1)
+    assert freed == len(before) - len(after) > 0
+    assert after == before.splitlines()[0]  # the best HOT item stays
+
+
 def test_memory_plugin_refuses_what_is_not_a_memory() -> None:
     with pytest.raises(ConfigError, match="AgentMemory"):
         MemoryPlugin("sqlite:///x.db")  # type: ignore[arg-type]

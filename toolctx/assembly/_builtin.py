@@ -168,25 +168,32 @@ class MemoryPlugin:
             text = text[: self.preview_chars] + " [...]"
         return f"- #{item.id} {item.item_type} ({item.tier}): {text}"
 
-    def _text(self, shown: int, warm: int) -> str | None:
-        items = self.memory.items("HOT", limit=shown) if shown else []
-        if warm:
-            items += self.memory.items("WARM", limit=warm)
-        return "\n".join(self._line(i) for i in items) or None
+    def _items(self, shown: int, warm: int) -> tuple[list[ContextItem], list[ContextItem]]:
+        """The best ``shown`` HOT items and ``warm`` WARM ones (best first, so fewer of them are a prefix)."""
+        hot = self.memory.items("HOT", limit=shown) if shown else []
+        return hot, (self.memory.items("WARM", limit=warm) if warm else [])
+
+    def _text(self, hot: list[ContextItem], warm: list[ContextItem]) -> str | None:
+        return "\n".join(self._line(i) for i in [*hot, *warm]) or None
 
     def get_component(self) -> str | None:
-        return self._text(self.shown, self.warm)
+        return self._text(*self._items(self.shown, self.warm))
 
     def compact(self, target_tokens: int, counter: TokenCounter) -> int:
-        before = counter.count(self._text(self.shown, self.warm) or "")
+        hot, warm = self._items(self.shown, self.warm)  # read once: each step shows a prefix of these
+
+        def tokens() -> int:
+            return counter.count(self._text(hot[: self.shown], warm[: self.warm]) or "")
+
+        before = tokens()
         if self.warm:
             self.warm = 0
         else:
             self.shown //= 2
-        after = counter.count(self._text(self.shown, self.warm) or "")
+        after = tokens()
         while after > target_tokens and (self.shown or self.warm):
             self.shown //= 2
-            after = counter.count(self._text(self.shown, self.warm) or "")
+            after = tokens()
         return before - after
 
     def get_state(self) -> dict[str, int]:
