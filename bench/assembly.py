@@ -1,16 +1,20 @@
 """The context assembler: prepare() speed, real sessions driven through it, and prompt-cache reuse by order.
 
     python bench/assembly.py [--traces ../shared/traces/dev.jsonl] [--source S] [--limit N] [--jobs 2]
-                             [--adapters langchain|agents|both|none] [--rounds 20]
+                             [--adapters langchain|agents|both|none] [--rounds 200] [--busy-rounds 7]
                              [--skip-replay] [--skip-speed] [--json out.json]
 
 1. Speed: ``prepare()`` on a 500-message history (250 tool calls with their
    results) with three plugins (PlanPlugin, MemoryPlugin over a SQLite memory of
-   40 items, ToolOutputPlugin), exact o200k counts. "Nothing to compact": one new
-   message, then prepare(), on a 128k budget; "compacting": a fresh assembler whose
-   first prepare() must bring the same history under a 20k budget. Median of
-   ``--rounds``; the reference, measured in the same run, is counting the same 500
-   messages once with the same counter (what re-measuring without a cache costs).
+   40 items, ToolOutputPlugin), exact o200k counts, timed inside a running event
+   loop (wall and thread CPU time). "Nothing to compact": the next tool call and its
+   result, then prepare(), on a 128k budget (``--rounds`` runs, a new assembler
+   every 10, so the history holds 503-521 messages); "compacting": a running assembler (the policy compacted
+   old outputs along the way) whose budget drops to 6,000, so the history goes to a
+   stored span; the worst case: the first batch of every old output at once
+   (``--busy-rounds`` runs each, a new assembler for each). Medians; the reference,
+   measured in the same run, is counting the same 500 messages once with the same
+   counter (what re-measuring without a cache costs).
 2. Real sessions: each recorded session of the trace file runs through a plain
    chat loop (OpenAI chat messages, no toolctx) and the same loop with a
    ContextAssembler (128k budget, the default proactive strategy, a
@@ -206,13 +210,18 @@ def _history(ctx: ContextAssembler, calls: int, prepare: ContextAssembler | None
     for i in range(calls):
         if prepare is not None:
             asyncio.run(prepare.prepare())
-        args = {"command": f"grep -rn 'def handler_{i}' src/ | head -40"}
-        ctx.add_message(
-            "assistant", f"Looking at part {i}.", tool_calls=[{"id": f"c{i}", "name": "bash", "arguments": args}]
-        )
-        ctx.add_tool_result(
-            f"c{i}", "".join(f"src/mod_{i}/file_{j}.py:{j * 7}: def handler_{i}(x): return x\n" for j in range(12))
-        )
+        _step(ctx, i)
+
+
+def _step(ctx: ContextAssembler, i: int) -> None:
+    """Tool call ``i`` of the coding session: the assistant's message with the call, and its result."""
+    args = {"command": f"grep -rn 'def handler_{i}' src/ | head -40"}
+    ctx.add_message(
+        "assistant", f"Looking at part {i}.", tool_calls=[{"id": f"c{i}", "name": "bash", "arguments": args}]
+    )
+    ctx.add_tool_result(
+        f"c{i}", "".join(f"src/mod_{i}/file_{j}.py:{j * 7}: def handler_{i}(x): return x\n" for j in range(12))
+    )
 
 
 def _timed(work: Any) -> tuple[float, float]:
@@ -222,10 +231,18 @@ def _timed(work: Any) -> tuple[float, float]:
     return time.perf_counter() - started, time.thread_time() - cpu
 
 
-def _prepared(ctx: ContextAssembler, compacted: bool) -> None:
-    prepared = asyncio.run(ctx.prepare())
-    assert prepared.compacted is compacted
-    assert prepared.budget.used <= prepared.budget.limit
+def _prepared(ctx: ContextAssembler, compacted: bool) -> tuple[float, float]:
+    """(wall, thread CPU) seconds of one ``prepare()``, timed inside the event loop (``asyncio.run`` left out)."""
+
+    async def timed() -> tuple[float, float]:
+        started, cpu = time.perf_counter(), time.thread_time()
+        prepared = await ctx.prepare()
+        spent = time.perf_counter() - started, time.thread_time() - cpu
+        assert prepared.compacted is compacted
+        assert prepared.budget.used <= prepared.budget.limit
+        return spent
+
+    return asyncio.run(timed())
 
 
 def _figures(name: str, runs: list[tuple[float, float]]) -> dict[str, float]:
@@ -236,7 +253,7 @@ def _figures(name: str, runs: list[tuple[float, float]]) -> dict[str, float]:
     }
 
 
-def speed(rounds: int) -> dict[str, Any]:
+def speed(rounds: int, busy_rounds: int) -> dict[str, Any]:
     from toolctx.memory import MemoryStore
     from toolctx.tokens import get_counter
 
@@ -259,26 +276,27 @@ def speed(rounds: int) -> dict[str, Any]:
             _history(ctx, 250, ctx if steps else None)
             return ctx
 
-        ctx = assembler(128_000)
-        asyncio.run(ctx.prepare())
         quiet: list[tuple[float, float]] = []
-        for i in range(rounds):
-            ctx.add_message("user", f"one more note {i}")
-            quiet.append(_timed(lambda: _prepared(ctx, compacted=False)))
+        while len(quiet) < rounds:  # a new assembler every 10 calls, so the history stays near 500 messages
+            ctx = assembler(128_000)
+            asyncio.run(ctx.prepare())
+            for i in range(min(10, rounds - len(quiet))):
+                _step(ctx, 250 + i)  # the next tool call and its result, as a loop adds them
+                quiet.append(_prepared(ctx, compacted=False))
         # compacting, the usual way: a running assembler (the policy compacted old outputs along the way)
         # whose budget no longer holds the context, so the history is compacted restorably
         busy: list[tuple[float, float]] = []
-        for _ in range(max(3, rounds // 4)):
+        for _ in range(busy_rounds):
             running = assembler(128_000, ToolOutputPlugin(session=s), steps=True)
             running.update_config(max_tokens=6_000)
-            busy.append(_timed(lambda: _prepared(running, compacted=True)))  # noqa: B023
+            busy.append(_prepared(running, compacted=True))
         # the worst case: one batch of every old output at once (the policy never ran before)
         batch: list[tuple[float, float]] = []
-        for _ in range(max(3, rounds // 4)):
+        for _ in range(busy_rounds):
             fresh = assembler(128_000, ToolOutputPlugin(session=s, high_water=10**9))
             asyncio.run(fresh.prepare())
             fresh.update_config(max_tokens=20_000)
-            batch.append(_timed(lambda: _prepared(fresh, compacted=True)))  # noqa: B023
+            batch.append(_prepared(fresh, compacted=True))
         history = ctx.get_history()
 
         def recount() -> None:
@@ -290,12 +308,6 @@ def speed(rounds: int) -> dict[str, Any]:
         reference = [_timed(recount) for _ in range(rounds)]
         used = fresh.get_budget().used
         store.close()
-    # asyncio.run's own cost is part of the figures above; measure it to say so
-    loop = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        asyncio.run(asyncio.sleep(0))
-        loop.append(time.perf_counter() - started)
     return {
         "messages": len(history),
         **_figures("prepare_nothing_to_compact", quiet),
@@ -303,8 +315,9 @@ def speed(rounds: int) -> dict[str, Any]:
         **_figures("prepare_first_batch_of_247_outputs", batch),
         **_figures("recount_500_messages", reference),
         "tokens_after_compacting": used,
-        "asyncio_run_ms": statistics.median(loop) * 1e3,
+        "load_average": os.getloadavg(),
         "rounds": rounds,
+        "busy_rounds": busy_rounds,
     }
 
 
@@ -381,7 +394,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--source", action="append", default=[])
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=200, help="runs of the nothing-to-compact case")
+    parser.add_argument("--busy-rounds", type=int, default=7, help="runs of each compacting case")
     parser.add_argument(
         "--adapters",
         choices=[*FRAMEWORKS, "both", "none"],
@@ -397,7 +411,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "machine": machine(),
     }
     if not args.skip_speed:
-        report["speed"] = speed(args.rounds)
+        report["speed"] = speed(args.rounds, args.busy_rounds)
         print(json.dumps(report["speed"], indent=1))
     if not args.skip_replay:
         traces = load_traces(args.traces, args.source, args.limit)

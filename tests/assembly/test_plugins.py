@@ -99,6 +99,23 @@ def test_memory_index_compaction_reports_what_it_freed(memory) -> None:  # type:
     assert after == before.splitlines()[0]  # the best HOT item stays
 
 
+def test_the_memory_index_follows_every_write_even_from_another_store(memory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from toolctx.memory import MemoryStore
+
+    plugin = MemoryPlugin(memory, max_items=30)
+    ctx = ContextAssembler(counter=CharCounter(), plugins=[plugin])
+    first = run(ctx.prepare()).to_openai()[-1]["content"]
+    assert run(ctx.prepare()).to_openai()[-1]["content"] == first  # nothing written: the same index
+    memory.save("TASK", "saved through this store")
+    assert "saved through this store" in run(ctx.prepare()).to_openai()[-1]["content"]
+    other = MemoryStore(f"sqlite:///{tmp_path / 'memory.db'}")  # as another process would open it
+    try:
+        other.agent("worker").save("TASK", "saved through another store")
+    finally:
+        other.close()
+    assert "saved through another store" in run(ctx.prepare()).to_openai()[-1]["content"]
+
+
 def test_memory_plugin_refuses_what_is_not_a_memory() -> None:
     with pytest.raises(ConfigError, match="AgentMemory"):
         MemoryPlugin("sqlite:///x.db")  # type: ignore[arg-type]

@@ -148,6 +148,10 @@ class MemoryPlugin:
         self.preview_chars = preview_chars
         self.shown = max_items  # HOT items shown now
         self.warm = 0  # WARM items shown now
+        self._read: tuple[tuple[int | None, int, int], tuple[list[ContextItem], list[ContextItem]]] = (
+            (None, 0, 0),
+            ([], []),
+        )
 
     def __repr__(self) -> str:
         return f"MemoryPlugin({self.name!r}, shown={self.shown}, warm={self.warm})"
@@ -169,9 +173,27 @@ class MemoryPlugin:
         return f"- #{item.id} {item.item_type} ({item.tier}): {text}"
 
     def _items(self, shown: int, warm: int) -> tuple[list[ContextItem], list[ContextItem]]:
-        """The best ``shown`` HOT items and ``warm`` WARM ones (best first, so fewer of them are a prefix)."""
+        """The best ``shown`` HOT items and ``warm`` WARM ones (best first, so fewer of them are a prefix).
+
+        Read again only when the store's revision moved (any write, from any
+        process, moves it), else the items read last time for the same counts.
+        The revision is read first, so a write landing in between is read again.
+        """
+        revision = self._revision()
+        key = (revision, shown, warm)
+        if revision is not None and key == self._read[0]:
+            return self._read[1]
         hot = self.memory.items("HOT", limit=shown) if shown else []
-        return hot, (self.memory.items("WARM", limit=warm) if warm else [])
+        found = hot, (self.memory.items("WARM", limit=warm) if warm else [])
+        self._read = (key, found)
+        return found
+
+    def _revision(self) -> int | None:
+        revision = getattr(getattr(self.memory, "store", None), "revision", None)
+        if not callable(revision):
+            return None
+        found = revision()
+        return found if isinstance(found, int) else None
 
     def _text(self, hot: list[ContextItem], warm: list[ContextItem]) -> str | None:
         return "\n".join(self._line(i) for i in [*hot, *warm]) or None
