@@ -143,11 +143,13 @@ Index(
 # Every item by agent and the revision that last changed it: a diff reads the rows newer
 # than its snapshot, and the other columns ride along for the reads over all of an
 # agent's items, archived ones included (stats, agent summaries), which read only this
-# index. On PostgreSQL they are INCLUDE columns, outside the key: the items one write
-# archives all have the same key, so their entries go in one after another, where
-# keyed by tokens too they would land all over the index.
+# index. The entries of the items one write changes (a flash save archives thousands)
+# go in one after another: on PostgreSQL the columns are INCLUDE columns, outside the
+# key, so the new entries share one key and go in in table order; SQLite has no INCLUDE,
+# and its key continues with the id, the order a write visits the items in. Keyed by
+# tokens too, they would land all over the index and cost more than the entries saved.
 _RIDING = (items.c.archived, items.c.tier, items.c.tokens)
-Index("ix_context_items_agent", items.c.agent_id, items.c.revision, *_RIDING).ddl_if(dialect="sqlite")
+Index("ix_context_items_agent", items.c.agent_id, items.c.revision, items.c.id, *_RIDING).ddl_if(dialect="sqlite")
 Index(
     "ix_context_items_agent",
     items.c.agent_id,
@@ -377,7 +379,7 @@ _SQLITE_STATS = (
     ("context_agents", "sqlite_autoindex_context_agents_1", "100 1"),
     ("context_items", "ix_context_items_active", "1000000 10000 2000 1 1 1 1"),
     ("context_items", "ix_context_items_loaded", "100000 1000 1 1 1 1 1 1"),
-    ("context_items", "ix_context_items_agent", "1000000 10000 10 10 5 1"),
+    ("context_items", "ix_context_items_agent", "1000000 10000 10 1 1 1 1"),
     ("context_contents", "sqlite_autoindex_context_contents_1", "1000000 1 1"),
     ("context_checkpoints", "ix_context_checkpoints_agent", "10000 100 1"),
 )
