@@ -154,6 +154,7 @@ class ToolOutputPlugin:
         self.compactor: Compactor[HistoryMessage] = Compactor(self.adapter, self.settings, self.session)
         self._key = uuid.uuid4().hex
         self._last: Sequence[HistoryMessage] = ()
+        self._shown: list[HistoryMessage] = []  # what the last history_view() returned for them
         self._offer = False  # read_context in this call's tool list
 
     def __repr__(self) -> str:
@@ -197,7 +198,8 @@ class ToolOutputPlugin:
         offered = session_notes.offer_read_context
         shown, _ = self.compactor.view(messages, self._key, session)
         self._offer = offered or (session_notes.offer_read_context and any(map(_shows_stand_in, shown)))
-        return shown
+        self._shown = shown
+        return list(shown)
 
     def pinned(self, messages: Sequence[HistoryMessage]) -> None:
         """``messages`` were pinned: their calls' results and arguments are shown whole again, and never compacted."""
@@ -215,9 +217,10 @@ class ToolOutputPlugin:
 
     def compact(self, target_tokens: int, counter: TokenCounter) -> int:
         """Make a batch now, of every old result, argument and text the policy allows; the tokens it freed."""
-        session = self.session()
-        before, _ = self.compactor.view(self._last, self._key, session)
-        after, _ = self.compactor.view(self._last, self._key, session, now=True)
+        before = self._shown  # this call's view, made just before: the policy is not asked twice
+        after, _ = self.compactor.view(self._last, self._key, self.session(), now=True)
+        if len(before) != len(after):
+            return 0  # the history changed since the view: the assembler measures what was freed anyway
         return sum(_tokens(a, counter) - _tokens(b, counter) for a, b in zip(before, after, strict=True) if a is not b)
 
     def read(self, ref: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result") -> str:
