@@ -43,9 +43,10 @@ READ_CONTEXT_DEFINITION: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": READ_CONTEXT,
+        # the adapters' words: a compacted span's marker is a stand-in too, and names its handle and this tool
         "description": (
-            'Read back a stored tool output (or, with part="args.<name>", an argument) or earlier messages by the '
-            "handle ctx:<id> named in a [toolctx stand-in]; offset and limit are in characters."
+            'Read back a stored tool output (or, with part="args.<name>", an argument) by the handle ctx:<id> '
+            "named in a [toolctx stand-in]; offset and limit are in characters."
         ),
         "parameters": {
             "type": "object",
