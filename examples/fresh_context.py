@@ -34,7 +34,8 @@ async def main() -> None:
     print(f"Tokens: {context.token_count:,} of {context.token_budget:,} (reserve {context.breakdown.reserved:,})")
     print("Conversation history:", context.conversation_history)
     for file in context.relevant_files:
-        cut = ", cut to fit" if file.truncated else ""
+        shown = sum(last - first + 1 for first, last in file.shown_lines)
+        cut = f", excerpt of {shown:,} lines" if file.truncated else ""
         print(f"  file  {file.path} ({file.reason}, {file.tokens:,} tokens{cut})")
     for hit in context.relevant_code:
         print(f"  code  {hit.path}:{hit.start_line}-{hit.end_line} {hit.name[:60]}")
