@@ -18,8 +18,8 @@ reserve, counted with the budgeter's counter (exact o200k_base when installed).
 Files, repo map and code search read only inside the project root and never
 write to it. A file too large for its share of the budget is shown as an excerpt:
 the code the search matched for the task, with the definitions enclosing it, and
-the file's outline (see :class:`toolctx.fresh.FileContent`). Without tree-sitter the repo map lists files by path and code search
-is plain BM25 over code chunks.
+the file's outline (see :class:`toolctx.fresh.FileContent`). Without tree-sitter
+the repo map lists files by path and code search is plain BM25 over code chunks.
 """
 
 from __future__ import annotations
