@@ -106,7 +106,7 @@ def fit_file_section(
         tokens = counter.count(text)
         if tokens <= cap:
             kept = tuple(fit.index for fit in placed)
-            return _render.Fitted(text, tokens, kept, None, tuple(fit.item for fit in placed)), placed
+            return _render.Fitted(text, tokens, kept, tuple(fit.item for fit in placed)), placed
         placed.pop()  # joining came out above the sum of the parts: drop the last file
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from toolctx.budget import truncate_lines
 from toolctx.fresh._models import CodeSearchResult, ContextProjectConfig, MemoryEntry, TaskSpec
 from toolctx.tokens import TokenCounter
 
@@ -45,8 +44,6 @@ _FENCES = {
     ".yml": "yaml",
     ".sh": "sh",
 }
-# A file cut to fit is worth showing only if this many tokens of it fit.
-MIN_PARTIAL_TOKENS = 200
 
 
 class CachedCounter:
@@ -128,23 +125,19 @@ def memory_item(entry: MemoryEntry) -> str:
 
 @dataclass(frozen=True)
 class Fitted:
-    """A section fitted to its allocation: its text, its tokens, which items it kept and which it cut."""
+    """A section fitted to its allocation: its text, its tokens, which items it kept."""
 
     text: str
     tokens: int
     kept: tuple[int, ...]
-    partial: int | None = None  # the index of the one item kept cut at a line, if any
     texts: tuple[str, ...] = ()  # the kept items as shown, in order
 
 
-def fit_section(
-    name: str, items: Sequence[str], cap: int, counter: TokenCounter, *, partial_bodies: Sequence[str] | None = None
-) -> Fitted:
+def fit_section(name: str, items: Sequence[str], cap: int, counter: TokenCounter) -> Fitted:
     """Heading and whole items, in order, while they fit ``cap``; the rest counted in a closing line.
 
-    With ``partial_bodies`` (each item's body, for files) the first item that does not
-    fit whole is cut at a line when at least 200 tokens of it fit. The whole section,
-    heading and marker included, counts at most ``cap``.
+    The whole section, heading and marker included, counts at most ``cap`` (files
+    are fitted by ``_fitting.fit_file_section`` instead).
     """
     heading = HEADINGS[name]
     if not items or cap <= 0:
@@ -158,21 +151,11 @@ def fit_section(
         room -= marker_room
     parts: list[str] = []
     kept: list[int] = []
-    partial: int | None = None
     for index, (item, cost) in enumerate(zip(items, costs, strict=True)):
         if cost + separator <= room:
             parts.append(item)
             kept.append(index)
             room -= cost + separator
-        elif partial_bodies is not None and partial is None and room >= MIN_PARTIAL_TOKENS:
-            path = item.split("\n", 1)[0].removeprefix("### ")
-            wrapper = counter.count(file_item(path, "", " (cut to fit)")) + separator
-            cut = truncate_lines(partial_bodies[index], room - wrapper, counter)
-            if cut.text and cut.tokens + wrapper <= room:
-                parts.append(file_item(path, cut.text, " (cut to fit)"))
-                kept.append(index)
-                partial = index
-                room -= cut.tokens + wrapper
     while True:
         lines = [heading, *parts]
         if len(kept) < len(items):
@@ -180,7 +163,6 @@ def fit_section(
         text = "\n\n".join(lines) if parts else ""
         tokens = counter.count(text)
         if tokens <= cap:
-            return Fitted(text, tokens, tuple(kept), partial, tuple(parts))
+            return Fitted(text, tokens, tuple(kept), tuple(parts))
         parts.pop()  # counting the joined text came out above the sum of its parts: drop the last item
-        dropped = kept.pop()
-        partial = None if dropped == partial else partial
+        kept.pop()
