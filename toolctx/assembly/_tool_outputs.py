@@ -48,15 +48,15 @@ READ_CONTEXT_DEFINITION: dict[str, Any] = {
             'Read back a stored tool output (or, with part="args.<name>", an argument) by the handle ctx:<id> '
             "named in a [toolctx stand-in]; offset and limit are in characters."
         ),
-        "parameters": {
-            "type": "object",
+        "parameters": {  # in the order LangChain writes its schema, which is one token shorter
             "properties": {
                 "id": {"type": "string"},
-                "offset": {"type": "integer", "default": 0},
-                "limit": {"type": "integer", "default": DEFAULT_READ_LIMIT},
-                "part": {"type": "string", "default": "result"},
+                "offset": {"default": 0, "type": "integer"},
+                "limit": {"default": DEFAULT_READ_LIMIT, "type": "integer"},
+                "part": {"default": "result", "type": "string"},
             },
             "required": ["id"],
+            "type": "object",
         },
     },
 }
