@@ -232,7 +232,11 @@ class Project:
 
 
 def evaluate(
-    tasks: list[dict[str, Any]], cache: Path, budgets: Sequence[int], modes: Sequence[str] = MODES
+    tasks: list[dict[str, Any]],
+    cache: Path,
+    budgets: Sequence[int],
+    modes: Sequence[str] = MODES,
+    budgeter: Any = None,
 ) -> dict[str, Any]:
     count = counter()
     try:
@@ -264,7 +268,7 @@ def evaluate(
         issue = task["issue"]
         print(f"{task['id']} ({release})", file=sys.stderr, flush=True)
         wants_builder = any(m.startswith("builder") for m in modes)
-        ways = _ways(project, issue, task["id"], ContextBuilder if wants_builder else None)
+        ways = _ways(project, issue, task["id"], ContextBuilder if wants_builder else None, budgeter)
         ways = {name: way for name, way in ways.items() if name in modes}
         for name, way in ways.items():
             for budget in budgets:
@@ -296,7 +300,9 @@ def evaluate(
     }
 
 
-def _ways(project: Project, issue: str, task_id: str, builder_class: Any) -> dict[str, Callable[[int], Shown]]:
+def _ways(
+    project: Project, issue: str, task_id: str, builder_class: Any, budgeter: Any = None
+) -> dict[str, Callable[[int], Shown]]:
     """Each way of filling a context: budget -> the files it holds."""
     ranked = [p for p, _ in project.map.rank_files(issue, [])]
     bm25 = project.bm25(issue)
@@ -310,7 +316,7 @@ def _ways(project: Project, issue: str, task_id: str, builder_class: Any) -> dic
         from toolctx.fresh import ContextOptions, TaskSpec
 
         if project.builder is None:  # one per project: its indexes are built once
-            project.builder = builder_class(str(project.root), repo_map=project.map)
+            project.builder = builder_class(str(project.root), repo_map=project.map, budgeter=budgeter)
         builder = project.builder
         spec = TaskSpec(id=task_id, name=issue.split("\n", 1)[0][:200], description=issue)
 
@@ -404,6 +410,12 @@ def main() -> None:
     parser.add_argument("--timing", action="store_true", help="time the repo map on Django instead")
     parser.add_argument("--release", default="3.2", help="the Django release line --timing uses")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--whole-fixed",
+        action="store_true",
+        help="the builder keeps the seed's reserve and fixed allocations whole while they fit "
+        "(TokenBudgeter(max_reserved_share=1.0, max_fixed_share=1.0)), to measure excerpts alone",
+    )
     args = parser.parse_args()
     if args.timing:
         print(json.dumps(timing(args.cache, args.release, args.runs), indent=2))
@@ -411,7 +423,13 @@ def main() -> None:
     tasks = load_tasks(args.trace)
     if args.limit:
         tasks = tasks[: args.limit]
-    report = evaluate(tasks, args.cache, [int(b) for b in args.budgets.split(",")], args.modes.split(","))
+    budgeter = None
+    if args.whole_fixed:
+        from toolctx.budget import TokenBudgeter
+
+        budgeter = TokenBudgeter(counter=counter(), max_reserved_share=1.0, max_fixed_share=1.0)
+    budgets = [int(b) for b in args.budgets.split(",")]
+    report = evaluate(tasks, args.cache, budgets, args.modes.split(","), budgeter)
     print(json.dumps(report, indent=2))
 
 
