@@ -115,7 +115,11 @@ def replay_plain(trace: Trace, count: TokenCounter) -> Figures:
         for step in turn.steps:
             inputs.append(ModelInput(_units(messages, tools)))
             calls = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.args)}}
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": json.dumps(c.args, ensure_ascii=False)},
+                }
                 for c in step.calls
             ]
             messages.append({"role": "assistant", "content": step.text or None, "tool_calls": calls})
