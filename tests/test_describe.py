@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolctx._describe import default_description, humanize_tool_name, make_describer
 from toolctx.errors import ConfigError
@@ -57,3 +59,14 @@ def test_callable_and_bad_describer() -> None:
     assert make_describer("t", None, ["n"])({"n": 2}) == "t (n=2)"
     with pytest.raises(ConfigError, match="format string or a callable"):
         make_describer("t", 42, ["n"])  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.lists(st.sampled_from(["a", "bc", " ", "\n", "\t", "é", "   "]), max_size=1500).map("".join))
+def test_a_long_value_reads_as_the_whole_value_collapsed_and_cut(value: str) -> None:
+    """Only the start of a long argument is looked at, and the description is what the whole would give."""
+    collapsed = " ".join(value.split())
+    expected = collapsed if len(collapsed) <= 60 else collapsed[:59] + "…"
+    shown = default_description("write_file", {"path": "a.py", "content": value})
+    quoted = f'"{expected}"' if " " in expected or not expected else expected
+    assert shown == f"write file a.py (content={quoted})"

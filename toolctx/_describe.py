@@ -41,8 +41,14 @@ def humanize_tool_name(name: str) -> str:
 
 
 def _shorten(text: str, limit: int = _VALUE_LIMIT) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` on one line (runs of whitespace as one space), cut to ``limit`` characters with "…"."""
+    # Collapsing a prefix gives the start of the collapsed whole, so a long value (a file written
+    # through an argument) is not split whole; when the prefix collapses to more than the limit, the
+    # result is the one the whole would give.
+    head = " ".join(text[: 4 * limit + 64].split())
+    if len(head) <= limit and len(text) > 4 * limit + 64:
+        head = " ".join(text.split())  # mostly whitespace: collapse all of it
+    return head if len(head) <= limit else head[: limit - 1] + "…"
 
 
 def _format_value(value: Any) -> str:
