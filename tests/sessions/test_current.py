@@ -144,6 +144,14 @@ def test_the_default_session_is_lazy_and_reused(tmp_path: Path) -> None:
     assert not (tmp_path / "default-context").exists()
 
 
+def run_python(code: str, context_dir: Path) -> str:
+    """Run ``code`` in a new interpreter whose default session lives in ``context_dir``; its output."""
+    env = {**os.environ, "TOOLCTX_CONTEXT_DIR": str(context_dir)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
 def test_the_default_session_is_cleaned_at_interpreter_exit(tmp_path: Path) -> None:
     code = (
         "import toolctx\n"
@@ -151,9 +159,7 @@ def test_the_default_session_is_cleaned_at_interpreter_exit(tmp_path: Path) -> N
         "p = s.save_context('t', {}, 'x' * 100_000)\n"
         "import os; assert os.path.exists(p.filepath); print(p.filepath)\n"
     )
-    env = {**os.environ, "TOOLCTX_CONTEXT_DIR": str(tmp_path / "ctx")}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.strip().startswith(str(tmp_path / "ctx"))
+    assert run_python(code, tmp_path / "ctx").strip().startswith(str(tmp_path / "ctx"))
     assert files_under(tmp_path / "ctx") == []
 
 
@@ -176,10 +182,7 @@ def test_a_forked_child_leaves_its_parents_default_session_alone(tmp_path: Path)
         "assert toolctx.current_session() is parent\n"
         "print(p.filepath)\n"
     )
-    env = {**os.environ, "TOOLCTX_CONTEXT_DIR": str(tmp_path / "ctx")}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stderr
-    child_file, parent_file = out.stdout.split()
+    child_file, parent_file = run_python(code, tmp_path / "ctx").split()
     assert Path(child_file).parent != Path(parent_file).parent
     assert files_under(tmp_path / "ctx") == []  # each process cleaned its own at exit
 
