@@ -26,7 +26,7 @@ import orjson
 from toolctx._checks import whole_number
 from toolctx._naming import HANDLE_PATTERN, handle
 from toolctx.errors import ConfigError
-from toolctx.models import ContextPointer, StoredContext
+from toolctx.models import CallMetadata, StoredContext
 from toolctx.sessions import ContextSession
 from toolctx.tokens import estimate_tokens
 
@@ -66,19 +66,23 @@ def output_text(result: Any) -> str:
         return str(result)
 
 
-def stand_in(pointer: ContextPointer, text: str, head: int = 1500, tail: int = 500) -> str:
-    """The restorable replacement for a big output ``text`` (the stored copy): its start and end, size, handle."""
+def stand_in(call: CallMetadata, text: str, head: int = 1500, tail: int = 500) -> str:
+    """The restorable replacement for a big output ``text`` (the stored copy): its start and end, size, handle.
+
+    ``call`` is the stored call (its pointer, or the loaded context).
+    """
     if len(text) <= head + tail:
         shown = text
     elif tail:
         shown = f"{text[:head]}\n[... {len(text) - head - tail:,} characters not shown ...]\n{text[-tail:]}"
     else:
         shown = f"{text[:head]} [...]"
-    about = f" ({pointer.tool_description})" if pointer.tool_description else ""
+    about = f" ({call.tool_description})" if call.tool_description else ""
+    ref = handle(call.id)
     return (
-        f"{STAND_IN_MARK} The output of {pointer.tool_name}{about} is stored as "
-        f"{pointer.handle}: {len(text):,} characters, about {estimate_tokens(text):,} tokens. "
-        f'To read more, call read_context(id="{pointer.handle}", offset=<character>, limit=<characters>).\n'
+        f"{STAND_IN_MARK} The output of {call.tool_name}{about} is stored as "
+        f"{ref}: {len(text):,} characters, about {estimate_tokens(text):,} tokens. "
+        f'To read more, call read_context(id="{ref}", offset=<character>, limit=<characters>).\n'
         f"{shown}"
     )
 

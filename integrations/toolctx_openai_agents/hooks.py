@@ -8,6 +8,8 @@ from agents import Agent, RunContextWrapper, RunHooks, Tool
 from agents.tool_context import ToolContext
 
 from toolctx.compaction import READ_CONTEXT, CompactionSettings, SessionSource, notes, persist_call, session_resolver
+from toolctx.compaction._persist import estimated
+from toolctx.standins import output_text
 from toolctx_openai_agents.tools import conversation_of, parse_arguments
 
 __all__ = ["ToolContextHooks"]
@@ -39,6 +41,6 @@ class ToolContextHooks(RunHooks[Any]):
         group = conversation_of(context)
         session = self.session(None)
         pointer = persist_call(session, tool.name, parse_arguments(arguments), result, call_id=call_id, task_id=group)
-        if pointer is not None and pointer.stored and pointer.tokens > self.settings.max_output_tokens:
+        if pointer is not None and pointer.stored and estimated(output_text(result)) > self.settings.max_output_tokens:
             # compact_tool_outputs shows this output as a stand-in: offer read_context in the same model call
             notes(session).offer_read_context = True

@@ -10,12 +10,13 @@ from typing import Any
 from agents import FunctionTool, Tool, function_tool
 from agents.tool_context import ToolContext
 
-from toolctx import ContextPointer, ContextSession
+from toolctx import ContextSession
 from toolctx._internal import internal_error
 from toolctx.compaction import (
     READ_CONTEXT,
     CompactionSettings,
     Resolver,
+    SavedCall,
     SessionSource,
     notes,
     persist_call,
@@ -137,7 +138,7 @@ class _Persisted:
 
     def _save(
         self, ctx: ToolContext[Any], arguments: str, output: Any, error: Exception | None
-    ) -> tuple[ContextSession | None, ContextPointer | None]:
+    ) -> tuple[ContextSession | None, SavedCall | None]:
         """Store the call in the run's session; (None, None) if there is none to store it in."""
         try:
             session = self.get_session(None)

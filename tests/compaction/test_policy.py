@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -13,7 +14,6 @@ import toolctx
 from toolctx import session
 from toolctx.compaction import CompactionSettings, Compactor, notes, persist_call, shown_output
 from toolctx.errors import ConfigError
-from toolctx.models import StorageKind
 from toolctx.standins import handle_of, is_stand_in, read_context
 from toolctx.tokens import estimate_tokens
 
@@ -240,7 +240,7 @@ def test_a_result_that_cannot_be_stored_is_shown_whole(context_dir: Path, monkey
         def refuse(*args: Any, **kwargs: Any) -> Any:
             raise OSError("disk full")
 
-        monkeypatch.setattr(s, "save_context", refuse)
+        monkeypatch.setattr(s._saver, "save", refuse)  # the session's one save path, under every way of saving
         pointer = persist_call(s, "shell", {"command": "cat"}, output(1), call_id="lost")
         assert pointer is None  # storing failed, and did not raise
         assert shown_output(loop.compactor.settings, s, pointer, output(1)) is None  # so: the whole output
@@ -257,7 +257,7 @@ def test_a_result_the_store_has_only_the_call_of_is_shown_whole(context_dir: Pat
         settings = CompactionSettings(max_output_tokens=10)
         pointer = persist_call(s, "shell", {}, output(1), call_id="x")
         assert pointer is not None
-        unstored = pointer.model_copy(update={"storage": StorageKind.NONE})
+        unstored = dataclasses.replace(pointer, stored=False)
         assert shown_output(settings, s, unstored, output(1)) is None
 
 

@@ -24,7 +24,7 @@ from toolctx.compaction._notes import (
     notes,
     session_resolver,
 )
-from toolctx.compaction._persist import persist_call, shown_output
+from toolctx.compaction._persist import SavedCall, persist_call, shown_output
 from toolctx.compaction._policy import Compactor, Edit, Item, ItemAdapter, ToolCall
 from toolctx.compaction._settings import READ_CONTEXT, CompactionSettings, pays_for_cache_break
 
@@ -38,6 +38,7 @@ __all__ = [
     "ItemAdapter",
     "Notes",
     "Resolver",
+    "SavedCall",
     "SessionSource",
     "ToolCall",
     "before_model_call",

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from toolctx._internal import internal_error
+from toolctx._naming import handle
 from toolctx.compaction._notes import notes
 from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
-from toolctx.models import ContextPointer, ErrorInfo
+from toolctx.models import ContextPointer, ErrorInfo, StorageKind
 from toolctx.sessions import ContextSession
 from toolctx.standins import stand_in, stored_text
 from toolctx.tokens import estimate_tokens
 
-__all__ = ["estimated", "persist_call", "shown_output"]
+__all__ = ["SavedCall", "estimated", "persist_call", "shown_output"]
 
 _KEPT = 512  # recent texts whose estimate is remembered
 _KEPT_CHARS = 4096  # ...if they are this short (so at most about 2 MB is held)
@@ -37,6 +39,25 @@ def estimated(text: str | bytes) -> int:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class SavedCall:
+    """A call :func:`persist_call` stored: its id, and what deciding how to show its output needs.
+
+    Lighter than the :class:`~toolctx.ContextPointer` that
+    :meth:`~toolctx.ContextSession.save_context` returns, which takes longer to build than
+    storing a small call; ``session.get_pointer(saved.id)`` gives that pointer.
+    """
+
+    id: str
+    stored: bool  # False: the output could not be written, only the call was recorded
+    is_error: bool
+
+    @property
+    def handle(self) -> str:
+        """The handle the model is shown: ``ctx:<id>``."""
+        return handle(self.id)
+
+
 def persist_call(
     session: ContextSession,
     tool_name: str,
@@ -46,23 +67,25 @@ def persist_call(
     error: BaseException | ErrorInfo | None = None,
     call_id: str | None = None,
     task_id: int | str | None = None,
-) -> ContextPointer | None:
+) -> SavedCall | None:
     """Store one call, tagged with the session's latest question; None (logged and warned) if that fails.
 
     Every adapter path stores through here, so storing never breaks the tool.
     """
     try:
         query_id = notes(session).query_id
-        return session.save_context(
+        # (the session's own save path, without the pointer save_context builds for its callers)
+        record = session._save(
             tool_name, args, result, task_id, query_id, error=error, call_id=None if call_id is None else str(call_id)
         )
+        return SavedCall(record.id, record.storage is not StorageKind.NONE, record.is_error)
     except Exception as exc:
         internal_error(f"could not store a call of tool {tool_name!r}", exc)
         return None
 
 
 def shown_output(
-    settings: CompactionSettings, session: ContextSession, pointer: ContextPointer | None, text: str
+    settings: CompactionSettings, session: ContextSession, pointer: SavedCall | ContextPointer | None, text: str
 ) -> str | None:
     """The stand-in the model gets instead of a big output ``text``, or None to show the output as it is.
 
@@ -92,4 +115,4 @@ def shown_output(
     if not found:
         return None
     session_notes.offer_read_context = True
-    return stand_in(pointer, stored_text(found[0]), settings.head_chars, settings.tail_chars)
+    return stand_in(found[0], stored_text(found[0]), settings.head_chars, settings.tail_chars)

@@ -122,6 +122,7 @@ class Record:
     __slots__ = (
         "_filename",
         "_preview",
+        "_tokens",
         "args_hash",
         "call",
         "id",
@@ -131,7 +132,6 @@ class Record:
         "size",
         "storage",
         "timestamp_ns",
-        "tokens",
     )
 
     def __init__(
@@ -142,7 +142,7 @@ class Record:
         timestamp_ns: int,
         size: int,
         is_error: bool,
-        tokens: int,
+        tokens: int | None,
         plain: bool = False,
         preview: str | None = None,
     ) -> None:
@@ -152,12 +152,24 @@ class Record:
         self.timestamp_ns = timestamp_ns
         self.size = size
         self.is_error = is_error
-        self.tokens = tokens
+        self._tokens = tokens  # None: estimated from the in-memory payload when first asked for
         self.plain = plain  # the result is a plain string, previewed as text rather than JSON
         self._preview = preview  # None: derived from the in-memory payload when asked for
         self.storage = StorageKind.NONE
         self.payload: Payload | None = None
         self._filename: str | None = None
+
+    @property
+    def tokens(self) -> int:
+        """The estimated tokens of the stored output (worked out on first use while it is in memory)."""
+        tokens = self._tokens
+        if tokens is None:
+            payload = self.payload
+            if payload is not None:
+                tokens = self._tokens = estimate_tokens(payload[0])
+            else:  # moved to the store meanwhile: on_disk() estimated it before dropping the payload
+                tokens = self._tokens or 0
+        return tokens
 
     @property
     def counter(self) -> int:
@@ -285,6 +297,8 @@ class Record:
         """The document is now in the store: drop the in-memory copy and keep small args only."""
         if self._preview is None:
             self._preview = self._derive_preview(PREVIEW_CHARS)
+        if self._tokens is None and self.payload is not None:  # estimated while the payload is at hand
+            self._tokens = estimate_tokens(self.payload[0])
         self.storage = StorageKind.DISK
         self.payload = None
         self.call.args_json = shorten_args(self.call.args_json)

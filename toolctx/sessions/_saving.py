@@ -150,7 +150,7 @@ class SavePath:
                 time.time_ns(),
                 size,
                 error is not None,
-                estimate_tokens(data),
+                None,  # estimated when first needed: most calls kept in memory never are
                 plain,
             )
             threshold = self.threshold if call.threshold is None else call.threshold
@@ -162,6 +162,7 @@ class SavePath:
                 # backlog of calls never searched, the index gets only the pointer's 200 characters.
                 preview = preview_of(result if plain else None, data, INDEX_PREVIEW_CHARS)
                 record._preview = preview[:PREVIEW_CHARS]
+                record._tokens = estimate_tokens(data)
                 indexed = preview if self.index.backlog < _LONG_PREVIEWS else record._preview
                 self._keep_on_disk(record, (data, error, notes), indexed)
             if call.call_id is not None:

@@ -323,6 +323,33 @@ class ContextSession:
         ``"none"``. ``call_id`` is the framework's id for the call (adapters set it),
         found again with :meth:`find_call`.
         """
+        record = self._save(
+            tool_name,
+            args,
+            result,
+            task_id,
+            query_id,
+            description=description,
+            error=error,
+            threshold=threshold,
+            call_id=call_id,
+        )
+        return self._pointer(record)
+
+    def _save(
+        self,
+        tool_name: str,
+        args: Mapping[str, Any],
+        result: Any,
+        task_id: int | str | None = None,
+        query_id: str | None = None,
+        *,
+        description: str | None = None,
+        error: BaseException | ErrorInfo | None = None,
+        threshold: int | None = None,
+        call_id: str | None = None,
+    ) -> Record:
+        """:meth:`save_context` without making the pointer (the adapters' path: they need the id only)."""
         if not isinstance(tool_name, str) or not tool_name:
             raise ConfigError(f"tool_name must be a non-empty str, got {tool_name!r:.80}")
         if not isinstance(args, Mapping):
@@ -349,7 +376,7 @@ class ContextSession:
             query_id=None if query_id is None else clean_text(query_id),
             call_id=None if call_id is None else clean_text(call_id),
         )
-        return self._pointer(self._saver.save(call, result, error))
+        return self._saver.save(call, result, error)
 
     # -- reading -----------------------------------------------------------------
 
