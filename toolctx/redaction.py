@@ -539,16 +539,28 @@ class Redactor:
 
     def redact_call(self, args_json: bytes, result_json: bytes) -> tuple[bytes, bytes]:
         """Redact a call's argument and result JSON, with one scan when both are small."""
+        args, result, _ = self._redact_call(args_json, result_json, None)
+        return args, result
+
+    def _redact_call(
+        self, args_json: bytes, result_json: bytes, call_id: str | None
+    ) -> tuple[bytes, bytes, str | None]:
+        """:meth:`redact_call`, and the framework's id of the call (text) in the same scan."""
         if len(result_json) <= _JOINED_SCAN_LIMIT and not result_json.startswith(_BLOB_HEAD):
             # Compact JSON never holds a raw newline and no fragment matches one, so
-            # nothing can match across the join: one scan answers for both.
-            found = self._prefilter.found(args_json + b"\n" + result_json)
+            # nothing can match across the joins: one scan answers for all three.
+            joined = args_json + b"\n" + result_json
+            if call_id is not None:
+                joined += b"\n" + call_id.encode("utf-8", "surrogatepass")
+            found = self._prefilter.found(joined)
             if not found and not self._unanchored:
-                return args_json, result_json
+                return args_json, result_json, self.redact_text(call_id) if call_id and self._custom else call_id
             # Something is there: a scan of the (small) arguments says if it is in them.
             args = self._redact_json(args_json, self._prefilter.found(args_json))[0]
-            return args, self._redact_json(result_json, found)[0]
-        return self(args_json)[0], self(result_json)[0]
+            result_json = self._redact_json(result_json, found)[0]
+        else:
+            args, result_json = self(args_json)[0], self(result_json)[0]
+        return args, result_json, None if call_id is None else self.redact_text(call_id)
 
     def _large_text(self, data: bytes, found: frozenset[Hashable] | None) -> tuple[bytes, bool] | None:
         """A large result that is one string, redacted without building a ``str`` (None: not as orjson writes it).

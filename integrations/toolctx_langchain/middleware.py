@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -226,4 +227,4 @@ class ToolContextMiddleware(AgentMiddleware):
 
 def _same(shown: list[AnyMessage], sent: Sequence[AnyMessage]) -> bool:
     """Whether the policy left every message of the request as it is (the very same objects)."""
-    return len(shown) == len(sent) and all(m is before for m, before in zip(shown, sent, strict=True))
+    return len(shown) == len(sent) and all(map(operator.is_, shown, sent))

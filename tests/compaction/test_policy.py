@@ -381,14 +381,14 @@ def test_assistant_text_markers_stay_the_same_and_survive_a_reread(context_dir: 
 
 def test_assistant_text_left_whole_when_it_cannot_be_stored(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with session(context_dir) as s:
-        original = s.save_context
+        original = s._save  # the session's save, under save_context and the adapters' path alike
 
         def failing(tool_name: str, *args: Any, **kwargs: Any) -> Any:
             if tool_name == "assistant_text":
                 raise OSError("disk full")
             return original(tool_name, *args, **kwargs)
 
-        monkeypatch.setattr(s, "save_context", failing)
+        monkeypatch.setattr(s, "_save", failing)
         loop = Loop(s)
         while not any(loop.edits):
             loop.step(("run", {"command": "pytest"}, output(loop.steps)), thought=thought(loop.steps))

@@ -65,6 +65,17 @@ def test_secrets_in_names_tags_call_ids_and_descriptions_are_redacted(context_di
     assert SECRET not in text
 
 
+@pytest.mark.parametrize("result", ["ok", "x" * 300_000], ids=["small", "large"])
+def test_a_secret_only_in_the_call_id_is_redacted(context_dir: Path, result: str) -> None:
+    # the call id is screened in the same scan as small arguments and results, on its own beside large ones
+    with ContextSession(context_dir, keep=True) as s:
+        s.save_context("fetch", {"url": "https://example.org"}, result, call_id=f"call-{TOKEN}")
+        [pointer] = s.get_all_pointers()
+        assert s.find_call(f"call-{REDACTED}") is not None
+    assert pointer.call_id == f"call-{REDACTED}"
+    assert TOKEN not in stored_files(context_dir)
+
+
 def test_a_call_without_secret_arguments_is_stored_unchanged(context_dir: Path) -> None:
     with ContextSession(context_dir) as s:
         pointer = s.save_context("search", {"query": "password reset"}, {"hits": ["password reset guide"]})

@@ -20,9 +20,9 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from toolctx._internal import internal_error
 from toolctx.compaction._notes import Resolver, SessionSource, notes, session_resolver
-from toolctx.compaction._persist import estimated, shown_output
+from toolctx.compaction._persist import SavedCall, estimated, persist_call, shown_output
 from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
-from toolctx.models import ContextPointer
+from toolctx.models import StorageKind
 from toolctx.sessions import ContextSession
 from toolctx.standins import ASSISTANT_TEXT, argument_stand_in, is_stand_in, result_marker, stored_text, text_marker
 
@@ -109,7 +109,8 @@ class _Conversation:
     candidates: deque[tuple[str | int, int]] = field(default_factory=deque)  # (call id or text position, gain)
     available: int = 0  # estimated tokens all candidates would free
     model_calls: int = 0  # model calls made so far
-    task: int | str | None = None  # the task the conversation's calls are stored under, once seen
+    task: int | str | None = None  # the task the conversation's calls are stored under...
+    task_known: bool = False  # ...once a stored call of it has been read
 
 
 class Compactor(Generic[T]):
@@ -332,8 +333,9 @@ class Compactor(Generic[T]):
                 if pointer is None or not pointer.stored:
                     return None
                 stored = next(iter(session.load_contexts([pointer.id])), None)
-            elif stored is not None and stored.task_id is not None:
-                conversation.task = stored.task_id  # late stores of this conversation go under the same task
+            elif stored is not None and not conversation.task_known:
+                # late stores of this conversation go under the same task
+                conversation.task, conversation.task_known = stored.task_id, True
             if stored is None or stored.error is not None:
                 return None
         except Exception as exc:  # compaction is an optimisation: never break the model call
@@ -359,32 +361,26 @@ class Compactor(Generic[T]):
         """The marker for the old assistant text at ``position``, cut from its stored copy; None if not restorable."""
         said = self.adapter.describe(conversation.emitted[position]).text
         try:
-            if conversation.task is None:  # read back under the same scope as the conversation's calls
+            if not conversation.task_known:  # read back under the same scope as the conversation's calls
                 newest = next(reversed(conversation.results), None)
                 stored = session.find_call(newest) if newest is not None else None
-                conversation.task = stored.task_id if stored is not None else None
-            pointer = session.save_context(ASSISTANT_TEXT, {}, said, conversation.task)
-            found = session.load_contexts([pointer.id]) if pointer.stored else []
+                conversation.task, conversation.task_known = (stored.task_id, True) if stored else (None, False)
+            record = session._save(ASSISTANT_TEXT, {}, said, conversation.task)  # (no pointer: the id is enough)
+            found = session.load_contexts([record.id]) if record.storage is not StorageKind.NONE else []
         except Exception as exc:  # compaction is an optimisation: never break the model call
             internal_error("could not store old assistant text to compact it; it stays as it is", exc)
             return None
         if not found:
             return None
-        marker = text_marker(pointer.id, stored_text(found[0]))
+        marker = text_marker(record.id, stored_text(found[0]))
         return Edit(None, marker, text=said, position=position) if len(marker) < len(said) else None
 
     @staticmethod
-    def _store_late(
-        session: ContextSession, call: ToolCall, result: Item, task: int | str | None = None
-    ) -> ContextPointer | None:
-        """A result made without the adapter's tool hook (or before it): store it now, or give up."""
-        try:
-            return session.save_context(
-                call.name or result.tool or "tool", dict(call.args), result.text, task, call_id=call.id
-            )
-        except Exception as exc:
-            internal_error(f"could not store the call {call.id!r} to compact it; it stays as it is", exc)
-            return None
+    def _store_late(session: ContextSession, call: ToolCall, result: Item, task: int | str | None) -> SavedCall | None:
+        """A result made without the adapter's tool hook (or before it): store it now, or give up (None)."""
+        return persist_call(
+            session, call.name or result.tool or "tool", call.args, result.text, call_id=call.id, task_id=task
+        )
 
     def _apply(self, conversation: _Conversation, edits: list[Edit]) -> None:
         by_position: dict[int, tuple[str | None, dict[str, Mapping[str, Any]]]] = {}

@@ -185,7 +185,8 @@ class SavePath:
     def _redact(self, call: Call, redactor: Redactor, data: bytes) -> tuple[bytes, bytes, tuple[str, ...]]:
         """The call's redacted arguments and result, and the secret argument values to remove elsewhere."""
         args_json = call.args_json
-        redacted_args, data = redactor.redact_call(args_json, data)
+        redacted_args, data, call_id = redactor._redact_call(args_json, data, call.call_id)
+        call.call_id = call_id
         echoes: tuple[str, ...] = ()
         if redacted_args != args_json:  # a secret argument: find where the tool echoed it
             echoes = redacted_values(args_json, redacted_args)
@@ -194,7 +195,7 @@ class SavePath:
         return redacted_args, data, echoes
 
     def _redact_fields(self, call: Call, redactor: Redactor, echoes: tuple[str, ...]) -> None:
-        """Redact the call's name, tags, framework id and description, the other places a secret can hide.
+        """Redact the call's name, tags and description, the other places a secret can hide (the id is done).
 
         Names and tags repeat from call to call: each distinct one is redacted once.
         """
@@ -215,8 +216,8 @@ class SavePath:
             call.task_id = redact(call.task_id)
         if call.query_id is not None:
             call.query_id = redact(call.query_id)
-        if call.call_id is not None:
-            call.call_id = scrub_text(redactor.redact_text(call.call_id), echoes)
+        if call.call_id is not None and echoes:  # (redacted with the arguments and result)
+            call.call_id = scrub_text(call.call_id, echoes)
         if echoes and call.description is not None:
             call.description = scrub_text(call.description, echoes)
 
