@@ -28,6 +28,7 @@ from toolctx._naming import HANDLE_PATTERN, handle
 from toolctx.errors import ConfigError
 from toolctx.models import CallMetadata, StoredContext
 from toolctx.sessions import ContextSession
+from toolctx.sessions._records import CallParts
 from toolctx.tokens import estimate_tokens
 
 __all__ = [
@@ -123,7 +124,7 @@ def handle_of(text: str) -> str | None:
     return match.group(1) if match else None
 
 
-def stored_text(context: StoredContext) -> str:
+def stored_text(context: StoredContext | CallParts) -> str:
     """The full text of a stored output, as a model would have been shown it."""
     result = context.result
     if isinstance(result, dict) and set(result) == {"content", "artifact"}:

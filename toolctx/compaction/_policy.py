@@ -327,12 +327,12 @@ class Compactor(Generic[T]):
         result = conversation.results[call_id][1]
         call = self._call(conversation, call_id)
         try:
-            stored = session.load_call(call_id)  # (no pointer made on this path, taken once per call)
+            stored = session._call_parts(call_id)  # (load_call's parts, without its metadata: once per call)
             if stored is None and session.find_call(call_id) is None:  # no hook stored it: store it now
-                pointer = self._store_late(session, call, result, conversation.task)
-                if pointer is None or not pointer.stored:
+                saved = self._store_late(session, call, result, conversation.task)
+                if saved is None or not saved.stored:
                     return None
-                stored = next(iter(session.load_contexts([pointer.id])), None)
+                stored = session._call_parts(call_id)
             elif stored is not None and not conversation.task_known:
                 # late stores of this conversation go under the same task
                 conversation.task, conversation.task_known = stored.task_id, True

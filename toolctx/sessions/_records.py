@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import traceback
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -39,6 +39,7 @@ from toolctx.tokens import estimate_tokens
 __all__ = [
     "CALL_FIELDS",
     "Call",
+    "CallParts",
     "Payload",
     "Record",
     "error_info",
@@ -107,6 +108,18 @@ class Call:
         self.task_id = task_id
         self.query_id = query_id
         self.call_id = call_id
+
+
+class CallParts(NamedTuple):
+    """What compaction reads back of a stored call: the parts of its :class:`~toolctx.StoredContext` it cuts
+    stand-ins from, without the metadata a context is built with."""
+
+    id: str
+    tool_name: str
+    task_id: int | str | None
+    args: dict[str, Any]
+    result: Any
+    error: ErrorInfo | None
 
 
 def preview_of(text: str | None, data: bytes, limit: int = PREVIEW_CHARS) -> str:

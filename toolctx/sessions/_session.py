@@ -28,6 +28,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+import orjson
+
 from toolctx._checks import real_number
 from toolctx._defaults import DEFAULT_MEMORY_BUDGET, DEFAULT_THRESHOLD, byte_count, resolve_context_dir
 from toolctx._hashing import hash_query
@@ -45,7 +47,7 @@ from toolctx.redaction import Redactor, resolve_redactor
 from toolctx.selection import MIN_SCORE_RATIO, SelectionState, as_strategy, select
 from toolctx.selection._base import Candidates, pointer_tokens, utc_now
 from toolctx.sessions._loading import ContextRef, Loader
-from toolctx.sessions._records import Call, Record
+from toolctx.sessions._records import Call, CallParts, Record
 from toolctx.sessions._resume import recover
 from toolctx.sessions._saving import SavePath, current_tags
 from toolctx.storage import BlobStore, LocalStore
@@ -421,6 +423,30 @@ class ContextSession:
         if record is None or record.storage is StorageKind.NONE:
             return None
         return next(iter(self.load_contexts([record.id])), None)
+
+    def _call_parts(self, call_id: str) -> CallParts | None:
+        """What :meth:`load_call` gives of the call, read straight from memory while its output is there.
+
+        Compaction reads every call it stands in for back: this is its path, without
+        the context's metadata (description, timestamp) it does not use.
+        """
+        saver = self._saver
+        record = saver.records.get(saver.calls.get(call_id, ""))
+        if record is None or record.storage is StorageKind.NONE:
+            return None
+        args_json = record.call.args_json  # read before the payload: moving it to the store shortens it after
+        payload = record.payload
+        if payload is None:
+            context = self.load_call(call_id)
+            if context is None:
+                return None
+            return CallParts(
+                context.id, context.tool_name, context.task_id, context.args, context.result, context.error
+            )
+        call = record.call
+        return CallParts(
+            record.id, call.tool_name, call.task_id, orjson.loads(args_json), orjson.loads(payload[0]), payload[1]
+        )
 
     def get_pointer(self, ref: ContextRef) -> ContextPointer | None:
         """The current pointer for a pointer, id or path of this session, or None."""
