@@ -74,7 +74,7 @@ class MessageAdapter:
     """The policy's view of LangChain messages (tool calls are in ``AIMessage.tool_calls``)."""
 
     def fingerprint(self, item: AnyMessage) -> Hashable:
-        return (item.type, item.id, getattr(item, "tool_call_id", None))
+        return (item.type, item.id, item.tool_call_id if isinstance(item, ToolMessage) else None)
 
     def describe(self, item: AnyMessage) -> Item:
         text = output_text(item.content)

@@ -33,7 +33,7 @@ from toolctx.compaction import (
 from toolctx.compaction import before_model_call as run_hook
 from toolctx.standins import output_text
 from toolctx_langchain._messages import META, MessageAdapter, model_arguments, stand_in_metadata
-from toolctx_langchain.tools import read_context_tool, thread_of
+from toolctx_langchain.tools import read_context_tool, run_config, thread_of
 
 __all__ = ["ToolContextMiddleware"]
 
@@ -198,10 +198,10 @@ class ToolContextMiddleware(AgentMiddleware):
     def _prepared(self, request: ModelRequest) -> tuple[ModelRequest, list[AnyMessage]]:
         """The request to send, and the messages whose shown form changed in this call."""
         try:
-            thread = thread_of()
-            session = self.session(thread)
+            config = run_config()
+            session = self.session(thread_of(config))
             offer = notes(session).offer_read_context  # as the Agents SDK does: decided before this call's edits
-            messages, edits = self.compactor.view(request.messages, thread_of(or_run=True), session)
+            messages, edits = self.compactor.view(request.messages, thread_of(config, or_run=True), session)
             changed = (
                 [m for m, before in zip(messages, request.messages, strict=True) if m is not before] if edits else []
             )

@@ -28,6 +28,14 @@ READ_CONTEXT_DESCRIPTION = (
 )
 
 
+def run_config() -> dict[str, Any]:
+    """The config of the running graph (empty outside a graph run)."""
+    try:
+        return get_config()  # type: ignore[return-value]
+    except RuntimeError:  # called outside a graph run
+        return {}
+
+
 def thread_of(config: Any = None, *, or_run: bool = False) -> str | None:
     """The LangGraph thread id of ``config`` (else of the running graph), or with ``or_run`` its run id.
 
@@ -35,10 +43,7 @@ def thread_of(config: Any = None, *, or_run: bool = False) -> str | None:
     :class:`~toolctx.Conversations` and scopes what ``read_context`` may read.
     """
     if not isinstance(config, dict):
-        try:
-            config = get_config()
-        except RuntimeError:  # called outside a graph run
-            return None
+        config = run_config()
     tag = (config.get("configurable") or {}).get("thread_id")
     if tag is None and or_run:
         tag = config.get("run_id")

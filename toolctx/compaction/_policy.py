@@ -22,7 +22,6 @@ from toolctx._internal import internal_error
 from toolctx.compaction._notes import Resolver, SessionSource, notes, session_resolver
 from toolctx.compaction._persist import SavedCall, estimated, persist_call, shown_output
 from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
-from toolctx.models import StorageKind
 from toolctx.sessions import ContextSession
 from toolctx.standins import ASSISTANT_TEXT, argument_stand_in, is_stand_in, result_marker, stored_text, text_marker
 
@@ -363,16 +362,16 @@ class Compactor(Generic[T]):
         try:
             if not conversation.task_known:  # read back under the same scope as the conversation's calls
                 newest = next(reversed(conversation.results), None)
-                stored = session.find_call(newest) if newest is not None else None
-                conversation.task, conversation.task_known = (stored.task_id, True) if stored else (None, False)
+                parts = session._call_parts(newest) if newest is not None else None
+                conversation.task, conversation.task_known = (parts.task_id, True) if parts else (None, False)
             record = session._save(ASSISTANT_TEXT, {}, said, conversation.task)  # (no pointer: the id is enough)
-            found = session.load_contexts([record.id]) if record.storage is not StorageKind.NONE else []
+            stored = session._parts(record)
         except Exception as exc:  # compaction is an optimisation: never break the model call
             internal_error("could not store old assistant text to compact it; it stays as it is", exc)
             return None
-        if not found:
+        if stored is None:
             return None
-        marker = text_marker(record.id, stored_text(found[0]))
+        marker = text_marker(record.id, stored_text(stored))
         return Edit(None, marker, text=said, position=position) if len(marker) < len(said) else None
 
     @staticmethod

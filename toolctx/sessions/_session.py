@@ -432,12 +432,16 @@ class ContextSession:
         """
         saver = self._saver
         record = saver.records.get(saver.calls.get(call_id, ""))
-        if record is None or record.storage is StorageKind.NONE:
+        return None if record is None else self._parts(record)
+
+    def _parts(self, record: Record) -> CallParts | None:
+        """:meth:`_call_parts` of a record of this session (None if its output is not stored)."""
+        if record.storage is StorageKind.NONE:
             return None
         args_json = record.call.args_json  # read before the payload: moving it to the store shortens it after
         payload = record.payload
         if payload is None:
-            context = self.load_call(call_id)
+            context = next(iter(self.load_contexts([record.id])), None)
             if context is None:
                 return None
             return CallParts(
