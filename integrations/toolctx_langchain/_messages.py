@@ -51,14 +51,25 @@ def _fields(schema: Any) -> set[str] | None:
 _injected: dict[int, tuple[BaseTool, frozenset[str]]] = {}
 
 
-def _injected_keys(tool: BaseTool) -> frozenset[str]:
-    """Parameters the framework fills in (runtime, state, store, config, call id), not the model."""
+def _injected_keys(tool: BaseTool, args: Mapping[str, Any]) -> frozenset[str]:
+    """Parameters the framework fills in (runtime, state, store, config, call id), not the model.
+
+    Arguments all named in the schema the model is shown (which LangChain keeps
+    built) are the model's own; only otherwise is the tool's full input schema built.
+    """
+    try:
+        shown = tool.tool_call_schema
+        model = _fields(shown) if not isinstance(shown, dict) else set(shown.get("properties") or ())
+        if model is not None and model.issuperset(args):
+            return frozenset()
+    except Exception:  # a tool whose schema cannot be built: its own call will say so
+        return frozenset()
     found = _injected.get(id(tool))
     if found is None or found[0] is not tool:
         try:
-            every, model = _fields(tool.get_input_schema()), _fields(tool.tool_call_schema)
+            every = _fields(tool.get_input_schema())
             keys = frozenset(every - model) if every is not None and model is not None else frozenset()
-        except Exception:  # a tool whose schema cannot be built: its own call will say so
+        except Exception:
             keys = frozenset()
         found = _injected[id(tool)] = (tool, keys)
     return found[1]
@@ -66,7 +77,7 @@ def _injected_keys(tool: BaseTool) -> frozenset[str]:
 
 def model_arguments(tool: BaseTool | None, args: Mapping[str, Any]) -> dict[str, Any]:
     """The arguments the model gave, without anything the framework injects."""
-    drop = _injected_keys(tool) if tool is not None else frozenset()
+    drop = _injected_keys(tool, args) if tool is not None else frozenset()
     return {k: v for k, v in args.items() if k not in drop and not isinstance(v, _INJECTED_TYPES)}
 
 
