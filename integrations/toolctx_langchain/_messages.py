@@ -48,36 +48,54 @@ def _fields(schema: Any) -> set[str] | None:
     return None
 
 
-_injected: dict[int, tuple[BaseTool, frozenset[str]]] = {}
+class _Schema:
+    """What a tool's schemas say about its arguments, worked out once per tool object."""
 
-
-def _injected_keys(tool: BaseTool, args: Mapping[str, Any]) -> frozenset[str]:
-    """Parameters the framework fills in (runtime, state, store, config, call id), not the model.
-
-    Arguments all named in the schema the model is shown (which LangChain keeps
-    built) are the model's own; only otherwise is the tool's full input schema built.
-    """
-    try:
-        shown = tool.tool_call_schema
-        model = _fields(shown) if not isinstance(shown, dict) else set(shown.get("properties") or ())
-        if model is not None and model.issuperset(args):
-            return frozenset()
-    except Exception:  # a tool whose schema cannot be built: its own call will say so
-        return frozenset()
-    found = _injected.get(id(tool))
-    if found is None or found[0] is not tool:
+    def __init__(self, tool: BaseTool) -> None:
+        self.tool = tool
         try:
-            every = _fields(tool.get_input_schema())
-            keys = frozenset(every - model) if every is not None and model is not None else frozenset()
-        except Exception:
-            keys = frozenset()
-        found = _injected[id(tool)] = (tool, keys)
-    return found[1]
+            shown = tool.tool_call_schema
+            model = _fields(shown) if not isinstance(shown, dict) else set(shown.get("properties") or ())
+        except Exception:  # a tool whose schema cannot be built: its own call will say so
+            model = None
+        self.model = None if model is None else frozenset(model)  # the arguments the model is shown
+        self._injected: frozenset[str] | None = None
+
+    def injected(self, args: Mapping[str, Any]) -> frozenset[str]:
+        """Parameters the framework fills in (runtime, state, store, config, call id), not the model.
+
+        Arguments all named in the schema the model is shown are the model's own;
+        only otherwise is the tool's full input schema built (anew on every read).
+        """
+        model = self.model
+        if model is None:
+            return frozenset()
+        if model.issuperset(args):
+            return frozenset()
+        if self._injected is None:
+            try:
+                every = _fields(self.tool.get_input_schema())
+            except Exception:
+                every = None
+            self._injected = frozenset(every - model) if every is not None else frozenset()
+        return self._injected
+
+
+_schemas: dict[int, _Schema] = {}
+
+
+def _schema(tool: BaseTool) -> _Schema:
+    found = _schemas.get(id(tool))
+    if found is None or found.tool is not tool:
+        if len(_schemas) > 4096:  # tools made per conversation: forget the old ones
+            _schemas.clear()
+        found = _schemas[id(tool)] = _Schema(tool)
+    return found
 
 
 def model_arguments(tool: BaseTool | None, args: Mapping[str, Any]) -> dict[str, Any]:
     """The arguments the model gave, without anything the framework injects."""
-    drop = _injected_keys(tool, args) if tool is not None else frozenset()
+    drop = _schema(tool).injected(args) if tool is not None else frozenset()
     return {k: v for k, v in args.items() if k not in drop and not isinstance(v, _INJECTED_TYPES)}
 
 

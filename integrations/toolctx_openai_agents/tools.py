@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import orjson
 from agents import FunctionTool, Tool, function_tool
 from agents.tool_context import ToolContext
 
@@ -31,10 +32,15 @@ __all__ = ["conversation_of", "parse_arguments", "persist_tools", "read_context"
 
 def parse_arguments(arguments: str) -> dict[str, Any]:
     """The tool call's arguments: they arrive as a JSON string, which may be empty or broken."""
+    if not arguments or arguments.isspace():
+        return {}
     try:
-        parsed = json.loads(arguments) if arguments and arguments.strip() else {}
-    except json.JSONDecodeError:
-        return {"arguments": arguments}
+        parsed = orjson.loads(arguments)
+    except orjson.JSONDecodeError:  # refused: numbers JSON cannot hold (NaN, huge integers), or broken JSON
+        try:
+            parsed = json.loads(arguments)
+        except json.JSONDecodeError:
+            return {"arguments": arguments}
     return parsed if isinstance(parsed, dict) else {"arguments": parsed}
 
 
