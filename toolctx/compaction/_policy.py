@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from toolctx._internal import internal_error
-from toolctx.compaction._notes import Resolver, SessionSource, notes, session_resolver
+from toolctx.compaction._notes import Notes, Resolver, SessionSource, notes, session_resolver
 from toolctx.compaction._persist import SavedCall, estimated, persist_call, shown_output
 from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
 from toolctx.sessions import ContextSession
@@ -155,24 +155,21 @@ class Compactor(Generic[T]):
         fingerprint = self.adapter.fingerprint
         conversation = self._conversation(key)
         n = len(items)
+        first = fingerprint(items[0]) if n else None
         reuse = (
             0 < conversation.length <= n
-            and fingerprint(items[0]) == conversation.first
+            and first == conversation.first
             and fingerprint(items[conversation.length - 1]) == conversation.last
         )
         if not reuse:
             conversation = self._conversations[key] = _Conversation()
-        for position in range(conversation.length, n):
-            conversation.emitted.append(self._add(conversation, session, position, items[position]))
-        if n:
-            conversation.length, conversation.first, conversation.last = (
-                n,
-                fingerprint(items[0]),
-                fingerprint(items[-1]),
-            )
-        conversation.model_calls += 1
-        edits = self._compact(conversation, session, now)
         session_notes = notes(session)
+        for position in range(conversation.length, n):
+            conversation.emitted.append(self._add(conversation, session, session_notes, position, items[position]))
+        if n:
+            conversation.length, conversation.first, conversation.last = n, first, fingerprint(items[-1])
+        conversation.model_calls += 1
+        edits = self._compact(conversation, session, session_notes, now)
         session_notes.shown_tokens, session_notes.model_calls = conversation.shown, conversation.model_calls
         return list(conversation.emitted), edits
 
@@ -186,12 +183,14 @@ class Compactor(Generic[T]):
             self._conversations.move_to_end(key)
         return found
 
-    def _add(self, conversation: _Conversation, session: ContextSession, position: int, item: T) -> T:
+    def _add(
+        self, conversation: _Conversation, session: ContextSession, session_notes: Notes, position: int, item: T
+    ) -> T:
         """Take in one new item; returns it as shown (with earlier decisions about its calls applied)."""
         self.operations += 1
         described = self.adapter.describe(item)
         if described.question is not None:
-            notes(session).question(described.question)
+            session_notes.question(described.question)
         shown_args: dict[str, Mapping[str, Any]] = {}
         for call in described.calls:
             conversation.calls[call.id] = (position, call)
@@ -210,7 +209,7 @@ class Compactor(Generic[T]):
             conversation.results[call_id] = (position, described)
             conversation.recent.append(call_id)
             if is_stand_in(described.text):
-                notes(session).offer_read_context = True
+                session_notes.offer_read_context = True
         tokens = described.tokens
         if result is not None or shown_args:
             item = self.adapter.apply(item, result, shown_args)
@@ -240,7 +239,9 @@ class Compactor(Generic[T]):
 
     # -- choosing and making a batch ---------------------------------------------------------
 
-    def _compact(self, conversation: _Conversation, session: ContextSession, now: bool = False) -> list[Edit]:
+    def _compact(
+        self, conversation: _Conversation, session: ContextSession, session_notes: Notes, now: bool = False
+    ) -> list[Edit]:
         settings = self.settings
         while len(conversation.recent) > settings.keep:
             call_id = conversation.recent.popleft()
@@ -249,7 +250,6 @@ class Compactor(Generic[T]):
                 position, text = conversation.texts.popleft()
                 self._candidate(conversation, position, estimated(text) - _TEXT_MARKER_TOKENS)
             self._candidate(conversation, call_id, self._estimated_gain(conversation, call_id))
-        session_notes = notes(session)
         if now:
             if not conversation.available:
                 return []
