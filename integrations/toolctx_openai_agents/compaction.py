@@ -42,6 +42,9 @@ class InputItemAdapter:
     """The policy's view of Responses-style input items (``function_call``, ``function_call_output``, messages)."""
 
     def fingerprint(self, item: Any) -> Hashable:
+        if isinstance(item, dict):  # (the usual form, read without a check per key)
+            get = item.get
+            return (get("type"), get("role"), get("call_id"), get("id"), len(get("content") or ""))
         content = _get(item, "content")
         return (_get(item, "type"), _get(item, "role"), _get(item, "call_id"), _get(item, "id"), len(content or ""))
 
