@@ -249,6 +249,22 @@ def test_a_subclass_overriding_redact_text_or_is_secret_key_is_applied_to_stored
     assert orjson.loads(result) == {"note": "ssn [SSN]", "ssn": REDACTED}
 
 
+def test_a_subclass_redacting_calls_its_own_way_redacts_every_stored_call(tmp_path: Path) -> None:
+    class Internal(Redactor):
+        def redact_call(self, args_json: bytes, result_json: bytes) -> tuple[bytes, bytes]:
+            return args_json.replace(b"internal-42", b"[X]"), result_json.replace(b"internal-42", b"[X]")
+
+        def redact_text(self, text: str) -> str:
+            return super().redact_text(text).replace("internal-42", "[X]")
+
+    with session(tmp_path, redact=Internal()) as s:
+        pointer = s.save_context("lookup", {"host": "internal-42"}, "served by internal-42", call_id="internal-42")
+        [context] = s.load_contexts([pointer])
+    assert context.args == {"host": "[X]"}
+    assert context.result == "served by [X]"
+    assert context.call_id == "[X]"
+
+
 def test_a_bearer_token_in_any_letter_case_is_redacted() -> None:
     for scheme in ("Bearer", "bEARER", "BeArEr"):
         out = redact({"header": f"Authorization: {scheme} abcdefghijklmnop1234"})

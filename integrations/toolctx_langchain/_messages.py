@@ -53,9 +53,8 @@ class _Schema:
 
     def __init__(self, tool: BaseTool) -> None:
         self.tool = tool
-        try:
-            shown = tool.tool_call_schema
-            model = _fields(shown) if not isinstance(shown, dict) else set(shown.get("properties") or ())
+        try:  # a JSON-schema tool declares no injected parameters: None, nothing is left out
+            model = _fields(tool.tool_call_schema)
         except Exception:  # a tool whose schema cannot be built: its own call will say so
             model = None
         self.model = None if model is None else frozenset(model)  # the arguments the model is shown

@@ -7,7 +7,6 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import orjson
 from agents import FunctionTool, Tool, function_tool
 from agents.tool_context import ToolContext
 
@@ -32,15 +31,11 @@ __all__ = ["conversation_of", "parse_arguments", "persist_tools", "read_context"
 
 def parse_arguments(arguments: str) -> dict[str, Any]:
     """The tool call's arguments: they arrive as a JSON string, which may be empty or broken."""
-    if not arguments or arguments.isspace():
-        return {}
     try:
-        parsed = orjson.loads(arguments)
-    except orjson.JSONDecodeError:  # refused: numbers JSON cannot hold (NaN, huge integers), or broken JSON
-        try:
-            parsed = json.loads(arguments)
-        except json.JSONDecodeError:
-            return {"arguments": arguments}
+        # (json, not orjson: orjson reads an integer past 64 bits as a float, losing digits)
+        parsed = json.loads(arguments) if arguments and not arguments.isspace() else {}
+    except json.JSONDecodeError:
+        return {"arguments": arguments}
     return parsed if isinstance(parsed, dict) else {"arguments": parsed}
 
 

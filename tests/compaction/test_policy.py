@@ -14,6 +14,7 @@ import toolctx
 from toolctx import session
 from toolctx.compaction import CompactionSettings, Compactor, notes, persist_call, shown_output
 from toolctx.errors import ConfigError
+from toolctx.models import StorageKind
 from toolctx.standins import handle_of, is_stand_in, read_context
 from toolctx.tokens import estimate_tokens
 
@@ -32,6 +33,7 @@ class Loop:
         self.views: list[list[Message]] = []
         self.edits: list[int] = []
         self.steps = 0
+        self.task: str | None = None  # what the tool hook stores calls under
 
     def step(
         self, *calls: tuple[str, dict[str, Any], str], name: str = "shell", error: bool = False, thought: str = ""
@@ -41,7 +43,8 @@ class Loop:
         asked = ((i, name, a) for i, (_, a, _) in zip(ids, calls, strict=True))
         self.messages.append(asks(self.steps, *asked, text=thought))
         for call_id, (_, args, output) in zip(ids, calls, strict=True):
-            persist_call(self.session, name, args, output, call_id=call_id, error=ValueError(output) if error else None)
+            failure = ValueError(output) if error else None
+            persist_call(self.session, name, args, output, call_id=call_id, error=failure, task_id=self.task)
             self.messages.append(answer(call_id, output, name, error))
         return self.call_model()
 
@@ -174,6 +177,7 @@ def test_long_string_arguments_become_stand_ins_and_the_arguments_stay_json(cont
         json.dumps(args)
         assert args["timeout"] == 30
         assert is_stand_in(args["command"])
+        assert f"{len(script):,} characters" in args["command"]  # cut from the whole stored argument
         assert restored(s, args["command"], "args.command") == script
         assert json.loads(restored(s, args["command"], "args")) == {"command": script, "timeout": 30}
         assert loop.messages[1]["calls"][0]["args"]["command"] == script  # the framework's own copy is untouched
@@ -250,6 +254,23 @@ def test_a_result_that_cannot_be_stored_is_shown_whole(context_dir: Path, monkey
         escalated = toolctx.testing.escalated_warnings()
         assert escalated
         assert all(re.search("store", str(w)) for w in escalated)
+
+
+@pytest.mark.parametrize("memory_budget", [1, 4 * 2**20], ids=["moved-to-the-store", "in-memory"])
+def test_a_stored_calls_token_estimate_is_its_outputs_wherever_the_output_is(
+    context_dir: Path, memory_budget: int
+) -> None:
+    # persist_call leaves the estimate for later: it must still be the output's once it has left memory
+    text = output(3, 5000)
+    with session(context_dir, memory_budget=memory_budget) as s:
+        saved = persist_call(s, "shell", {"command": "cat log"}, text, call_id="c")
+        assert saved is not None
+        second = persist_call(s, "shell", {"command": "cat log2"}, output(4, 5000), call_id="d")  # pushes "c" out
+        assert second is not None
+        pointer = s.get_pointer(saved.id)
+        assert pointer is not None
+        assert pointer.storage == (StorageKind.DISK if memory_budget == 1 else StorageKind.MEMORY)
+        assert pointer.tokens == estimate_tokens(json.dumps(text)) > 1000
 
 
 def test_a_result_the_store_has_only_the_call_of_is_shown_whole(context_dir: Path) -> None:
@@ -377,6 +398,22 @@ def test_assistant_text_markers_stay_the_same_and_survive_a_reread(context_dir: 
         markers = {m["text"] for view in [*loop.views, again] for m in view if m["role"] == "assistant"}
         stored = [p for p in s.get_all_pointers() if p.tool_name == "assistant_text"]
         assert len(stored) == len({t for t in markers if is_stand_in(t)})  # each stored once, not on the re-read
+
+
+def test_old_assistant_text_is_stored_under_the_task_of_the_conversations_calls(context_dir: Path) -> None:
+    # The oldest call has no task (stored before the conversation had one): the markers of old assistant
+    # text still go under the conversation's task, so a read scoped to it finds them.
+    with session(context_dir) as s:
+        loop = Loop(s)
+        loop.step(("run", {"command": "pytest"}, output(0)), thought=thought(0))
+        loop.task = "thread-1"
+        while sum(loop.edits) < 4:
+            loop.step(("run", {"command": "pytest"}, output(loop.steps)), thought=thought(loop.steps))
+        markers = [m["text"] for m in loop.views[-1] if m["role"] == "assistant" and is_stand_in(m["text"])]
+        assert markers
+        for marker in markers:
+            text = read_context(s, f"ctx:{handle_of(marker)}", 0, 10**9, scope="thread-1")
+            assert text.partition("\n")[2] in {thought(n) for n in range(loop.steps + 1)}, text
 
 
 def test_assistant_text_left_whole_when_it_cannot_be_stored(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

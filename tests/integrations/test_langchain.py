@@ -391,3 +391,11 @@ def test_tools_returning_a_command_get_their_message_stood_in(context_dir: Path)
     seen = next(m for m in model.received[1] if isinstance(m, ToolMessage))
     assert is_stand_in(seen.content)
     assert pointer.handle in seen.content
+
+
+def test_a_json_schema_tool_keeps_every_argument_the_model_gave() -> None:
+    from toolctx_langchain._messages import model_arguments
+
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    lookup = StructuredTool(name="lookup", description="Look up.", args_schema=schema, func=lambda **kw: "ok")
+    assert model_arguments(lookup, {"q": "x", "root": 1}) == {"q": "x", "root": 1}

@@ -257,3 +257,14 @@ def test_bad_options() -> None:
         compact_tool_outputs(high_water=-1)
     with pytest.raises(TypeError, match="session"):
         persist_tools([lookup], session="mine")  # type: ignore[arg-type]
+
+
+def test_arguments_are_stored_as_the_model_wrote_them_even_past_64_bit_integers() -> None:
+    from toolctx_openai_agents.tools import parse_arguments
+
+    assert parse_arguments('{"n": 123456789012345678901234567890, "x": -9223372036854775809}') == {
+        "n": 123456789012345678901234567890,
+        "x": -9223372036854775809,
+    }
+    assert parse_arguments("  ") == {}
+    assert parse_arguments("not json") == {"arguments": "not json"}

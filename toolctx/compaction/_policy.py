@@ -107,7 +107,7 @@ class _Conversation:
     available: int = 0  # estimated tokens all candidates would free
     model_calls: int = 0  # model calls made so far
     task: int | str | None = None  # the task the conversation's calls are stored under...
-    task_known: bool = False  # ...once a stored call of it has been read
+    task_known: bool = False  # ...once a stored call of it with a task has been read
 
 
 class Compactor(Generic[T]):
@@ -330,7 +330,7 @@ class Compactor(Generic[T]):
                 if saved is None or not saved.stored:
                     return None
                 stored = session._call_parts(call_id)
-            elif stored is not None and not conversation.task_known:
+            elif stored is not None and stored.task_id is not None and not conversation.task_known:
                 # late stores of this conversation go under the same task
                 conversation.task, conversation.task_known = stored.task_id, True
             if stored is None or stored.error is not None:
@@ -361,7 +361,8 @@ class Compactor(Generic[T]):
             if not conversation.task_known:  # read back under the same scope as the conversation's calls
                 newest = next(reversed(conversation.results), None)
                 parts = session._call_parts(newest) if newest is not None else None
-                conversation.task, conversation.task_known = (parts.task_id, True) if parts else (None, False)
+                if parts is not None and parts.task_id is not None:
+                    conversation.task, conversation.task_known = parts.task_id, True
             record = session._save(ASSISTANT_TEXT, {}, said, conversation.task)  # (no pointer: the id is enough)
             stored = session._parts(record)
         except Exception as exc:  # compaction is an optimisation: never break the model call
