@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import multiprocessing
+import sqlite3
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import orjson
 from sqlalchemy import select
 
 from toolctx.memory import MemoryStore, Tier
-from toolctx.memory._schema import checkpoints
+from toolctx.memory._schema import _use_wal, checkpoints
 
 
 def _save_items(url: str, agent_id: str, count: int) -> list[int]:
@@ -25,6 +27,55 @@ def _flash_save(url: str, barrier: multiprocessing.synchronize.Barrier) -> int:
         agent = store.agent("shared")
         barrier.wait()
         return agent.flash_save().checkpoint_id
+
+
+def _open_at_once(url: str, barrier: multiprocessing.synchronize.Barrier) -> str:
+    barrier.wait()
+    try:
+        with MemoryStore(url) as store:
+            store.agent("a").save("TASK", "opened together")
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return "ok"
+
+
+def test_processes_opening_a_new_sqlite_store_at_the_same_moment_all_open_it(tmp_path: Path) -> None:
+    # Switching a new database to WAL needs it to itself, and SQLite refuses at once (no busy
+    # timeout) while another process is switching it: every opener must wait its turn instead.
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager, context.Pool(6) as pool:
+        for round_ in range(3):
+            url = f"sqlite:///{tmp_path / f'memory-{round_}.db'}"
+            barrier = manager.Barrier(6)
+            assert pool.starmap(_open_at_once, [(url, barrier)] * 6) == ["ok"] * 6
+            with MemoryStore(url) as store:
+                assert store.agent("a", create=False).stats().total_items == 6
+
+
+class _SwitchingElsewhere:
+    """A cursor on a database another process is switching to WAL: refused twice, then done by it."""
+
+    def __init__(self) -> None:
+        self.refusals = 2
+        self.mode = "delete"
+
+    def execute(self, sql: str) -> _SwitchingElsewhere:
+        if sql == "PRAGMA journal_mode=WAL":
+            if self.refusals:
+                self.refusals -= 1
+                raise sqlite3.OperationalError("database is locked")
+            self.mode = "wal"
+        return self
+
+    def fetchone(self) -> tuple[str]:
+        return (self.mode,)
+
+
+def test_a_store_opening_while_another_switches_the_database_to_wal_waits_its_turn() -> None:
+    cursor = _SwitchingElsewhere()
+    _use_wal(cursor)
+    assert cursor.mode == "wal"
+    assert cursor.refusals == 0
 
 
 def test_processes_saving_at_once_lose_nothing(db_url: str) -> None:

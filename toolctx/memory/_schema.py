@@ -14,6 +14,7 @@ text, and a checkpoint can record content hashes instead of the text.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -299,10 +300,10 @@ def _configure_sqlite(engine: Engine) -> None:
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=60000")
+        _use_wal(cursor)
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=60000")
         # 64 MiB of page cache (taken only as used) instead of 2 MiB: rescoring 100,000
         # items touches some 12 MiB of pages, and a smaller cache spills them mid-transaction.
         cursor.execute("PRAGMA cache_size=-65536")
@@ -311,6 +312,34 @@ def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("toolctx_write") else "BEGIN")
+
+
+_WAL_WAIT = 60.0  # seconds, as long as the busy timeout
+
+
+def _use_wal(cursor: Any) -> None:
+    """Put the database in WAL mode (it stays so), waiting for processes opening it at the same moment.
+
+    Switching the journal mode needs the database to itself, and SQLite answers "database
+    is locked" at once, without its busy timeout, when another connection holds it: so
+    several processes opening a new store together try again until one has switched it.
+    """
+    import sqlite3  # (only SQLite stores come here)
+
+    deadline = time.monotonic() + _WAL_WAIT
+    delay = 0.005
+    while True:
+        try:
+            mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() in ("wal", "memory"):  # already WAL (another process), or in memory
+                return
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
 
 
 def create_schema(engine: Engine) -> None:
