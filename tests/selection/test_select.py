@@ -223,3 +223,22 @@ def test_in_memory_outputs_are_indexed_from_their_payload(context_dir: Path, mon
         pointer = s.get_all_pointers()[0]
         assert pointer.preview == ("x " * 150)[:200]
         assert len(s.select_relevant_contexts("needle", min_score_ratio=0)) == 3
+
+
+def test_a_selection_racing_a_clear_ranks_the_calls_it_started_with(context_dir: Path) -> None:
+    # Another thread clears the session while a strategy is walking the candidates: the selection
+    # goes on with the calls that were there when it started, and raises nothing.
+    from toolctx.selection import Scored, SelectionState
+
+    with session(context_dir) as s:
+        fill(s)
+
+        def clear_then_rank(state: SelectionState) -> list[Scored]:
+            s.clear_pointers()
+            return [Scored(pointer, 1.0) for pointer in state.candidates]
+
+        chosen = s.select_relevant_contexts("revenue", strategy=clear_then_rank)
+        assert sorted(names(chosen)) == sorted(
+            ["get_income_statements", "get_stock_price", "search_code", "get_weather", "run_tests"]
+        )
+        assert s.get_all_pointers() == []  # the clear itself took effect

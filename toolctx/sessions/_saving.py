@@ -368,7 +368,9 @@ class SavePath:
         """Drop every record held in memory (files already written stay); returns how many."""
         with self.lock:
             count = len(self.records)
-            self.records.clear()
+            # A new dict, not the old one emptied: a selection that took the records before this
+            # still finds every one it listed (records only ever go this way and in clear_store).
+            self.records = {}
             self.calls.clear()
             self._memory.clear()
             self.memory_bytes = 0
@@ -388,8 +390,7 @@ class SavePath:
         with self.lock:
             gone = [k for k, r in self.records.items() if r.storage is not _MEMORY]
             written = {self.records[k].filename for k in gone}
-            for key in gone:
-                del self.records[key]
+            self.records = {k: r for k, r in self.records.items() if r.storage is _MEMORY}  # (see forget)
             self._written.clear()
             owned = [name for name in self.store.list() if name in written or self._owns(name)]
             removed = sum(self.store.delete(name) for name in owned)

@@ -506,11 +506,17 @@ class ContextSession:
     def _candidates(self, pointers: Iterable[ContextPointer] | None) -> Candidates:
         """All of this session's calls (pointers built only when needed), or the given ones."""
 
-        def make(pointer_id: str) -> ContextPointer:
-            return self._pointer(self._saver.records[pointer_id])
-
         if pointers is None:
-            return Candidates(list(self._snapshot_ids()), make, everything=True)
+            with self._saver.lock:
+                # Clearing replaces the records dict instead of emptying it, so these are the records
+                # as they stood now, whatever a clear() in another thread does while the selection runs.
+                records = self._saver.records
+                ids = list(records)
+
+            def make(pointer_id: str) -> ContextPointer:
+                return self._pointer(records[pointer_id])
+
+            return Candidates(ids, make, everything=True)
         chosen: list[ContextPointer] = []
         for pointer in pointers:
             if not isinstance(pointer, ContextPointer):
@@ -520,10 +526,6 @@ class ContextSession:
                 continue
             chosen.append(pointer)
         return Candidates.of(chosen)
-
-    def _snapshot_ids(self) -> list[str]:
-        with self._saver.lock:
-            return list(self._saver.records)
 
     def load_contexts(self, refs: Iterable[ContextRef]) -> list[StoredContext]:
         """Load stored calls in full, in the order given.
