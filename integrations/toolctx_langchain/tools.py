@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.config import get_config
 
 from toolctx._internal import internal_error
@@ -50,6 +51,17 @@ def thread_of(config: Any = None, *, or_run: bool = False) -> str | None:
     return None if tag is None else str(tag)
 
 
+def _tool_call_id_key(tool: BaseTool) -> str | None:
+    """The parameter of ``tool`` annotated ``InjectedToolCallId``, if any (its schema's field metadata)."""
+    schema = tool.args_schema
+    fields = getattr(schema, "model_fields", None) if isinstance(schema, type) else None
+    for name, field in (fields or {}).items():
+        for mark in getattr(field, "metadata", ()):
+            if mark is InjectedToolCallId or isinstance(mark, InjectedToolCallId):
+                return str(name)
+    return None
+
+
 def read_context_tool(session: SessionSource = None) -> BaseTool:
     """The ``read_context`` tool, reading from ``session`` (the current toolctx session by default).
 
@@ -91,36 +103,53 @@ def persist_tool(
         raise TypeError("pass either a CompactionSettings or its options by keyword, not both")
     chosen = settings if settings is not None else CompactionSettings(**options)
     get_session = session_resolver(session)
+    call_id_key = _tool_call_id_key(tool)
 
-    def stored(config: RunnableConfig, kwargs: dict[str, Any], output: Any, error: Exception | None) -> Any:
+    def given(kwargs: dict[str, Any]) -> Any:
+        """What the wrapped tool is invoked with: a tool call when it takes the call's id (LangChain's rule)."""
+        if call_id_key is None or not isinstance(kwargs.get(call_id_key), str):
+            return kwargs
+        return {"args": kwargs, "name": tool.name, "type": "tool_call", "id": kwargs[call_id_key]}
+
+    def finished(config: RunnableConfig, kwargs: dict[str, Any], output: Any, error: Exception | None) -> Any:
+        """What the model gets: the output, or its stand-in (a tool call's message keeps its own form)."""
+        if not isinstance(output, ToolMessage):
+            return stored(config, kwargs, output, error, output)
+        content, artifact = output.content, output.artifact  # the tool was invoked with a tool call
+        whole = content if artifact is None else {"content": content, "artifact": artifact}
+        shown = stored(config, kwargs, whole, error, content)
+        return output if shown is content else output.model_copy(update={"content": shown})
+
+    def stored(config: RunnableConfig, kwargs: dict[str, Any], output: Any, error: Exception | None, text: Any) -> Any:
+        """Store the call; ``text`` (the output as the model reads it) or its stand-in, None after an error."""
         thread = thread_of(config)
         try:
             current = get_session(thread)
         except Exception as exc:  # a conversation's session that cannot be opened: the model gets the output
             internal_error(f"could not open the session for a call of tool {tool.name!r}", exc)
-            return output if error is None else None
+            return text if error is None else None
         args = model_arguments(tool, kwargs)
         pointer = persist_call(current, tool.name, args, output, error=error, task_id=thread_of(config, or_run=True))
         if error is not None:
             return None
         shown = shown_output(chosen, current, pointer, output_text(output))
-        return output if shown is None else shown
+        return text if shown is None else shown
 
     def run(config: RunnableConfig, **kwargs: Any) -> Any:
         try:
-            output = tool.invoke(kwargs, config=config)
+            output = tool.invoke(given(kwargs), config=config)
         except Exception as exc:
-            stored(config, kwargs, None, exc)
+            finished(config, kwargs, None, exc)
             raise
-        return stored(config, kwargs, output, None)
+        return finished(config, kwargs, output, None)
 
     async def arun(config: RunnableConfig, **kwargs: Any) -> Any:
         try:
-            output = await tool.ainvoke(kwargs, config=config)
+            output = await tool.ainvoke(given(kwargs), config=config)
         except Exception as exc:
-            stored(config, kwargs, None, exc)
+            finished(config, kwargs, None, exc)
             raise
-        return stored(config, kwargs, output, None)
+        return finished(config, kwargs, output, None)
 
     return StructuredTool(
         name=tool.name,

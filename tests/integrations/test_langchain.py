@@ -323,6 +323,31 @@ def test_persist_tool_without_the_middleware(context_dir: Path) -> None:
         persist_tool(lambda x: x)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_persist_tool_on_a_tool_that_takes_its_call_id(context_dir: Path, use_async: bool) -> None:
+    # LangChain runs such a tool only when invoked with the whole tool call: the wrapper must pass it on.
+    @tool
+    def export(region: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+        """Export a region's report."""
+        return f"export {tool_call_id}\n{BIG}"
+
+    def answered(messages: list[BaseMessage]) -> AIMessage:
+        return AIMessage(content=handle_in(messages))
+
+    model = chat(call("export", "call-7", region="emea"), answered)
+    agent = create_agent(model, [persist_tool(export, max_output_tokens=500)])
+    with session(context_dir) as s:
+        request = {"messages": [HumanMessage("export emea")]}
+        result = asyncio.run(agent.ainvoke(request)) if use_async else agent.invoke(request)
+        shown = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+        assert [m.tool_call_id for m in shown] == ["call-7"]
+        assert is_stand_in(shown[0].content)
+        [context] = s.load_contexts(s.get_all_pointers())
+        assert context.args == {"region": "emea"}  # the id LangChain injected is not the model's argument
+        assert context.result == f"export call-7\n{BIG}"
+        assert result["messages"][-1].content == handle_in(result["messages"])
+
+
 def test_bad_options() -> None:
     with pytest.raises(ConfigError, match="max_output_tokens"):
         ToolContextMiddleware(max_output_tokens=0)
