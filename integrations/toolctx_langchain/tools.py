@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.config import get_config
+from langgraph.types import Command
 
+from toolctx import ErrorInfo
 from toolctx._internal import internal_error
 from toolctx.compaction import (
     READ_CONTEXT,
     CompactionSettings,
+    Resolver,
     SessionSource,
     persist_call,
     session_resolver,
@@ -49,6 +53,94 @@ def thread_of(config: Any = None, *, or_run: bool = False) -> str | None:
     if tag is None and or_run:
         tag = config.get("run_id")
     return None if tag is None else str(tag)
+
+
+class _PersistedTool:
+    """The body of a :func:`persist_tool` copy: runs the tool, stores the call, shows a stand-in for a big output."""
+
+    def __init__(self, tool: BaseTool, settings: CompactionSettings, get_session: Resolver) -> None:
+        self.tool = tool
+        self.settings = settings
+        self.get_session = get_session
+        self.call_id_key = _tool_call_id_key(tool)
+        # Errors reach the wrapper to be stored as errors; the copy's handlers (the tool's own) format them.
+        self.inner = tool.model_copy(update={"handle_tool_error": False, "handle_validation_error": False})
+
+    def run(self, config: RunnableConfig, **kwargs: Any) -> Any:
+        try:
+            output = self.inner.invoke(self._given(kwargs), config=config)
+        except Exception as exc:
+            self._stored(config, kwargs, None, exc, None)
+            raise
+        return self._finished(config, kwargs, output)
+
+    async def arun(self, config: RunnableConfig, **kwargs: Any) -> Any:
+        try:
+            output = await self.inner.ainvoke(self._given(kwargs), config=config)
+        except Exception as exc:
+            self._stored(config, kwargs, None, exc, None)
+            raise
+        return self._finished(config, kwargs, output)
+
+    def _given(self, kwargs: dict[str, Any]) -> Any:
+        """What the tool is invoked with: the whole tool call when it takes the call's id (LangChain's rule)."""
+        key = self.call_id_key
+        if key is None or not isinstance(kwargs.get(key), str):
+            return kwargs
+        return {"args": kwargs, "name": self.tool.name, "type": "tool_call", "id": kwargs[key]}
+
+    def _finished(self, config: RunnableConfig, kwargs: dict[str, Any], output: Any) -> Any:
+        """What the model gets: the output or its stand-in. A tool call's message and a Command keep their form."""
+        if isinstance(output, ToolMessage):  # the tool was invoked with a tool call
+            return self._message(config, kwargs, output)
+        if not isinstance(output, Command):
+            return self._stored(config, kwargs, output, None, output)
+        call_id = kwargs.get(self.call_id_key) if self.call_id_key is not None else None
+        update = output.update if isinstance(output.update, dict) else {}
+        messages = update.get("messages")
+        if call_id is not None and isinstance(messages, list):
+            ours = [isinstance(m, ToolMessage) and m.tool_call_id == call_id for m in messages]
+            if any(ours):
+                shown = [
+                    self._message(config, kwargs, m) if mine else m for m, mine in zip(messages, ours, strict=True)
+                ]
+                return dataclasses.replace(output, update={**update, "messages": shown})
+        self._stored(config, kwargs, output, None, output, stand_in=False)  # it updates the graph's state
+        return output
+
+    def _message(self, config: RunnableConfig, kwargs: dict[str, Any], message: ToolMessage) -> ToolMessage:
+        content, artifact = message.content, message.artifact
+        whole = content if artifact is None else {"content": content, "artifact": artifact}
+        if message.status == "error":  # stored as an error, and shown whole
+            failure = ErrorInfo(type="ToolError", message=output_text(content)[:20_000])
+            self._stored(config, kwargs, whole, failure, content)
+            return message
+        shown = self._stored(config, kwargs, whole, None, content)
+        return message if shown is content else message.model_copy(update={"content": shown})
+
+    def _stored(
+        self,
+        config: RunnableConfig,
+        kwargs: dict[str, Any],
+        output: Any,
+        error: BaseException | ErrorInfo | None,
+        text: Any,
+        *,
+        stand_in: bool = True,
+    ) -> Any:
+        """Store the call; ``text`` (what the model reads) or its stand-in, None after an error."""
+        tool = self.tool
+        try:
+            current = self.get_session(thread_of(config))
+        except Exception as exc:  # a conversation's session that cannot be opened: the model gets the output
+            internal_error(f"could not open the session for a call of tool {tool.name!r}", exc)
+            return text if error is None else None
+        args = model_arguments(tool, kwargs)
+        saved = persist_call(current, tool.name, args, output, error=error, task_id=thread_of(config, or_run=True))
+        if error is not None or not stand_in:
+            return None
+        shown = shown_output(self.settings, current, saved, output_text(text))  # measured as the model reads it
+        return text if shown is None else shown
 
 
 def _tool_call_id_key(tool: BaseTool) -> str | None:
@@ -102,61 +194,13 @@ def persist_tool(
     if settings is not None and options:
         raise TypeError("pass either a CompactionSettings or its options by keyword, not both")
     chosen = settings if settings is not None else CompactionSettings(**options)
-    get_session = session_resolver(session)
-    call_id_key = _tool_call_id_key(tool)
-
-    def given(kwargs: dict[str, Any]) -> Any:
-        """What the wrapped tool is invoked with: a tool call when it takes the call's id (LangChain's rule)."""
-        if call_id_key is None or not isinstance(kwargs.get(call_id_key), str):
-            return kwargs
-        return {"args": kwargs, "name": tool.name, "type": "tool_call", "id": kwargs[call_id_key]}
-
-    def finished(config: RunnableConfig, kwargs: dict[str, Any], output: Any, error: Exception | None) -> Any:
-        """What the model gets: the output, or its stand-in (a tool call's message keeps its own form)."""
-        if not isinstance(output, ToolMessage):
-            return stored(config, kwargs, output, error, output)
-        content, artifact = output.content, output.artifact  # the tool was invoked with a tool call
-        whole = content if artifact is None else {"content": content, "artifact": artifact}
-        shown = stored(config, kwargs, whole, error, content)
-        return output if shown is content else output.model_copy(update={"content": shown})
-
-    def stored(config: RunnableConfig, kwargs: dict[str, Any], output: Any, error: Exception | None, text: Any) -> Any:
-        """Store the call; ``text`` (the output as the model reads it) or its stand-in, None after an error."""
-        thread = thread_of(config)
-        try:
-            current = get_session(thread)
-        except Exception as exc:  # a conversation's session that cannot be opened: the model gets the output
-            internal_error(f"could not open the session for a call of tool {tool.name!r}", exc)
-            return text if error is None else None
-        args = model_arguments(tool, kwargs)
-        pointer = persist_call(current, tool.name, args, output, error=error, task_id=thread_of(config, or_run=True))
-        if error is not None:
-            return None
-        shown = shown_output(chosen, current, pointer, output_text(output))
-        return text if shown is None else shown
-
-    def run(config: RunnableConfig, **kwargs: Any) -> Any:
-        try:
-            output = tool.invoke(given(kwargs), config=config)
-        except Exception as exc:
-            finished(config, kwargs, None, exc)
-            raise
-        return finished(config, kwargs, output, None)
-
-    async def arun(config: RunnableConfig, **kwargs: Any) -> Any:
-        try:
-            output = await tool.ainvoke(given(kwargs), config=config)
-        except Exception as exc:
-            finished(config, kwargs, None, exc)
-            raise
-        return finished(config, kwargs, output, None)
-
+    persisted = _PersistedTool(tool, chosen, session_resolver(session))
     return StructuredTool(
         name=tool.name,
         description=tool.description,
         args_schema=tool.args_schema if tool.args_schema is not None else tool.get_input_schema(),
-        func=run,
-        coroutine=arun,
+        func=persisted.run,
+        coroutine=persisted.arun,
         return_direct=tool.return_direct,
         handle_tool_error=tool.handle_tool_error,
         handle_validation_error=tool.handle_validation_error,

@@ -348,6 +348,56 @@ def test_persist_tool_on_a_tool_that_takes_its_call_id(context_dir: Path, use_as
         assert result["messages"][-1].content == handle_in(result["messages"])
 
 
+def test_persist_tool_keeps_a_command_and_stands_in_for_its_message(context_dir: Path) -> None:
+    @tool
+    def export(region: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """Export a region's report into the conversation."""
+        return Command(update={"messages": [ToolMessage(content=BIG, tool_call_id=tool_call_id)]})
+
+    model = chat(call("export", "call-8", region="emea"), lambda messages: AIMessage(content=handle_in(messages)))
+    agent = create_agent(model, [persist_tool(export, max_output_tokens=500)])
+    with session(context_dir) as s:
+        result = agent.invoke({"messages": [HumanMessage("export emea")]})
+        [shown] = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+        assert shown.tool_call_id == "call-8"
+        assert is_stand_in(shown.content)
+        [context] = s.load_contexts(s.get_all_pointers())
+        assert context.result == BIG
+
+
+def test_persist_tool_stores_an_error_the_tool_handles_as_an_error_and_shows_it_whole(context_dir: Path) -> None:
+    def failing(key: str) -> str:
+        raise ToolException("no such key: " + key * 400)
+
+    handled = StructuredTool.from_function(failing, name="lookup", description="Look up.", handle_tool_error=True)
+    model = chat(call("lookup", "call-9", key="k"), AIMessage(content="sorry"))
+    agent = create_agent(model, [persist_tool(handled, max_output_tokens=50)])
+    with session(context_dir) as s:
+        result = agent.invoke({"messages": [HumanMessage("look k up")]})
+        [shown] = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+        assert shown.status == "error"
+        assert shown.content.startswith("no such key: kkk")
+        assert not is_stand_in(shown.content)
+        [pointer] = s.get_all_pointers()
+        assert pointer.is_error
+
+
+def test_persist_tool_decides_on_a_stand_in_by_the_content_not_the_artifact(context_dir: Path) -> None:
+    @tool(response_format="content_and_artifact")
+    def chart(region: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> tuple[str, str]:
+        """A region's chart: a short caption, and the data behind it."""
+        return f"chart of {region}", BIG
+
+    model = chat(call("chart", "call-10", region="emea"), AIMessage(content="done"))
+    agent = create_agent(model, [persist_tool(chart, max_output_tokens=50)])
+    with session(context_dir) as s:
+        result = agent.invoke({"messages": [HumanMessage("chart emea")]})
+        [shown] = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+        assert shown.content == "chart of emea"
+        [context] = s.load_contexts(s.get_all_pointers())
+        assert context.result == {"content": "chart of emea", "artifact": BIG}
+
+
 def test_bad_options() -> None:
     with pytest.raises(ConfigError, match="max_output_tokens"):
         ToolContextMiddleware(max_output_tokens=0)

@@ -242,3 +242,21 @@ def test_a_selection_racing_a_clear_ranks_the_calls_it_started_with(context_dir:
             ["get_income_statements", "get_stock_price", "search_code", "get_weather", "run_tests"]
         )
         assert s.get_all_pointers() == []  # the clear itself took effect
+
+
+def test_a_search_racing_a_clear_and_a_new_call_finds_the_new_call(context_dir: Path) -> None:
+    # The index the search reads is the session's own: cleared, then holding a call saved after the
+    # clear, which the candidates listed at the start do not have.
+    from toolctx.selection import SelectionState, bm25
+
+    with session(context_dir) as s:
+        fill(s)
+        search = bm25()
+
+        def clear_save_then_search(state: SelectionState) -> list[Any]:
+            s.clear_pointers()
+            s.save_context("get_weather", {"city": "Oslo"}, "Snow in Oslo")
+            return search(state)
+
+        chosen = s.select_relevant_contexts("weather in Oslo", strategy=clear_save_then_search)
+        assert all(p.args == {"city": "Oslo"} for p in chosen)  # what it finds is the new call, and nothing raised

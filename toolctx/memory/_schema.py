@@ -42,6 +42,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
+from toolctx._internal import WARNING, log
 from toolctx.errors import ConfigError
 from toolctx.memory._items import MAX_ITEM_TYPE
 
@@ -333,7 +334,9 @@ def _use_wal(cursor: Any) -> None:
             mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
             if str(mode).lower() in ("wal", "memory"):  # already WAL (another process), or in memory
                 return
-            cursor.execute("PRAGMA journal_mode=WAL")
+            switched = cursor.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(switched).lower() != "wal":  # a file system without shared memory, say
+                log(WARNING, "sqlite_not_wal", journal_mode=str(switched), why="processes will wait on each other more")
             return
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) or time.monotonic() > deadline:

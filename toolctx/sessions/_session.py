@@ -325,15 +325,6 @@ class ContextSession:
         ``"none"``. ``call_id`` is the framework's id for the call (adapters set it),
         found again with :meth:`find_call`.
         """
-        if not isinstance(tool_name, str) or not tool_name:
-            raise ConfigError(f"tool_name must be a non-empty str, got {tool_name!r:.80}")
-        if not isinstance(args, Mapping):
-            raise ConfigError(f"args must be a mapping of argument names to values, got {type(args).__name__}")
-        if description is not None and not isinstance(description, str):
-            raise ConfigError(f"description must be a str, got {type(description).__name__}")
-        for name, value in (("query_id", query_id), ("call_id", call_id)):
-            if value is not None and not isinstance(value, str):
-                raise ConfigError(f"{name} must be a str or None, got {type(value).__name__}: {value!r:.80}")
         record = self._save(
             tool_name,
             args,
@@ -360,13 +351,18 @@ class ContextSession:
         threshold: int | None = None,
         call_id: str | None = None,
     ) -> Record:
-        """:meth:`save_context` without making the pointer (the adapters' path: they need the id only).
-
-        The types are not checked again here: ``save_context`` checks what users pass,
-        and the adapters pass their framework's strings and mappings.
-        """
+        """:meth:`save_context` without making the pointer (the adapters' path: they need the id only)."""
+        if not isinstance(tool_name, str) or not tool_name:
+            raise ConfigError(f"tool_name must be a non-empty str, got {tool_name!r:.80}")
+        if not isinstance(args, Mapping):
+            raise ConfigError(f"args must be a mapping of argument names to values, got {type(args).__name__}")
+        if description is not None and not isinstance(description, str):
+            raise ConfigError(f"description must be a str, got {type(description).__name__}")
         if task_id is not None:
             task_id = _task_id(task_id)
+        for name, value in (("query_id", query_id), ("call_id", call_id)):
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"{name} must be a str or None, got {type(value).__name__}: {value!r:.80}")
         args_json, args_notes = encode(args, sort_keys=True)
         redactor = self._saver.redactor
         if description is not None and redactor is not None:
@@ -514,7 +510,9 @@ class ContextSession:
                 ids = list(records)
 
             def make(pointer_id: str) -> ContextPointer:
-                return self._pointer(records[pointer_id])
+                # (an index search may also find a call saved after a clear: it is in the new records)
+                record = records.get(pointer_id) or self._saver.records[pointer_id]
+                return self._pointer(record)
 
             return Candidates(ids, make, everything=True)
         chosen: list[ContextPointer] = []
