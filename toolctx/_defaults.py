@@ -12,6 +12,7 @@ from toolctx.errors import ConfigError
 __all__ = [
     "ARGS_INLINE_LIMIT",
     "DEFAULT_CONTEXT_DIR",
+    "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MEMORY_BUDGET",
     "DEFAULT_THRESHOLD",
     "INDEX_PREVIEW_CHARS",
@@ -38,6 +39,10 @@ there is no usable home directory (``HOME`` unset, or no folder can be made
 there, as for many services and containers) they go to a per-user folder in the
 temporary directory, ``<tempdir>/toolctx-<uid>/context``.
 """
+DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+"""The largest request body the HTTP API accepts (``toolctx serve --max-body-bytes``): room for an item
+of :data:`~toolctx.memory.MAX_CONTENT_BYTES` (8 MiB) even when a client escapes every character of it
+in JSON (``\\uXXXX``, up to 12 bytes a character)."""
 
 
 def resolve_context_dir(context_dir: str | os.PathLike[str] | None) -> Path:

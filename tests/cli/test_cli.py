@@ -212,6 +212,9 @@ def test_serve_refuses_bad_options_by_name() -> None:
     code, _, err = invoke("serve", "--token", " padded ")
     assert code == 2
     assert "token" in err
+    code, _, err = invoke("serve", "--max-body-bytes", "0")
+    assert code == 2
+    assert "--max-body-bytes" in err
 
 
 def test_the_installed_command_runs_in_a_fresh_process(context_dir: Path, kept: str) -> None:
@@ -274,12 +277,14 @@ def test_a_database_that_cannot_be_reached_is_exit_code_4(postgres_url: str) -> 
 def test_serve_answers_with_the_dashboard_and_stops_cleanly(tmp_path: Path, memory_db: str) -> None:
     import socket
     import time
+    import urllib.error
     import urllib.request
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     command = [sys.executable, "-m", "toolctx.cli", "serve", "--db", memory_db, "--port", str(port)]
+    command += ["--max-body-bytes", "4096"]
     server = subprocess.Popen([*command, "--context-dir", str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -295,6 +300,15 @@ def test_serve_answers_with_the_dashboard_and_stops_cleanly(tmp_path: Path, memo
         assert [a["agent_id"] for a in agents] == ["worker"]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as page:
             assert b"ContextPanel" in page.read()
+        too_big = urllib.request.Request(
+            f"http://127.0.0.1:{port}/api/agents/worker/context/save",
+            data=orjson.dumps({"content": "x" * 10_000, "item_type": "TASK"}),
+            headers={"Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(too_big, timeout=2)
+        refused.value.close()
+        assert refused.value.code == 413  # --max-body-bytes reached the server
     finally:
         server.terminate()
         out, _ = server.communicate(timeout=30)

@@ -10,6 +10,7 @@ import orjson
 import typer
 
 import toolctx
+from toolctx._defaults import DEFAULT_MAX_BODY_BYTES
 from toolctx.cli._kept import context_pointers, list_sessions, read_context
 from toolctx.cli._memory import memory_app
 from toolctx.cli._output import (
@@ -200,6 +201,9 @@ def serve(
     allow_host: Annotated[
         list[str] | None, typer.Option(help="A Host name clients may use besides loopback names; repeat for more.")
     ] = None,
+    max_body_bytes: Annotated[
+        int, typer.Option(help="Largest request body accepted, in bytes; a larger one is refused with 413.")
+    ] = DEFAULT_MAX_BODY_BYTES,
 ) -> None:
     """Serve the HTTP API and the live dashboard (http://127.0.0.1:8765/ by default)."""
     try:
@@ -213,6 +217,7 @@ def serve(
         port=port,
         token=token,
         allow_hosts=allow_host or [],
+        max_body_bytes=max_body_bytes,
     )
     code = run(options, announce=lambda text: out.print(text, markup=False))
     if code:

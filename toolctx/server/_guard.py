@@ -27,6 +27,7 @@ import orjson
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from toolctx._defaults import DEFAULT_MAX_BODY_BYTES
 from toolctx.errors import ConfigError
 
 __all__ = ["ANY_HOST", "COOKIE_NAME", "DEFAULT_MAX_BODY_BYTES", "LOOPBACK_HOSTS", "Guard", "host_names", "token_bytes"]
@@ -35,9 +36,6 @@ __all__ = ["ANY_HOST", "COOKIE_NAME", "DEFAULT_MAX_BODY_BYTES", "LOOPBACK_HOSTS"
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 #: In ``allowed_hosts``: answer to any Host (a server reachable under names it cannot know).
 ANY_HOST = "*"
-#: Room for an item of :data:`~toolctx.memory.MAX_CONTENT_BYTES` (8 MiB) even when a
-#: client escapes every character of it in JSON (``\\uXXXX``, up to 12 bytes a character).
-DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 #: The dashboard's sign-in cookie: a digest of the token, set by ``GET /?token=<token>``.
 COOKIE_NAME = "toolctx_token"
 _SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
