@@ -81,6 +81,23 @@ def test_compacted_history_is_stored_and_reachable_by_handle(s: toolctx.ContextS
     assert ctx.spans[0].message_ids == span.message_ids
 
 
+def test_a_history_marker_brings_read_context_in_when_the_plugin_can_read_it(s: toolctx.ContextSession) -> None:
+    # The marker of compacted history names read_context: with the tool-output plugin registered, the
+    # model is offered it in the same call, whether or not any tool output was ever stood in for.
+    plugin = ToolOutputPlugin(session=s)
+    ctx = ContextAssembler(max_tokens=3000, counter=CharCounter(), session=s, preserve_recent=4)
+    ctx.register_plugin(plugin)
+    chat(ctx, 12)
+    prepared = run(ctx.prepare())
+    span = ctx.spans[0]
+    assert "read_context" in [t["function"]["name"] for t in prepared.tools]
+    assert prepared.budget.used == recount(prepared.to_openai(), prepared.tools, CharCounter())
+    assert "question 0 " in plugin.read(span.handle, 0, 10**6)
+    alone = ContextAssembler(max_tokens=3000, counter=CharCounter(), session=s, preserve_recent=4)
+    chat(alone, 12)
+    assert "read_context" not in [t["function"]["name"] for t in run(alone.prepare()).tools]  # nothing would serve it
+
+
 def test_a_summary_is_shown_with_the_marker_and_the_messages_stay_stored(s: toolctx.ContextSession) -> None:
     seen: list[list[HistoryMessage]] = []
 

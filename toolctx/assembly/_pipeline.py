@@ -20,6 +20,7 @@ from toolctx.assembly._pairing import Pairing, block_at
 from toolctx.assembly._plugins import compact_plugin, component_of, maybe_await, prepared_hook
 from toolctx.assembly._render import PreparedContext, context_block, sequence
 from toolctx.assembly._strategies import Candidate, CompactionPlan, StrategyInput
+from toolctx.assembly._tool_outputs import READ_CONTEXT_DEFINITION, ToolOutputPlugin
 from toolctx.assembly._types import (
     HISTORY,
     CompactionStep,
@@ -28,6 +29,7 @@ from toolctx.assembly._types import (
     ContextBudgetError,
     HistoryMessage,
 )
+from toolctx.compaction import READ_CONTEXT
 
 # The ContextAssembler whose parts these functions work on; not imported, since it imports this module.
 ContextAssembler = Any
@@ -84,6 +86,9 @@ def _tools(a: ContextAssembler) -> list[dict[str, Any]]:
             continue
         tools.extend(added)
         names.update(_tool_name(t) for t in added)
+    if a._spans and READ_CONTEXT not in names and any(isinstance(p, ToolOutputPlugin) for p in a._plugins.values()):
+        # A history marker names read_context: the plugin that reads it back offers it, stand-ins or not.
+        tools.append(READ_CONTEXT_DEFINITION)
     return tools
 
 
@@ -211,6 +216,7 @@ async def _history_step(
         else:
             a._spans.append(span)
         made.append(span)
+        draft.tools = _tools(a)  # (the first span brings read_context in)
         measure(a, draft)
         steps.append(
             CompactionStep(
