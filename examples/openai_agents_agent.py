@@ -16,7 +16,7 @@ from typing import Any
 
 from agents import Agent, RunConfig, Runner, function_tool
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
-from toolctx_openai_agents import compact_tool_outputs, persist_tools, read_context
+from toolctx_openai_agents import compact_tool_outputs, persist_tools, read_context, record_tool_errors
 
 import toolctx
 
@@ -57,7 +57,9 @@ async def main() -> None:
         ]
     )
     agent = Agent(name="analyst", model=model, tools=[*persist_tools([sales_report]), read_context])
-    config = RunConfig(call_model_input_filter=compact_tool_outputs(), tracing_disabled=True)
+    config = RunConfig(
+        call_model_input_filter=compact_tool_outputs(), tool_error_formatter=record_tool_errors(), tracing_disabled=True
+    )
     with tempfile.TemporaryDirectory(prefix="toolctx-agents-") as context_dir:
         with toolctx.session(context_dir) as s:
             result = await Runner.run(agent, "How much did region 0 make in January?", run_config=config)

@@ -6,11 +6,12 @@ session, with big outputs shown to the model as a restorable stand-in
 filter compacts older outputs the same way::
 
     from agents import Agent, RunConfig, Runner
-    from toolctx_openai_agents import compact_tool_outputs, persist_tools, read_context
+    from toolctx_openai_agents import compact_tool_outputs, persist_tools, read_context, record_tool_errors
 
     agent = Agent(name="analyst", tools=[*persist_tools(tools), read_context])
+    config = RunConfig(call_model_input_filter=compact_tool_outputs(), tool_error_formatter=record_tool_errors())
     with toolctx.session():
-        await Runner.run(agent, question, run_config=RunConfig(call_model_input_filter=compact_tool_outputs()))
+        await Runner.run(agent, question, run_config=config)
 
 Install with ``pip install 'toolctx[openai-agents]'``.
 """
@@ -27,7 +28,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
 from toolctx_openai_agents.assembly import assembled_input
 from toolctx_openai_agents.compaction import compact_tool_outputs
 from toolctx_openai_agents.hooks import ToolContextHooks
-from toolctx_openai_agents.tools import persist_tools, read_context, read_context_tool
+from toolctx_openai_agents.tools import persist_tools, read_context, read_context_tool, record_tool_errors
 
 __all__ = [
     "ToolContextHooks",
@@ -36,4 +37,5 @@ __all__ = [
     "persist_tools",
     "read_context",
     "read_context_tool",
+    "record_tool_errors",
 ]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from agents import FunctionTool, Tool, function_tool
+from agents.run_config import ToolErrorFormatter, ToolErrorFormatterArgs
 from agents.tool_context import ToolContext
 
 from toolctx import ContextSession
@@ -26,7 +28,14 @@ from toolctx.compaction import (
 from toolctx.standins import DEFAULT_READ_LIMIT, output_text
 from toolctx.standins import read_context as read_stored
 
-__all__ = ["conversation_of", "parse_arguments", "persist_tools", "read_context", "read_context_tool"]
+__all__ = [
+    "conversation_of",
+    "parse_arguments",
+    "persist_tools",
+    "read_context",
+    "read_context_tool",
+    "record_tool_errors",
+]
 
 
 def parse_arguments(arguments: str) -> dict[str, Any]:
@@ -82,6 +91,40 @@ read_context = read_context_tool()
 """The ``read_context`` tool over the current toolctx session."""
 
 
+_handled: ContextVar[list[Exception] | None] = ContextVar("toolctx_handled_tool_errors", default=None)
+"""Set by a persisted tool while it runs: where :func:`record_tool_errors` puts the exception it sees."""
+
+
+def record_tool_errors(formatter: ToolErrorFormatter | None = None) -> ToolErrorFormatter:
+    """A ``RunConfig.tool_error_formatter`` with which :func:`persist_tools` stores handled errors as errors.
+
+    When a function tool raises, the SDK answers the model with its failure
+    message and the exception stays inside the SDK; the run config's
+    ``tool_error_formatter`` is the public place it shows it (kind
+    ``"tool_exception"``, ``openai-agents`` 0.24 and later). With this formatter a
+    persisted tool's call is stored as an error (the exception's type and
+    message, redacted like everything else), so compaction leaves it whole;
+    without it, or on an older SDK, the call is stored with the failure message
+    as its output. Errors the SDK lets through (``failure_error_function=None``)
+    are stored as errors either way, and a tool's own ``failure_error_function``
+    is not shown to the formatter by the SDK, so its answer is stored as output.
+
+    ``formatter``: your own formatter, which still decides what the model is
+    told (return None for the SDK's default message).
+    """
+    if formatter is not None and not callable(formatter):
+        raise TypeError(f"formatter must be a RunConfig.tool_error_formatter (a function), got {formatter!r:.80}")
+
+    def record(args: ToolErrorFormatterArgs[Any]) -> str | Awaitable[str | None] | None:
+        seen = _handled.get()
+        error = getattr(args, "error", None)
+        if seen is not None and getattr(args, "kind", None) == "tool_exception" and isinstance(error, Exception):
+            seen.append(error)
+        return None if formatter is None else formatter(args)
+
+    return record
+
+
 class _Persisted:
     """The on_invoke_tool of a persisted FunctionTool."""
 
@@ -89,42 +132,20 @@ class _Persisted:
         self.name = tool.name
         self.get_session = get_session
         self.settings = settings
-        self.errors: dict[str, Exception] = {}
-        self.invoke = self._watch_errors(tool.on_invoke_tool)
-
-    def _watch_errors(self, invoker: Any) -> Callable[[ToolContext[Any], str], Any]:
-        """Also see exceptions the SDK turns into a message for the model, to record them.
-
-        The SDK's invoker catches a tool's exception and returns its failure message;
-        its inner implementation still raises. Where the invoker exposes that inner
-        step, a copy of the invoker runs a watched one; otherwise only exceptions the
-        SDK lets through are recorded as errors.
-        """
-        inner = getattr(invoker, "_invoke_tool_impl", None)
-        if inner is None:
-            return invoker  # type: ignore[no-any-return]
-        errors = self.errors
-
-        async def watched(ctx: ToolContext[Any], arguments: str) -> Any:
-            try:
-                return await inner(ctx, arguments)
-            except Exception as exc:
-                errors[ctx.tool_call_id] = exc
-                raise
-
-        watching = copy.copy(invoker)
-        watching._invoke_tool_impl = watched
-        return watching  # type: ignore[no-any-return]
+        self.invoke = tool.on_invoke_tool
 
     async def __call__(self, ctx: ToolContext[Any], arguments: str) -> Any:
         # The arguments are the model's JSON: the SDK passes its RunContextWrapper/ToolContext apart.
+        handled: list[Exception] = []  # what record_tool_errors sees the SDK answer the model for
+        watching = _handled.set(handled)
         try:
             output = await self.invoke(ctx, arguments)
         except Exception as exc:
-            self.errors.pop(ctx.tool_call_id, None)
             self._save(ctx, arguments, None, exc)
             raise
-        error = self.errors.pop(ctx.tool_call_id, None)
+        finally:
+            _handled.reset(watching)
+        error = handled[-1] if handled else None
         session, pointer = self._save(ctx, arguments, output, error)
         if session is None:
             return output
@@ -169,7 +190,10 @@ def persist_tools(
     ``max_output_tokens`` reaches the model as a stand-in with a ``ctx:<id>``
     handle (options: those of :class:`~toolctx.compaction.CompactionSettings`).
     Errors are stored, and the SDK's own error handling still decides what the
-    model sees; an output that could not be stored reaches the model whole. Other
+    model sees (for the SDK to show toolctx the errors it handles, run with
+    ``RunConfig(tool_error_formatter=record_tool_errors())``: see
+    :func:`record_tool_errors`); an output that could not be stored reaches the
+    model whole. Other
     tools (hosted, computer, ...) are returned unchanged.
     """
     if settings is not None and options:

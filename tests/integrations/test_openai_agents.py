@@ -5,18 +5,31 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from importlib import metadata
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pydantic
 import pytest
 from agents import Agent, RunConfig, Runner, function_tool
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
-from toolctx_openai_agents import ToolContextHooks, compact_tool_outputs, persist_tools, read_context
+from packaging.version import Version
+from toolctx_openai_agents import (
+    ToolContextHooks,
+    compact_tool_outputs,
+    persist_tools,
+    read_context,
+    record_tool_errors,
+)
 
 import toolctx
 from toolctx import ConfigError, session
 from toolctx.standins import is_stand_in
+
+# openai-agents shows a tool's exception to RunConfig.tool_error_formatter from 0.24 on.
+SDK_SHOWS_TOOL_ERRORS = Version(metadata.version("openai-agents")) >= Version("0.24")
+
 
 BIG = "".join(f"line {i}: quarterly revenue figures for region {i % 7}\n" for i in range(800))
 
@@ -131,6 +144,7 @@ def test_older_outputs_are_compacted_restorably(context_dir: Path) -> None:
             call_model_input_filter=compact_tool_outputs(
                 high_water=1_000, low_water=0, min_gain=0, cached_price=1.0, keep=2
             ),
+            tool_error_formatter=record_tool_errors(),
         )
         last = model.calls[-1]
         shown = outputs(last)
@@ -152,7 +166,7 @@ def test_older_outputs_are_compacted_restorably(context_dir: Path) -> None:
             for o in shown
         ]
         assert len(json.dumps(shown)) < len(json.dumps(full)) / 2
-        assert s.find_call("err").is_error  # type: ignore[union-attr]
+        assert s.find_call("err").is_error is SDK_SHOWS_TOOL_ERRORS  # type: ignore[union-attr]
 
 
 def test_outputs_stored_without_persist_tools_are_stored_when_compacted(context_dir: Path) -> None:
@@ -170,18 +184,84 @@ def test_outputs_stored_without_persist_tools_are_stored_when_compacted(context_
         assert s.load_contexts([s.find_call("c0")])[0].args == {"key": "k0"}  # type: ignore[list-item]
 
 
-def test_errors_are_recorded_and_the_sdks_handling_still_answers_the_model(context_dir: Path) -> None:
+@function_tool
+def broken_other(key: str) -> str:
+    """Always fails, differently."""
+    raise KeyError(f"other key {key}")
+
+
+def test_errors_the_sdk_handles_are_recorded_through_the_run_configs_error_formatter(context_dir: Path) -> None:
+    model = ScriptedModel(
+        [
+            [
+                function_call("broken", {"key": "zz"}, call_id="e1"),
+                function_call("broken_other", {"key": "yy"}, call_id="e2"),
+                function_call("lookup", {"key": "ok"}, call_id="e3"),
+            ],
+            [assistant_message("sorry")],
+        ]
+    )
+    agent = Agent(name="a", model=model, tools=persist_tools([broken, broken_other, lookup]))
+    with session(context_dir) as s:
+        run(agent, tool_error_formatter=record_tool_errors())
+        stored = {c.call_id: c for c in s.load_contexts(s.get_all_pointers())}
+    shown = {o["call_id"]: o["output"] for o in outputs(model.calls[1])}
+    assert "error occurred" in shown["e1"]  # the SDK's own handling still answers the model
+    assert stored["e3"].error is None
+    if SDK_SHOWS_TOOL_ERRORS:
+        # each parallel call gets its own exception, not its neighbour's
+        assert stored["e1"].error is not None
+        assert stored["e1"].error.type == "ValueError"
+        assert "no such key: zz" in stored["e1"].error.message
+        assert stored["e2"].error is not None
+        assert stored["e2"].error.type == "KeyError"
+        assert "other key yy" in stored["e2"].error.message
+    else:  # an older SDK never shows the formatter a tool's exception: stored as what the model read
+        assert stored["e1"].error is None
+        assert stored["e1"].result == shown["e1"]
+
+
+def test_without_the_error_formatter_a_handled_error_is_stored_as_what_the_model_read(context_dir: Path) -> None:
     model = ScriptedModel([[function_call("broken", {"key": "zz"}, call_id="e1")], [assistant_message("sorry")]])
     agent = Agent(name="a", model=model, tools=persist_tools([broken]))
     with session(context_dir) as s:
         run(agent)
-        [pointer] = s.get_all_pointers()
-        [stored] = s.load_contexts([pointer])
-    assert "error occurred" in outputs(model.calls[1])[0]["output"]
-    assert pointer.is_error
-    assert stored.error is not None
-    assert stored.error.type == "ValueError"
-    assert "no such key: zz" in stored.error.message
+        [stored] = s.load_contexts(s.get_all_pointers())
+    assert stored.error is None
+    assert stored.result == outputs(model.calls[1])[0]["output"]
+    assert "error occurred" in stored.result
+
+
+def test_your_own_error_formatter_still_decides_what_the_model_reads(context_dir: Path) -> None:
+    seen: list[str] = []
+
+    def mine(args: Any) -> str | None:
+        seen.append(args.kind)
+        return "the lookup failed; try another key" if args.kind == "tool_exception" else None
+
+    model = ScriptedModel([[function_call("broken", {"key": "zz"}, call_id="e1")], [assistant_message("sorry")]])
+    agent = Agent(name="a", model=model, tools=persist_tools([broken]))
+    with session(context_dir) as s:
+        run(agent, tool_error_formatter=record_tool_errors(mine))
+        [stored] = s.load_contexts(s.get_all_pointers())
+    shown = outputs(model.calls[1])[0]["output"]
+    if SDK_SHOWS_TOOL_ERRORS:
+        assert seen == ["tool_exception"]
+        assert shown == "the lookup failed; try another key"
+        assert stored.error is not None
+        assert "no such key: zz" in stored.error.message
+    else:
+        assert seen == []
+        assert stored.error is None
+        assert stored.result == shown
+
+
+def test_the_error_formatter_outside_a_persisted_tool_only_passes_through() -> None:
+    with pytest.raises(TypeError, match="tool_error_formatter"):
+        record_tool_errors("not a function")  # type: ignore[arg-type]
+    args = SimpleNamespace(kind="tool_exception", error=ValueError("x"))
+    assert record_tool_errors()(args) is None  # type: ignore[arg-type]
+    assert record_tool_errors(lambda a: "mine")(args) == "mine"  # type: ignore[arg-type]
 
 
 def test_an_error_the_sdk_lets_through_is_recorded_and_raised(context_dir: Path) -> None:
