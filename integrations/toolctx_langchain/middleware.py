@@ -7,6 +7,7 @@ import operator
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import orjson
 from langchain.agents.middleware import (
     AgentMiddleware,
     ExtendedModelResponse,
@@ -14,7 +15,8 @@ from langchain.agents.middleware import (
     ModelResponse,
     ToolCallRequest,
 )
-from langchain_core.messages import AnyMessage, ToolMessage
+from langchain_core.messages import AnyMessage, SystemMessage, ToolMessage
+from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from toolctx import ContextSession, ErrorInfo
@@ -31,6 +33,7 @@ from toolctx.compaction import (
     shown_output,
 )
 from toolctx.compaction import before_model_call as run_hook
+from toolctx.compaction._persist import PrefixSize
 from toolctx.standins import output_text
 from toolctx_langchain._messages import META, MessageAdapter, model_arguments, stand_in_metadata
 from toolctx_langchain.tools import read_context_tool, run_config, thread_of
@@ -90,6 +93,7 @@ class ToolContextMiddleware(AgentMiddleware):
         self.write_back = bool(write_back)
         self.session = session_resolver(session)
         self.compactor = Compactor(MessageAdapter(), self.settings, self.session)
+        self._prefix: PrefixSize[SystemMessage, BaseTool | dict[str, Any]] = PrefixSize(_system_text, _definition)
         self.tools = [read_context_tool(self.session)] if read_tool else []
 
     # -- tool calls ------------------------------------------------------------------
@@ -200,7 +204,9 @@ class ToolContextMiddleware(AgentMiddleware):
         try:
             config = run_config()
             session = self.session(thread_of(config))
-            offer = notes(session).offer_read_context  # as the Agents SDK does: decided before this call's edits
+            session_notes = notes(session)
+            session_notes.prefix_tokens = self._prefix(request.system_message, request.tools)
+            offer = session_notes.offer_read_context  # as the Agents SDK does: decided before this call's edits
             messages, edits = self.compactor.view(request.messages, thread_of(config, or_run=True), session)
             changed = (
                 [m for m, before in zip(messages, request.messages, strict=True) if m is not before] if edits else []
@@ -223,6 +229,27 @@ class ToolContextMiddleware(AgentMiddleware):
         if not keep_ids:
             return response
         return ExtendedModelResponse(model_response=response, command=Command(update={"messages": keep_ids}))
+
+
+def _system_text(message: SystemMessage) -> str:
+    return output_text(message.content)
+
+
+def _definition(tool: BaseTool | dict[str, Any]) -> bytes:
+    """What the model is sent for a tool, near enough: its name, description and arguments' schema.
+
+    (Not ``convert_to_openai_tool``: on a tool made per conversation, building the
+    exact definition costs milliseconds.) Nothing for ``read_context``: what
+    matters is the prompt before it is offered.
+    """
+    if isinstance(tool, BaseTool):
+        if tool.name == READ_CONTEXT:
+            return b""
+        try:
+            return orjson.dumps([tool.name, tool.description, tool.args], default=str)
+        except Exception:  # an arguments schema that cannot be read: name and description only
+            return orjson.dumps([tool.name, tool.description], default=str)
+    return orjson.dumps(tool, default=str)
 
 
 def _same(shown: list[AnyMessage], sent: Sequence[AnyMessage]) -> bool:

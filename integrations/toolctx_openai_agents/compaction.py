@@ -7,20 +7,24 @@ import json
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import Any
 
+import orjson
+from agents import FunctionTool, Tool
 from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
 
 from toolctx._internal import internal_error
 from toolctx.compaction import (
+    READ_CONTEXT,
     BeforeModelCall,
     CompactionSettings,
     Compactor,
     Item,
     SessionSource,
     ToolCall,
+    notes,
     session_resolver,
 )
 from toolctx.compaction import before_model_call as run_hook
-from toolctx.compaction._persist import estimated
+from toolctx.compaction._persist import PrefixSize, estimated
 from toolctx.standins import output_text
 from toolctx_openai_agents.tools import parse_arguments
 
@@ -79,6 +83,13 @@ class InputItemAdapter:
         return item
 
 
+def _definition(tool: Tool) -> bytes:
+    """What the model is sent for one of the agent's tools (nothing for ``read_context`` or a hosted tool)."""
+    if not isinstance(tool, FunctionTool) or tool.name == READ_CONTEXT:
+        return b""
+    return orjson.dumps([tool.name, tool.description, tool.params_json_schema], default=str)
+
+
 def _output_text(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": []}
 
@@ -131,12 +142,15 @@ def compact_tool_outputs(
     chosen = settings if settings is not None else CompactionSettings(**options)
     adapter = InputItemAdapter()
     compactor = Compactor(adapter, chosen, session_resolver(session))
+    prefix: PrefixSize[str, Tool] = PrefixSize(str, _definition)
 
-    def compacted(original: ModelInputData) -> ModelInputData:
+    def compacted(original: ModelInputData, agent: Any) -> ModelInputData:
         try:
             items = list(original.input)
             key = adapter.fingerprint(items[0]) if items else None
             session = compactor.session(None)
+            instructions = original.instructions if isinstance(original.instructions, str) else None
+            notes(session).prefix_tokens = prefix(instructions or None, getattr(agent, "tools", None) or ())
             shown, _ = compactor.view(items, key, session)
             run_hook(before_model_call, session)
             return ModelInputData(input=shown, instructions=original.instructions)
@@ -146,15 +160,15 @@ def compact_tool_outputs(
 
     def compact(data: CallModelData[Any]) -> ModelInputData | Awaitable[ModelInputData]:
         if after is None:
-            return compacted(data.model_data)
+            return compacted(data.model_data, data.agent)
         theirs = after(data)
         if inspect.isawaitable(theirs):
 
             async def later() -> ModelInputData:
-                return compacted(await theirs)
+                return compacted(await theirs, data.agent)
 
             return later()
-        return compacted(theirs)
+        return compacted(theirs, data.agent)
 
     compact.compactor = compactor  # type: ignore[attr-defined]
     return compact

@@ -344,6 +344,43 @@ def test_the_first_stand_in_waits_for_an_output_that_pays_for_the_cache_break(co
         assert is_stand_in(shown_output(settings, s, pointer, modest))
 
 
+def test_the_prompt_before_the_messages_counts_in_the_first_stand_ins_cache_break(context_dir: Path) -> None:
+    """The first stand-in changes the tool list, the start of the prompt: the system prompt and tools are re-sent too."""
+    settings = CompactionSettings(high_water=10**6, max_output_tokens=1000, head_chars=200, tail_chars=0)
+    with session(context_dir) as s:
+        loop = Loop(s, settings)
+        for i in range(12):
+            loop.step(("ls", {"command": f"ls {i}"}, output(i, 2000)))
+        shown, calls = notes(s).shown_tokens, notes(s).model_calls
+        big = "".join(f"{n}: a row of the report, with its fields\n" for n in range(3000))
+        freed = estimate_tokens(big) - settings.stand_in_tokens
+        assert freed * (1 + 0.1 * calls) > 0.9 * shown  # pays when only the messages are re-sent
+        prefix = int(freed * (1 + 0.1 * calls) / 0.9) - shown + 50  # ...not once a system prompt this long is
+        notes(s).prefix_tokens = prefix
+        pointer = persist_call(s, "report", {"month": "may"}, big, call_id="report")
+        assert shown_output(settings, s, pointer, big) is None
+        assert not notes(s).offer_read_context
+        notes(s).prefix_tokens = prefix - 100
+        assert is_stand_in(shown_output(settings, s, pointer, big))
+
+
+def test_the_first_batch_waits_until_it_pays_for_re_sending_the_system_prompt_too(context_dir: Path) -> None:
+    settings = CompactionSettings(high_water=3000, low_water=0, keep=1, min_gain=0)
+    with session(context_dir) as s:
+        loop = Loop(s, settings)
+        notes(s).prefix_tokens = 200_000  # a very long system prompt: the first batch never pays
+        for _ in range(12):
+            loop.step(("run", {"command": "pytest"}, output(loop.steps, 900)))
+        assert not any(loop.edits)
+        assert not notes(s).offer_read_context
+        assert loop.views[-1] == loop.messages
+        notes(s).prefix_tokens = 100  # a short one: it does (after the one call that brings read_context in)
+        loop.step(("run", {"command": "pytest"}, output(loop.steps, 900)))
+        assert notes(s).offer_read_context
+        loop.step(("run", {"command": "pytest"}, output(loop.steps, 900)))
+        assert loop.edits[-1] > 0
+
+
 def thought(i: int) -> str:
     return f"THOUGHT {i}: the failure comes from the parser, so I will look at how it reads the header. " * 5
 

@@ -62,11 +62,17 @@ def _takes_key(factory: Callable[..., ContextSession]) -> bool:
 
 @dataclass
 class Notes:
-    """Per session: whether the model may need ``read_context``, the question tool calls answer, the prompt's size."""
+    """Per session: whether the model may need ``read_context``, the question tool calls answer, the prompt's size.
+
+    The adapters set ``prefix_tokens`` on each model call: the first stand-in
+    brings ``read_context`` into the tool list, which comes first in the prompt,
+    so the whole prompt is sent again uncached once, not only the messages.
+    """
 
     offer_read_context: bool = False
     query_id: str | None = None
     shown_tokens: int = 0  # the conversation as the model was last shown it, estimated
+    prefix_tokens: int = 0  # what the model is sent before it (tool definitions, system prompt), estimated
     model_calls: int = 0  # model calls the conversation has had
 
     def question(self, text: str | None) -> None:

@@ -262,8 +262,10 @@ class Compactor(Generic[T]):
             # A batch breaks the prompt cache after its first edit, near the start: make it only if it frees
             # enough to pay for that (the oldest candidate comes first, so about all that is shown is re-sent).
             freed = min(conversation.available, wanted)
+            # (the first batch brings read_context into the tool list, at the very start of the prompt)
+            broken = conversation.shown + (0 if session_notes.offer_read_context else session_notes.prefix_tokens)
             if freed < settings.min_gain or not pays_for_cache_break(
-                freed, conversation.shown, conversation.model_calls, settings.cached_price
+                freed, broken, conversation.model_calls, settings.cached_price
             ):
                 return []
             if not session_notes.offer_read_context:

@@ -41,7 +41,9 @@ class CompactionSettings:
     for no prompt caching). An edit that breaks the cache, a batch or the first
     stand-in (it brings ``read_context`` into the tool list), is made only when
     it pays for itself by this price (:func:`pays_for_cache_break`), expecting a
-    conversation to go on for as many calls as it has had.
+    conversation to go on for as many calls as it has had. The first stand-in
+    counts the system prompt and the tool definitions among what is re-sent:
+    the tool list comes first in the prompt.
 
     ``preview_chars`` (0): characters of a compacted result kept after its
     marker; ``args_chars`` (300): a string argument longer than this is replaced,
