@@ -345,7 +345,7 @@ def test_the_first_stand_in_waits_for_an_output_that_pays_for_the_cache_break(co
 
 
 def test_the_prompt_before_the_messages_counts_in_the_first_stand_ins_cache_break(context_dir: Path) -> None:
-    """The first stand-in changes the tool list, the start of the prompt: the system prompt and tools are re-sent too."""
+    """The first stand-in changes the tool list, at the start of the prompt: system prompt and tools are re-sent."""
     settings = CompactionSettings(high_water=10**6, max_output_tokens=1000, head_chars=200, tail_chars=0)
     with session(context_dir) as s:
         loop = Loop(s, settings)
