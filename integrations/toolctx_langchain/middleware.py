@@ -33,7 +33,7 @@ from toolctx.compaction import (
     shown_output,
 )
 from toolctx.compaction import before_model_call as run_hook
-from toolctx.compaction._persist import PrefixSize
+from toolctx.compaction._prefix import PrefixSize
 from toolctx.standins import output_text
 from toolctx_langchain._messages import META, MessageAdapter, model_arguments, stand_in_metadata
 from toolctx_langchain.tools import read_context_tool, run_config, thread_of
@@ -93,7 +93,7 @@ class ToolContextMiddleware(AgentMiddleware):
         self.write_back = bool(write_back)
         self.session = session_resolver(session)
         self.compactor = Compactor(MessageAdapter(), self.settings, self.session)
-        self._prefix: PrefixSize[SystemMessage, BaseTool | dict[str, Any]] = PrefixSize(_system_text, _definition)
+        self._prefix: PrefixSize[SystemMessage, BaseTool | dict[str, Any]] = PrefixSize(_system_text, _tool_text)
         self.tools = [read_context_tool(self.session)] if read_tool else []
 
     # -- tool calls ------------------------------------------------------------------
@@ -235,21 +235,19 @@ def _system_text(message: SystemMessage) -> str:
     return output_text(message.content)
 
 
-def _definition(tool: BaseTool | dict[str, Any]) -> bytes:
+def _tool_text(tool: BaseTool | dict[str, Any]) -> bytes:
     """What the model is sent for a tool, near enough: its name, description and arguments' schema.
 
     (Not ``convert_to_openai_tool``: on a tool made per conversation, building the
     exact definition costs milliseconds.) Nothing for ``read_context``: what
-    matters is the prompt before it is offered.
+    matters is the prompt before it is offered. A tool given as a dict (one the
+    provider defines, say) counts as its JSON.
     """
     if isinstance(tool, BaseTool):
         if tool.name == READ_CONTEXT:
             return b""
-        try:
-            return orjson.dumps([tool.name, tool.description, tool.args], default=str)
-        except Exception:  # an arguments schema that cannot be read: name and description only
-            return orjson.dumps([tool.name, tool.description], default=str)
-    return orjson.dumps(tool, default=str)
+        return orjson.dumps([tool.name, tool.description, tool.args], default=str, option=orjson.OPT_NON_STR_KEYS)
+    return orjson.dumps(tool, default=str, option=orjson.OPT_NON_STR_KEYS)
 
 
 def _same(shown: list[AnyMessage], sent: Sequence[AnyMessage]) -> bool:

@@ -24,7 +24,8 @@ from toolctx.compaction import (
     session_resolver,
 )
 from toolctx.compaction import before_model_call as run_hook
-from toolctx.compaction._persist import PrefixSize, estimated
+from toolctx.compaction._persist import estimated
+from toolctx.compaction._prefix import PrefixSize
 from toolctx.standins import output_text
 from toolctx_openai_agents.tools import parse_arguments
 
@@ -83,8 +84,12 @@ class InputItemAdapter:
         return item
 
 
-def _definition(tool: Tool) -> bytes:
-    """What the model is sent for one of the agent's tools (nothing for ``read_context`` or a hosted tool)."""
+def _tool_text(tool: Tool) -> bytes:
+    """What the model is sent for one of the agent's tools, near enough; nothing for ``read_context``.
+
+    (Hosted tools are described by the provider; tools of MCP servers and handoffs
+    are not in ``agent.tools`` and go uncounted.)
+    """
     if not isinstance(tool, FunctionTool) or tool.name == READ_CONTEXT:
         return b""
     return orjson.dumps([tool.name, tool.description, tool.params_json_schema], default=str)
@@ -142,7 +147,7 @@ def compact_tool_outputs(
     chosen = settings if settings is not None else CompactionSettings(**options)
     adapter = InputItemAdapter()
     compactor = Compactor(adapter, chosen, session_resolver(session))
-    prefix: PrefixSize[str, Tool] = PrefixSize(str, _definition)
+    prefix: PrefixSize[str, Tool] = PrefixSize(str, _tool_text)
 
     def compacted(original: ModelInputData, agent: Any) -> ModelInputData:
         try:

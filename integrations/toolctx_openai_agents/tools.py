@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from collections.abc import Awaitable, Sequence
@@ -91,8 +92,9 @@ read_context = read_context_tool()
 """The ``read_context`` tool over the current toolctx session."""
 
 
-_handled: ContextVar[list[Exception] | None] = ContextVar("toolctx_handled_tool_errors", default=None)
-"""Set by a persisted tool while it runs: where :func:`record_tool_errors` puts the exception it sees."""
+_handled: ContextVar[tuple[object, list[Exception]] | None] = ContextVar("toolctx_handled_tool_error", default=None)
+"""Set by a persisted tool while it runs: its call's context, and where :func:`record_tool_errors` puts
+the exception the SDK shows for that call (not for a call of an agent this tool runs in turn)."""
 
 
 def record_tool_errors(formatter: ToolErrorFormatter | None = None) -> ToolErrorFormatter:
@@ -116,10 +118,15 @@ def record_tool_errors(formatter: ToolErrorFormatter | None = None) -> ToolError
         raise TypeError(f"formatter must be a RunConfig.tool_error_formatter (a function), got {formatter!r:.80}")
 
     def record(args: ToolErrorFormatterArgs[Any]) -> str | Awaitable[str | None] | None:
-        seen = _handled.get()
+        watched = _handled.get()
         error = getattr(args, "error", None)
-        if seen is not None and getattr(args, "kind", None) == "tool_exception" and isinstance(error, Exception):
-            seen.append(error)
+        if (
+            watched is not None
+            and watched[0] is getattr(args, "run_context", None)
+            and getattr(args, "kind", None) == "tool_exception"
+            and isinstance(error, Exception)
+        ):
+            watched[1].append(error)
         return None if formatter is None else formatter(args)
 
     return record
@@ -137,10 +144,10 @@ class _Persisted:
     async def __call__(self, ctx: ToolContext[Any], arguments: str) -> Any:
         # The arguments are the model's JSON: the SDK passes its RunContextWrapper/ToolContext apart.
         handled: list[Exception] = []  # what record_tool_errors sees the SDK answer the model for
-        watching = _handled.set(handled)
+        watching = _handled.set((ctx, handled))
         try:
             output = await self.invoke(ctx, arguments)
-        except Exception as exc:
+        except (Exception, asyncio.CancelledError) as exc:  # (cancelled: the SDK's tool timeout, say)
             self._save(ctx, arguments, None, exc)
             raise
         finally:
@@ -159,7 +166,7 @@ class _Persisted:
         return output if shown is None else shown
 
     def _save(
-        self, ctx: ToolContext[Any], arguments: str, output: Any, error: Exception | None
+        self, ctx: ToolContext[Any], arguments: str, output: Any, error: BaseException | None
     ) -> tuple[ContextSession | None, SavedCall | None]:
         """Store the call in the run's session; (None, None) if there is none to store it in."""
         try:
@@ -192,9 +199,9 @@ def persist_tools(
     Errors are stored, and the SDK's own error handling still decides what the
     model sees (for the SDK to show toolctx the errors it handles, run with
     ``RunConfig(tool_error_formatter=record_tool_errors())``: see
-    :func:`record_tool_errors`); an output that could not be stored reaches the
-    model whole. Other
-    tools (hosted, computer, ...) are returned unchanged.
+    :func:`record_tool_errors`); a call the SDK cancels (its tool timeout) is
+    stored as an error too. An output that could not be stored reaches the model
+    whole. Other tools (hosted, computer, ...) are returned unchanged.
     """
     if settings is not None and options:
         raise TypeError("pass either a CompactionSettings or its options by keyword, not both")

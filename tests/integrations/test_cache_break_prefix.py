@@ -34,7 +34,11 @@ LONG = "".join(f"Policy {n}: a customer may change a booking under rule {n}, wit
 
 
 def test_the_output_and_prompts_sit_either_side_of_the_break_even() -> None:
-    """The numbers the tests below rest on: the stand-in pays for itself after SHORT, not after LONG."""
+    """The numbers the tests below rest on: the stand-in pays for itself after SHORT, not after LONG.
+
+    The output comes after the first model call (1 call so far, expected 1 more);
+    100 tokens is room for the question, the call and the tool's definition.
+    """
     freed = estimate_tokens(REPORT) - SETTINGS.stand_in_tokens
     assert estimate_tokens(REPORT) > SETTINGS.max_output_tokens
     assert freed * (1 + SETTINGS.cached_price) > (1 - SETTINGS.cached_price) * (estimate_tokens(SHORT) + 100)
@@ -59,8 +63,7 @@ def test_langchain_counts_the_system_prompt(context_dir: Path, system: str, stoo
         prefix = notes(s).prefix_tokens
     shown = next(m for m in model.received[1] if isinstance(m, ToolMessage))
     assert is_stand_in(shown.content) is stood_in
-    assert prefix >= estimate_tokens(system)  # the system prompt, and the tool's definition
-    assert prefix > estimate_tokens(system) + estimate_tokens("bookings")
+    assert prefix > estimate_tokens(system) + estimate_tokens("bookings")  # the system prompt and the tool
 
 
 @function_tool

@@ -264,6 +264,43 @@ def test_the_error_formatter_outside_a_persisted_tool_only_passes_through() -> N
     assert record_tool_errors(lambda a: "mine")(args) == "mine"  # type: ignore[arg-type]
 
 
+def test_an_error_inside_an_agent_a_tool_runs_is_not_recorded_on_that_tool(context_dir: Path) -> None:
+    """The run config reaches nested agents: their tools' errors belong to their own calls, not the caller's."""
+    inner_model = ScriptedModel(
+        [[function_call("broken", {"key": "zz"}, call_id="i1")], [assistant_message("inner recovered: 42")]]
+    )
+    inner = Agent(name="inner", model=inner_model, tools=[broken])  # its tool is not persisted
+    outer_tool = inner.as_tool(tool_name="ask_inner", tool_description="Ask the inner agent.")
+    model = ScriptedModel(
+        [[function_call("ask_inner", {"input": "what is it?"}, call_id="o1")], [assistant_message("done")]]
+    )
+    agent = Agent(name="outer", model=model, tools=persist_tools([outer_tool]))
+    with session(context_dir) as s:
+        run(agent, tool_error_formatter=record_tool_errors())
+        [stored] = s.load_contexts(s.get_all_pointers())
+    assert stored.call_id == "o1"
+    assert stored.error is None
+    assert "inner recovered: 42" in str(stored.result)
+
+
+@function_tool(timeout=0.05)
+async def slow(key: str) -> str:
+    """Takes too long."""
+    await asyncio.sleep(30)
+    return key
+
+
+def test_a_call_the_sdk_times_out_is_stored_as_an_error(context_dir: Path) -> None:
+    model = ScriptedModel([[function_call("slow", {"key": "k"}, call_id="t1")], [assistant_message("too slow")]])
+    agent = Agent(name="a", model=model, tools=persist_tools([slow]))
+    with session(context_dir) as s:
+        run(agent)
+        [pointer] = s.get_all_pointers()
+    assert pointer.call_id == "t1"
+    assert pointer.is_error
+    assert "timed out" in outputs(model.calls[1])[0]["output"]  # what the model reads is the SDK's
+
+
 def test_an_error_the_sdk_lets_through_is_recorded_and_raised(context_dir: Path) -> None:
     model = ScriptedModel([[function_call("broken_loudly", {"key": "zz"}, call_id="e1")], [assistant_message("x")]])
     agent = Agent(name="a", model=model, tools=persist_tools([broken_loudly]))

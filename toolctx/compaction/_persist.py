@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from operator import is_
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from toolctx._internal import internal_error
 from toolctx._naming import handle
@@ -16,7 +15,7 @@ from toolctx.sessions import ContextSession
 from toolctx.standins import stand_in, stored_text
 from toolctx.tokens import estimate_tokens
 
-__all__ = ["PrefixSize", "SavedCall", "estimated", "estimated_once", "persist_call", "shown_output"]
+__all__ = ["SavedCall", "estimated", "persist_call", "shown_output"]
 
 _KEPT = 512  # recent texts whose estimate is remembered
 _KEPT_CHARS = 4096  # ...if they are this short (so at most about 2 MB is held)
@@ -38,55 +37,6 @@ def estimated(text: str | bytes) -> int:
             _estimates.clear()  # (dict operations are atomic: threads sharing it at worst estimate again)
         found = _estimates[text] = estimate_tokens(text)
     return found
-
-
-S = TypeVar("S")
-T = TypeVar("T")
-
-_PARTS_KEPT = 256  # tools and system prompts whose estimate is remembered
-_parts: dict[int, tuple[object, int]] = {}
-
-
-def estimated_once(part: T, text_of: Callable[[T], str | bytes]) -> int:
-    """The estimate of ``text_of(part)``, what the model is sent of ``part`` (a tool, a system prompt), once per part.
-
-    The same tool and system prompt objects come back on every model call, and
-    turning a tool into its definition costs more than estimating it.
-    """
-    found = _parts.get(id(part))
-    if found is not None and found[0] is part:
-        return found[1]
-    if len(_parts) >= _PARTS_KEPT:
-        _parts.clear()
-    tokens = estimate_tokens(text_of(part))
-    _parts[id(part)] = (part, tokens)
-    return tokens
-
-
-class PrefixSize(Generic[S, T]):
-    """The estimated tokens a model call sends before the messages: its system prompt and tool definitions.
-
-    That is what the first stand-in makes the provider read again uncached: it
-    brings ``read_context`` into the tool list, which comes first in the prompt.
-    ``system_text`` and ``tool_text`` give what the model is sent of each (a
-    tool's text may be empty: ``read_context`` itself, or a tool the provider
-    defines). The last system prompt and tools are remembered: a conversation
-    sends the same objects on every call.
-    """
-
-    def __init__(self, system_text: Callable[[S], str | bytes], tool_text: Callable[[T], str | bytes]) -> None:
-        self.system_text = system_text
-        self.tool_text = tool_text
-        self._last: tuple[S | None, tuple[T, ...], int] | None = None
-
-    def __call__(self, system: S | None, tools: Sequence[T]) -> int:
-        last = self._last
-        if last is not None and last[0] is system and len(last[1]) == len(tools) and all(map(is_, last[1], tools)):
-            return last[2]
-        tokens = 0 if system is None else estimated_once(system, self.system_text)
-        tokens += sum(estimated_once(tool, self.tool_text) for tool in tools)
-        self._last = (system, tuple(tools), tokens)
-        return tokens
 
 
 @dataclass(frozen=True, slots=True)
