@@ -115,11 +115,14 @@ class MessageAdapter:
                 is_error=item.status == "error",
             )
         if isinstance(item, AIMessage):
-            calls = tuple(ToolCall(str(c.get("id")), c["name"], c.get("args") or {}) for c in item.tool_calls)
-            tokens = estimated(text) + sum(
-                estimated(orjson.dumps(c.args, default=str)) + estimated(c.name) for c in calls
-            )
-            return Item(tokens, calls=calls, text=_said(item.content))
+            tokens = estimated(text)
+            calls = []
+            for c in item.tool_calls:
+                args, name = c.get("args") or {}, c["name"]
+                sent = orjson.dumps(args, default=str)
+                tokens += estimated(sent) + estimated(name)
+                calls.append(ToolCall(str(c.get("id")), name, args, len(sent)))
+            return Item(tokens, calls=tuple(calls), text=_said(item.content))
         return Item(estimated(text), question=text if isinstance(item, HumanMessage) else None)
 
     def apply(self, item: AnyMessage, text: str | None, args: Mapping[str, Mapping[str, Any]]) -> AnyMessage:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
+from functools import partial
 from typing import Any
 
 import orjson
@@ -43,6 +44,34 @@ def _as_dict(item: Any) -> dict[str, Any]:
     return dict(dump(exclude_unset=True)) if callable(dump) else dict(vars(item))
 
 
+class _Arguments(Mapping[str, Any]):
+    """A function call's arguments, parsed from the model's JSON when first read.
+
+    The policy reads a call's arguments only to stand in for long ones (or to
+    store a call no persisted tool saw): those of most calls never are.
+    """
+
+    __slots__ = ("_json", "_parsed")
+
+    def __init__(self, arguments: str) -> None:
+        self._json = arguments
+        self._parsed: dict[str, Any] | None = None
+
+    def _read(self) -> dict[str, Any]:
+        if self._parsed is None:
+            self._parsed = parse_arguments(self._json)
+        return self._parsed
+
+    def __getitem__(self, key: str) -> Any:
+        return self._read()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+
 class InputItemAdapter:
     """The policy's view of Responses-style input items (``function_call``, ``function_call_output``, messages)."""
 
@@ -54,18 +83,19 @@ class InputItemAdapter:
         return (_get(item, "type"), _get(item, "role"), _get(item, "call_id"), _get(item, "id"), len(content or ""))
 
     def describe(self, item: Any) -> Item:
-        kind = _get(item, "type")
+        get = item.get if isinstance(item, dict) else partial(getattr, item)  # (dicts: the usual form)
+        kind = get("type", None)
         if kind == "function_call":
-            arguments = str(_get(item, "arguments") or "")
-            name = str(_get(item, "name") or "")
-            call = ToolCall(str(_get(item, "call_id")), name, parse_arguments(arguments))
+            arguments = str(get("arguments", None) or "")
+            name = str(get("name", None) or "")
+            call = ToolCall(str(get("call_id", None)), name, _Arguments(arguments), len(arguments))
             return Item(estimated(arguments) + estimated(name), calls=(call,))
         if kind == "function_call_output":
-            text = output_text(_get(item, "output"))
-            return Item(estimated(text), result_of=str(_get(item, "call_id")), text=text)
-        content = _get(item, "content") or ""
+            text = output_text(get("output", None))
+            return Item(estimated(text), result_of=str(get("call_id", None)), text=text)
+        content = get("content", None) or ""
         text = output_text(content)
-        role = _get(item, "role")
+        role = get("role", None)
         if role == "assistant" and kind in (None, "message"):
             return Item(estimated(text), text=_said(content))
         question = text if role == "user" and kind in (None, "message") else None

@@ -515,3 +515,59 @@ def test_remembered_estimates_are_the_estimates() -> None:
         assert estimated(text.encode()) == estimate_tokens(text.encode())
     for n in range(1200):  # more texts than it keeps: it starts over and stays right
         assert estimated(f"line {n}") == estimate_tokens(f"line {n}")
+
+
+class _CountingArgs(dict[str, Any]):
+    """Arguments that count how often the policy reads them."""
+
+    reads = 0
+
+    def values(self) -> Any:
+        _CountingArgs.reads += 1
+        return super().values()
+
+    def items(self) -> Any:
+        _CountingArgs.reads += 1
+        return super().items()
+
+
+class _SizedAdapter(DictAdapter):
+    """Tells the policy how long each call's arguments were as sent, as the framework adapters do."""
+
+    def describe(self, item: Message) -> Any:
+        described = super().describe(item)
+        if not described.calls:
+            return described
+        calls = tuple(c._replace(args=_CountingArgs(c.args), size=len(json.dumps(c.args))) for c in described.calls)
+        return described._replace(calls=calls)
+
+
+def test_the_arguments_of_a_call_sent_short_are_never_read_for_long_ones(context_dir: Path) -> None:
+    settings = CompactionSettings(high_water=1000, low_water=0, keep=1, min_gain=0, cached_price=1.0)
+    with session(context_dir) as s:
+        loop = Loop(s, settings)
+        loop.compactor = Compactor(_SizedAdapter(), settings, s)
+        _CountingArgs.reads = 0
+        for _ in range(8):
+            loop.step(("run", {"command": "pytest -x"}, output(loop.steps, 900)))
+        assert any(loop.edits)  # old results were compacted...
+        assert _CountingArgs.reads == 0  # ...without reading arguments that cannot hold a long string
+        loop.step(("write", {"path": "a.py", "body": "x = 1\n" * 200}, "written"))
+        for _ in range(3):
+            loop.step(("run", {"command": "pytest -x"}, output(loop.steps, 900)))
+        written = next(
+            m
+            for m in loop.views[-1]
+            if m["role"] == "assistant" and m["calls"][0]["name"] == "shell" and "body" in m["calls"][0]["args"]
+        )
+        assert is_stand_in(written["calls"][0]["args"]["body"])  # a long one is still found and stood in for
+        assert _CountingArgs.reads > 0
+
+
+def test_notes_belong_to_their_session(context_dir: Path) -> None:
+    with session(context_dir / "a") as a, session(context_dir / "b") as b:
+        notes(a).offer_read_context = True
+        assert not notes(b).offer_read_context
+        assert notes(a).offer_read_context
+        notes(b).prefix_tokens = 7
+        assert (notes(a).prefix_tokens, notes(b).prefix_tokens) == (0, 7)

@@ -103,12 +103,13 @@ class HistoryItemAdapter:
             self.pinned_calls.update(c.id for c in item.tool_calls)
         said = item.content if item.role == "assistant" and not item.pinned else ""
         if item.tool_calls:
-            calls = tuple(ToolCall(c.id, c.name, c.arguments) for c in item.tool_calls)
-            tokens = estimate_tokens(item.content) + sum(
-                estimate_tokens(orjson.dumps(c.arguments, default=str)) + estimate_tokens(c.name)
-                for c in item.tool_calls
-            )
-            return Item(tokens, calls=calls, text=said)
+            tokens = estimate_tokens(item.content)
+            calls = []
+            for c in item.tool_calls:
+                sent = orjson.dumps(c.arguments, default=str)
+                tokens += estimate_tokens(sent) + estimate_tokens(c.name)
+                calls.append(ToolCall(c.id, c.name, c.arguments, len(sent)))
+            return Item(tokens, calls=tuple(calls), text=said)
         return Item(estimate_tokens(item.content), text=said, question=item.content if item.role == "user" else None)
 
     def apply(self, item: HistoryMessage, text: str | None, args: Mapping[str, Mapping[str, Any]]) -> HistoryMessage:

@@ -82,13 +82,21 @@ class Notes:
 _NOTES: weakref.WeakKeyDictionary[ContextSession, Notes] = weakref.WeakKeyDictionary()
 
 
+_last: tuple[weakref.ref[ContextSession], Notes] | None = None  # the session asked for last, and its notes
+
+
 def notes(session: ContextSession) -> Notes:
     """The notes kept for ``session`` (made on first use, gone with the session)."""
+    global _last
+    last = _last  # (one read: another thread may replace it, never half)
+    if last is not None and last[0]() is session:
+        return last[1]
     found = _NOTES.get(session)
     if found is None:
         # A session that already holds calls was resumed (a later turn, maybe in a new process): the
         # conversation may show handles from before, so read_context is offered from its first call.
         found = _NOTES.setdefault(session, Notes(offer_read_context=len(session) > 0))
+    _last = (weakref.ref(session), found)
     return found
 
 

@@ -35,11 +35,17 @@ _CONVERSATIONS = 64  # conversations remembered per compactor, least recently us
 
 
 class ToolCall(NamedTuple):  # (named tuples: made for every message, faster to build than frozen dataclasses)
-    """One tool call an item makes."""
+    """One tool call an item makes.
+
+    ``size``: the length of its arguments as sent (their JSON), which no string
+    argument can be longer than, so the arguments of a call with short ones are
+    never read to look for long ones; -1 if not known.
+    """
 
     id: str
     name: str
     args: Mapping[str, Any]
+    size: int = -1
 
 
 class Item(NamedTuple):
@@ -103,6 +109,7 @@ class _Conversation:
     results: dict[str, tuple[int, Item]] = field(default_factory=dict)  # call id -> (position, result)
     recent: deque[str] = field(default_factory=deque)  # results still inside the keep window
     texts: deque[tuple[int, str]] = field(default_factory=deque)  # (position, text): assistant text not yet old
+    said: dict[int, str] = field(default_factory=dict)  # position -> text: old assistant text, a candidate
     candidates: deque[tuple[str | int, int]] = field(default_factory=deque)  # (call id or text position, gain)
     available: int = 0  # estimated tokens all candidates would free
     model_calls: int = 0  # model calls made so far
@@ -248,7 +255,8 @@ class Compactor(Generic[T]):
             before = conversation.results[call_id][0] if call_id in conversation.results else -1
             while conversation.texts and conversation.texts[0][0] < before:  # assistant text older than it
                 position, text = conversation.texts.popleft()
-                self._candidate(conversation, position, estimated(text) - _TEXT_MARKER_TOKENS)
+                if self._candidate(conversation, position, estimated(text) - _TEXT_MARKER_TOKENS):
+                    conversation.said[position] = text
             self._candidate(conversation, call_id, self._estimated_gain(conversation, call_id))
         if now:
             if not conversation.available:
@@ -286,10 +294,12 @@ class Compactor(Generic[T]):
         self._apply(conversation, edits)
         return edits
 
-    def _candidate(self, conversation: _Conversation, unit: str | int, gain: int) -> None:
-        if gain > 0:
-            conversation.candidates.append((unit, gain))
-            conversation.available += gain
+    def _candidate(self, conversation: _Conversation, unit: str | int, gain: int) -> bool:
+        if gain <= 0:
+            return False
+        conversation.candidates.append((unit, gain))
+        conversation.available += gain
+        return True
 
     def _estimated_gain(self, conversation: _Conversation, call_id: str) -> int:
         self.operations += 1
@@ -305,11 +315,14 @@ class Compactor(Generic[T]):
         tokens = result.tokens if shown is None else estimated(shown)
         gain = max(0, tokens - _MARKER_TOKENS - settings.preview_chars // 4)
         call = self._call(conversation, call_id)
-        if call_id not in self.args:
+        if call_id not in self.args and self._may_have_long_args(call):
             for value in call.args.values():
                 if isinstance(value, str) and len(value) > settings.args_chars and not is_stand_in(value):
                     gain += max(0, estimated(value) - _ARG_STAND_IN_TOKENS - settings.args_preview_chars // 4)
         return gain
+
+    def _may_have_long_args(self, call: ToolCall) -> bool:
+        return call.size < 0 or call.size > self.settings.args_chars
 
     @staticmethod
     def _call(conversation: _Conversation, call_id: str) -> ToolCall:
@@ -344,7 +357,7 @@ class Compactor(Generic[T]):
         marker = result_marker(stored.id, call.name or result.tool or stored.tool_name, text, settings.preview_chars)
         new_result = marker if len(marker) < len(result.text) else None
         new_args: dict[str, Any] | None = None
-        for name, value in call.args.items():
+        for name, value in call.args.items() if self._may_have_long_args(call) else ():
             kept = stored.args.get(name)
             long = isinstance(value, str) and len(value) > settings.args_chars and not is_stand_in(value)
             if long and isinstance(kept, str):
@@ -358,7 +371,7 @@ class Compactor(Generic[T]):
 
     def _text_edit(self, conversation: _Conversation, session: ContextSession, position: int) -> Edit | None:
         """The marker for the old assistant text at ``position``, cut from its stored copy; None if not restorable."""
-        said = self.adapter.describe(conversation.emitted[position]).text
+        said = conversation.said.pop(position)
         try:
             if not conversation.task_known:  # read back under the same scope as the conversation's calls
                 newest = next(reversed(conversation.results), None)
@@ -378,8 +391,9 @@ class Compactor(Generic[T]):
     @staticmethod
     def _store_late(session: ContextSession, call: ToolCall, result: Item, task: int | str | None) -> SavedCall | None:
         """A result made without the adapter's tool hook (or before it): store it now, or give up (None)."""
+        args = call.args if isinstance(call.args, dict) else dict(call.args)
         return persist_call(
-            session, call.name or result.tool or "tool", call.args, result.text, call_id=call.id, task_id=task
+            session, call.name or result.tool or "tool", args, result.text, call_id=call.id, task_id=task
         )
 
     def _apply(self, conversation: _Conversation, edits: list[Edit]) -> None:
