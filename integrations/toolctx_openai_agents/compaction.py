@@ -71,6 +71,9 @@ class _Arguments(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self._read())
 
+    def __repr__(self) -> str:
+        return f"_Arguments({self._json!r:.80})"
+
 
 class InputItemAdapter:
     """The policy's view of Responses-style input items (``function_call``, ``function_call_output``, messages)."""

@@ -44,7 +44,7 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
     try:
         # (json, not orjson: orjson reads an integer past 64 bits as a float, losing digits)
         parsed = json.loads(arguments) if arguments and not arguments.isspace() else {}
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # (not JSON, or nested deeper than Python's parser goes)
         return {"arguments": arguments}
     return parsed if isinstance(parsed, dict) else {"arguments": parsed}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import re
 from pathlib import Path
@@ -571,3 +572,12 @@ def test_notes_belong_to_their_session(context_dir: Path) -> None:
         assert notes(a).offer_read_context
         notes(b).prefix_tokens = 7
         assert (notes(a).prefix_tokens, notes(b).prefix_tokens) == (0, 7)
+
+
+def test_a_new_session_gets_fresh_notes_after_the_last_one_is_gone(context_dir: Path) -> None:
+    with session(context_dir / "a") as a:
+        notes(a).prefix_tokens = 99
+    del a
+    gc.collect()
+    with session(context_dir / "b") as b:
+        assert notes(b).prefix_tokens == 0

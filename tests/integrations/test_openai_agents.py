@@ -385,3 +385,14 @@ def test_arguments_are_stored_as_the_model_wrote_them_even_past_64_bit_integers(
     }
     assert parse_arguments("  ") == {}
     assert parse_arguments("not json") == {"arguments": "not json"}
+
+
+def test_arguments_that_are_not_json_are_kept_as_they_came() -> None:
+    from toolctx_openai_agents.tools import parse_arguments
+
+    assert parse_arguments('{"a": 1}') == {"a": 1}
+    assert parse_arguments("") == {}
+    assert parse_arguments("not json") == {"arguments": "not json"}
+    assert parse_arguments("[1, 2]") == {"arguments": [1, 2]}
+    deep = "[" * 100_000  # deeper than Python's JSON parser recurses
+    assert parse_arguments(deep) == {"arguments": deep}

@@ -89,7 +89,7 @@ def notes(session: ContextSession) -> Notes:
     """The notes kept for ``session`` (made on first use, gone with the session)."""
     global _last
     last = _last  # (one read: another thread may replace it, never half)
-    if last is not None and last[0]() is session:
+    if last is not None and session is not None and last[0]() is session:  # (a dead ref gives None)
         return last[1]
     found = _NOTES.get(session)
     if found is None:

@@ -37,9 +37,10 @@ _CONVERSATIONS = 64  # conversations remembered per compactor, least recently us
 class ToolCall(NamedTuple):  # (named tuples: made for every message, faster to build than frozen dataclasses)
     """One tool call an item makes.
 
-    ``size``: the length of its arguments as sent (their JSON), which no string
-    argument can be longer than, so the arguments of a call with short ones are
-    never read to look for long ones; -1 if not known.
+    ``size``: the length of its arguments as sent (their JSON, in characters or
+    UTF-8 bytes), so the arguments of a call sent short are never read to look
+    for long ones. An adapter that gives it must give at least the length of
+    every string argument; -1 (the default) when not known.
     """
 
     id: str
@@ -357,21 +358,22 @@ class Compactor(Generic[T]):
         marker = result_marker(stored.id, call.name or result.tool or stored.tool_name, text, settings.preview_chars)
         new_result = marker if len(marker) < len(result.text) else None
         new_args: dict[str, Any] | None = None
-        for name, value in call.args.items() if self._may_have_long_args(call) else ():
-            kept = stored.args.get(name)
-            long = isinstance(value, str) and len(value) > settings.args_chars and not is_stand_in(value)
-            if long and isinstance(kept, str):
-                replacement = argument_stand_in(stored.id, name, kept, settings.args_preview_chars)
-                if len(replacement) < len(value):
-                    new_args = dict(call.args) if new_args is None else new_args
-                    new_args[name] = replacement
+        if self._may_have_long_args(call):
+            for name, value in call.args.items():
+                kept = stored.args.get(name)
+                long = isinstance(value, str) and len(value) > settings.args_chars and not is_stand_in(value)
+                if long and isinstance(kept, str):
+                    replacement = argument_stand_in(stored.id, name, kept, settings.args_preview_chars)
+                    if len(replacement) < len(value):
+                        new_args = dict(call.args) if new_args is None else new_args
+                        new_args[name] = replacement
         if new_result is None and new_args is None:
             return None
         return Edit(call_id, new_result, new_args)
 
     def _text_edit(self, conversation: _Conversation, session: ContextSession, position: int) -> Edit | None:
         """The marker for the old assistant text at ``position``, cut from its stored copy; None if not restorable."""
-        said = conversation.said.pop(position)
+        said = conversation.said.pop(position)  # (every text candidate's text is there, taken once)
         try:
             if not conversation.task_known:  # read back under the same scope as the conversation's calls
                 newest = next(reversed(conversation.results), None)
@@ -391,7 +393,7 @@ class Compactor(Generic[T]):
     @staticmethod
     def _store_late(session: ContextSession, call: ToolCall, result: Item, task: int | str | None) -> SavedCall | None:
         """A result made without the adapter's tool hook (or before it): store it now, or give up (None)."""
-        args = call.args if isinstance(call.args, dict) else dict(call.args)
+        args = call.args if isinstance(call.args, dict) else dict(call.args)  # (stored as a plain dict)
         return persist_call(
             session, call.name or result.tool or "tool", args, result.text, call_id=call.id, task_id=task
         )
