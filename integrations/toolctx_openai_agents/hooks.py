@@ -7,6 +7,7 @@ from typing import Any
 from agents import Agent, RunContextWrapper, RunHooks, Tool
 from agents.tool_context import ToolContext
 
+from toolctx._internal import internal_error
 from toolctx.compaction import READ_CONTEXT, CompactionSettings, SessionSource, notes, persist_call, session_resolver
 from toolctx.compaction._persist import estimated
 from toolctx.standins import output_text
@@ -36,11 +37,18 @@ class ToolContextHooks(RunHooks[Any]):
     async def on_tool_end(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object) -> None:
         if tool.name == READ_CONTEXT:
             return
-        arguments = context.tool_arguments if isinstance(context, ToolContext) else ""
-        call_id = context.tool_call_id if isinstance(context, ToolContext) else None
-        group = conversation_of(context)
-        session = self.session(None)
-        pointer = persist_call(session, tool.name, parse_arguments(arguments), result, call_id=call_id, task_id=group)
-        if pointer is not None and pointer.stored and estimated(output_text(result)) > self.settings.max_output_tokens:
-            # compact_tool_outputs shows this output as a stand-in: offer read_context in the same model call
-            notes(session).offer_read_context = True
+        try:
+            arguments = context.tool_arguments if isinstance(context, ToolContext) else ""
+            call_id = context.tool_call_id if isinstance(context, ToolContext) else None
+            session = self.session(None)
+            args = parse_arguments(arguments)
+            pointer = persist_call(session, tool.name, args, result, call_id=call_id, task_id=conversation_of(context))
+            if (
+                pointer is not None
+                and pointer.stored
+                and estimated(output_text(result)) > self.settings.max_output_tokens
+            ):
+                # compact_tool_outputs shows this output as a stand-in: offer read_context in the same model call
+                notes(session).offer_read_context = True
+        except Exception as exc:  # observing never breaks the run
+            internal_error(f"could not store a call of tool {tool.name!r}", exc)

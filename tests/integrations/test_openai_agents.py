@@ -396,3 +396,19 @@ def test_arguments_that_are_not_json_are_kept_as_they_came() -> None:
     assert parse_arguments("[1, 2]") == {"arguments": [1, 2]}
     deep = "[" * 100_000  # deeper than Python's JSON parser recurses
     assert parse_arguments(deep) == {"arguments": deep}
+
+
+def test_hooks_whose_session_cannot_be_opened_leave_the_run_alone() -> None:
+    def no_session() -> toolctx.ContextSession:
+        raise OSError("the context directory is gone")
+
+    model = ScriptedModel([[function_call("lookup", {"key": "x"}, call_id="h1")], [assistant_message("ok")]])
+    agent = Agent(name="a", model=model, tools=[lookup])
+    with pytest.warns(toolctx.ToolctxWarning, match="could not store a call of tool 'lookup'"):
+        result = asyncio.run(
+            Runner.run(
+                agent, "go", hooks=ToolContextHooks(session=no_session), run_config=RunConfig(tracing_disabled=True)
+            )
+        )
+    assert result.final_output == "ok"
+    assert outputs(model.calls[1])[0]["output"] == "value of x " * 200
