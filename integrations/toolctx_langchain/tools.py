@@ -132,14 +132,14 @@ class _PersistedTool:
         tool = self.tool
         try:
             current = self.get_session(thread_of(config))
-        except Exception as exc:  # a conversation's session that cannot be opened: the model gets the output
-            internal_error(f"could not open the session for a call of tool {tool.name!r}", exc)
+            args = model_arguments(tool, kwargs)
+            saved = persist_call(current, tool.name, args, output, error=error, task_id=thread_of(config, or_run=True))
+            if error is not None or not stand_in:
+                return None
+            shown = shown_output(self.settings, current, saved, output_text(text))  # measured as the model reads it
+        except Exception as exc:  # a session that cannot be opened, say: the model gets the output whole
+            internal_error(f"could not store a call of tool {tool.name!r}", exc)
             return text if error is None else None
-        args = model_arguments(tool, kwargs)
-        saved = persist_call(current, tool.name, args, output, error=error, task_id=thread_of(config, or_run=True))
-        if error is not None or not stand_in:
-            return None
-        shown = shown_output(self.settings, current, saved, output_text(text))  # measured as the model reads it
         return text if shown is None else shown
 
 

@@ -323,6 +323,23 @@ def test_persist_tool_without_the_middleware(context_dir: Path) -> None:
         persist_tool(lambda x: x)  # type: ignore[arg-type]
 
 
+def test_persist_tool_gives_the_output_whole_when_making_its_stand_in_fails(
+    context_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolctx_langchain import tools
+
+    def broken_stand_in(*args: Any) -> str:
+        raise RuntimeError("no stand-in today")
+
+    monkeypatch.setattr(tools, "shown_output", broken_stand_in)
+    persisted = persist_tool(fetch_report, max_output_tokens=500)
+    with session(context_dir) as s:
+        with pytest.warns(toolctx.ToolctxWarning, match="could not store a call"):
+            shown = persisted.invoke({"region": "emea"})
+        assert shown == BIG
+        assert [c.result for c in s.load_contexts(s.get_all_pointers())] == [BIG]
+
+
 @pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
 def test_persist_tool_on_a_tool_that_takes_its_call_id(context_dir: Path, use_async: bool) -> None:
     # LangChain runs such a tool only when invoked with the whole tool call: the wrapper must pass it on.
