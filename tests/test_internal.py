@@ -40,3 +40,23 @@ def test_an_escalated_warning_is_held_back_and_logged_never_raised() -> None:
     assert toolctx.testing.escalated_warnings() == ["the disk is full (OSError: [Errno 28] No space left on device)"]
     assert [entry["event"] for entry in logs] == ["internal_error", "warning_escalated"]
     assert logs[1]["log_level"] == "error"
+
+
+def test_logging_that_fails_never_breaks_the_tool(context_dir: Path) -> None:
+    """An application whose structlog output is gone (a closed stream) still gets its tools' results."""
+    closed = open(context_dir / "log.txt", "w")  # noqa: SIM115 - closed on purpose
+    closed.close()
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=closed))
+    try:
+
+        @persist_context
+        def lookup(key: str) -> dict[str, str]:
+            return {"key": key, "value": "v" * 100}
+
+        with session(context_dir / "ctx") as s:
+            assert lookup("a") == {"key": "a", "value": "v" * 100}
+            with pytest.warns(ToolctxWarning):
+                assert isinstance(odd_tool(), object)  # an internal error reported while logging is broken
+            assert len(s.get_all_pointers()) == 2
+    finally:
+        structlog.reset_defaults()

@@ -58,9 +58,17 @@ def log_enabled(level: int) -> bool:
 
 
 def log(level: int, event: str, **fields: Any) -> None:
-    """Emit one structured event, e.g. ``log(DEBUG, "saved", tool="search", id="...")``."""
-    if log_enabled(level):
-        getattr(_logger(), _METHODS[level])(event, **fields)
+    """Emit one structured event, e.g. ``log(DEBUG, "saved", tool="search", id="...")``.
+
+    Never raises: an event the application's logging cannot take (a closed
+    stream, a broken pipe, a failing processor) is dropped, not passed on to the
+    tool call that caused it.
+    """
+    try:
+        if log_enabled(level):
+            getattr(_logger(), _METHODS[level])(event, **fields)
+    except Exception:  # logging must never break the call it describes
+        pass
 
 
 def internal_error(message: str, exc: BaseException | None = None, **fields: Any) -> None:
@@ -82,6 +90,8 @@ def internal_error(message: str, exc: BaseException | None = None, **fields: Any
     except Warning:  # the caller's filters escalated it: never raise into the tool call
         _escalated.append(text)
         log(ERROR, "warning_escalated", message=text)
+    except Exception:  # a warnings hook that fails: the event is logged already
+        pass
 
 
 _escalated: deque[str] = deque(maxlen=1000)  # the newest escalated warnings, oldest first
@@ -113,7 +123,10 @@ def _own_dirs() -> tuple[str, ...]:
     """The folders of toolctx and its framework adapters (located, not imported)."""
     dirs = [os.path.dirname(__file__)]
     for adapter in ("toolctx_langchain", "toolctx_openai_agents"):
-        spec = importlib.util.find_spec(adapter)
+        try:
+            spec = importlib.util.find_spec(adapter)
+        except (ImportError, ValueError):  # (a stand-in module without a spec, in a test, say)
+            continue
         if spec is not None and spec.submodule_search_locations:
             dirs.extend(spec.submodule_search_locations)
     return tuple(os.path.join(d, "") for d in dirs)
