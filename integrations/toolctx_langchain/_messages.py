@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -16,7 +17,7 @@ from toolctx.compaction import Item, ToolCall
 from toolctx.compaction._persist import estimated
 from toolctx.standins import output_text
 
-__all__ = ["META", "MessageAdapter", "model_arguments", "stand_in_metadata"]
+__all__ = ["META", "MessageAdapter", "as_sent", "model_arguments", "stand_in_metadata"]
 
 META = "toolctx"
 
@@ -98,6 +99,14 @@ def model_arguments(tool: BaseTool | None, args: Mapping[str, Any]) -> dict[str,
     return {k: v for k, v in args.items() if k not in drop and not isinstance(v, _INJECTED_TYPES)}
 
 
+def as_sent(args: Any) -> bytes:
+    """A call's arguments as the provider is sent them (JSON), near enough to measure."""
+    try:
+        return orjson.dumps(args, default=str)
+    except TypeError:  # (orjson's JSONEncodeError): an integer past 64 bits, say
+        return json.dumps(args, default=str, ensure_ascii=False).encode()
+
+
 class MessageAdapter:
     """The policy's view of LangChain messages (tool calls are in ``AIMessage.tool_calls``)."""
 
@@ -119,7 +128,7 @@ class MessageAdapter:
             calls = []
             for c in item.tool_calls:
                 args, name = c.get("args") or {}, c["name"]
-                sent = orjson.dumps(args, default=str)
+                sent = as_sent(args)
                 tokens += estimated(sent) + estimated(name)
                 calls.append(ToolCall(str(c.get("id")), name, args, len(sent)))
             return Item(tokens, calls=tuple(calls), text=_said(item.content))

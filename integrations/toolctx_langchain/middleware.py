@@ -7,7 +7,6 @@ import operator
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-import orjson
 from langchain.agents.middleware import (
     AgentMiddleware,
     ExtendedModelResponse,
@@ -35,7 +34,7 @@ from toolctx.compaction import (
 from toolctx.compaction import before_model_call as run_hook
 from toolctx.compaction._prefix import PrefixSize
 from toolctx.standins import output_text
-from toolctx_langchain._messages import META, MessageAdapter, model_arguments, stand_in_metadata
+from toolctx_langchain._messages import META, MessageAdapter, as_sent, model_arguments, stand_in_metadata
 from toolctx_langchain.tools import read_context_tool, run_config, thread_of
 
 __all__ = ["ToolContextMiddleware"]
@@ -246,8 +245,8 @@ def _tool_text(tool: BaseTool | dict[str, Any]) -> bytes:
     if isinstance(tool, BaseTool):
         if tool.name == READ_CONTEXT:
             return b""
-        return orjson.dumps([tool.name, tool.description, tool.args], default=str, option=orjson.OPT_NON_STR_KEYS)
-    return orjson.dumps(tool, default=str, option=orjson.OPT_NON_STR_KEYS)
+        return as_sent([tool.name, tool.description, tool.args])
+    return as_sent(tool)
 
 
 def _same(shown: list[AnyMessage], sent: Sequence[AnyMessage]) -> bool:

@@ -171,14 +171,13 @@ class _Persisted:
         """Store the call in the run's session; (None, None) if there is none to store it in."""
         try:
             session = self.get_session(None)
+            args = parse_arguments(arguments)
+            call_id = getattr(ctx, "tool_call_id", None)  # (a plain RunContextWrapper, invoked directly, has none)
+            group = conversation_of(ctx)
         except Exception as exc:
-            internal_error(f"could not open the session for a call of tool {self.name!r}", exc)
+            internal_error(f"could not store a call of tool {self.name!r}", exc)
             return None, None
-        args = parse_arguments(arguments)
-        group = conversation_of(ctx)
-        return session, persist_call(
-            session, self.name, args, output, error=error, call_id=ctx.tool_call_id, task_id=group
-        )
+        return session, persist_call(session, self.name, args, output, error=error, call_id=call_id, task_id=group)
 
 
 def persist_tools(

@@ -298,6 +298,33 @@ def test_a_history_edited_elsewhere_is_read_again(context_dir: Path) -> None:
                 assert m["text"] == kept[m["id"]]
 
 
+def test_a_call_that_fails_half_way_leaves_no_item_twice_in_the_next(context_dir: Path) -> None:
+    """An adapter sends its input unchanged when compaction fails; the next call must still be whole and single."""
+
+    class Flaky(DictAdapter):
+        fail_on: str | None = None
+
+        def describe(self, item: Message) -> Any:
+            if item["id"] == self.fail_on:
+                self.fail_on = None
+                raise OSError("a one-off failure")
+            return super().describe(item)
+
+    with session(context_dir) as s:
+        loop = Loop(s)
+        adapter = Flaky()
+        loop.compactor = Compactor(adapter, SMALL, s)
+        for _ in range(4):
+            loop.step(("run", {"command": "pytest"}, output(loop.steps)))
+        loop.messages.append(asks(99, ("c99", "shell", {"command": "ls"})))
+        loop.messages.append(answer("c99", "a.py", "shell"))
+        adapter.fail_on = "tc99"  # the second of the two new items
+        with pytest.raises(OSError, match="one-off"):
+            loop.compactor.view(list(loop.messages))
+        shown = loop.call_model()
+        assert [m["id"] for m in shown] == [m["id"] for m in loop.messages]
+
+
 def test_settings_are_checked() -> None:
     with pytest.raises(ConfigError, match="low_water"):
         CompactionSettings(high_water=10, low_water=20)

@@ -491,3 +491,27 @@ def test_a_json_schema_tool_keeps_every_argument_the_model_gave() -> None:
     schema = {"type": "object", "properties": {"q": {"type": "string"}}}
     lookup = StructuredTool(name="lookup", description="Look up.", args_schema=schema, func=lambda **kw: "ok")
     assert model_arguments(lookup, {"q": "x", "root": 1}) == {"q": "x", "root": 1}
+
+
+@tool
+def order_lookup(n: int) -> str:
+    """Look an order up."""
+    return f"order {n}"
+
+
+def test_a_call_with_an_integer_past_64_bits_is_measured_and_compaction_goes_on(context_dir: Path) -> None:
+    from toolctx_langchain.middleware import MessageAdapter
+
+    asked = AIMessage(content="", tool_calls=[{"name": "order_lookup", "args": {"n": 2**70}, "id": "n1"}])
+    described = MessageAdapter().describe(asked)
+    assert described.tokens > 0
+    assert described.calls[0].args == {"n": 2**70}
+    # in a run, the calls after it are still compacted
+    steps: list[Any] = [asked, *(call("lookup", f"c{i}", key=f"k{i}") for i in range(6))]
+    model = chat(*steps, AIMessage(content="done"))
+    middleware = ToolContextMiddleware(high_water=500, low_water=0, min_gain=0, cached_price=1.0, keep=1)
+    agent = create_agent(model, [lookup, order_lookup], middleware=[middleware])
+    with session(context_dir):
+        agent.invoke({"messages": [HumanMessage("go")]})
+    last = [m for m in model.received[-1] if isinstance(m, ToolMessage)]
+    assert any(is_stand_in(m.content) for m in last)

@@ -412,3 +412,20 @@ def test_hooks_whose_session_cannot_be_opened_leave_the_run_alone() -> None:
         )
     assert result.final_output == "ok"
     assert outputs(model.calls[1])[0]["output"] == "value of x " * 200
+
+
+def test_a_persisted_tool_invoked_outside_a_run_still_answers(context_dir: Path) -> None:
+    """Called directly with a plain RunContextWrapper (no tool call id), as a test of the user's might."""
+    from agents import FunctionTool, RunContextWrapper
+
+    async def answer(ctx: Any, arguments: str) -> str:
+        return "the answer"
+
+    plain = FunctionTool(name="plain", description="d", params_json_schema={}, on_invoke_tool=answer)
+    [persisted] = persist_tools([plain])
+    assert isinstance(persisted, FunctionTool)
+    with session(context_dir) as s:
+        assert asyncio.run(persisted.on_invoke_tool(RunContextWrapper(None), "{}")) == "the answer"  # type: ignore[arg-type]
+        [pointer] = s.get_all_pointers()
+    assert pointer.tool_name == "plain"
+    assert pointer.call_id is None

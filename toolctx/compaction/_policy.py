@@ -155,7 +155,13 @@ class Compactor(Generic[T]):
         if session is None:
             session = self.session(key if isinstance(key, str) else None)
         with self._lock:
-            return self._view(items, key, session, now)
+            try:
+                return self._view(items, key, session, now)
+            except BaseException:
+                # Half taken in, the conversation would show some items twice next time: read it again
+                # from the start then (the decisions made per call id are kept, so it comes out the same).
+                self._conversations.pop(key, None)
+                raise
 
     def _view(
         self, items: Sequence[T], key: Hashable, session: ContextSession, now: bool = False
