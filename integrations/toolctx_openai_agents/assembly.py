@@ -17,6 +17,7 @@ from typing import Any
 from agents import FunctionTool
 from agents.run_config import CallModelData, ModelInputData
 
+from toolctx._internal import internal_error
 from toolctx.assembly import CONTEXT_ID, SYSTEM_ID, ContextAssembler, HistoryMessage, PreparedContext
 from toolctx.standins import output_text
 from toolctx_openai_agents.compaction import InputItemAdapter, _as_dict, _get
@@ -142,6 +143,22 @@ def assembled_input(assembler: AssemblerSource) -> Callable[[CallModelData[Any]]
 
     async def prepare(data: CallModelData[Any]) -> ModelInputData:
         chosen = assembler if isinstance(assembler, ContextAssembler) else assembler()
+        for last_try in (False, True):
+            try:
+                return await prepared(chosen, data)
+            except Exception as exc:
+                # Rebuilt from the start once (another filter may have filled the assembler's history first);
+                # then the model gets the input as it is: assembling never makes a model call fail.
+                mirrors.pop(id(chosen), None)
+                try:
+                    chosen.clear_history()
+                except Exception as cleared:
+                    internal_error("could not clear the assembler's history", cleared)
+                if last_try:
+                    internal_error("could not assemble the model's input; sending it as it is", exc)
+        return data.model_data
+
+    async def prepared(chosen: ContextAssembler, data: CallModelData[Any]) -> ModelInputData:
         items = list(data.model_data.input)
         held = mirrors.get(id(chosen))
         mirror = held[1] if held is not None and held[0] is chosen else _Mirror()

@@ -136,3 +136,69 @@ def test_the_agents_sdk_runner_sends_what_the_assembler_prepared(tmp_path: Path)
         assert any(is_stand_in(text) for text in shown)  # old results or old turns left the prompt restorably
         assert outputs[-1]["output"] == OUTPUT
         assert ctx.get_budget().used <= 3000
+
+
+def test_a_new_middleware_each_turn_over_one_assembler_still_assembles(tmp_path: Path) -> None:
+    """A server that builds its agent per request: the assembler's history was filled by the previous middleware."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver = InMemorySaver()
+    config: Any = {"configurable": {"thread_id": "chat-1"}}
+    with toolctx.session(tmp_path / "ctx") as s:
+        ctx, _ = assembler(s)
+        for turn in range(2):
+            model = ScriptedChat(
+                responses=[AIMessage(content="")],
+                steps=[
+                    AIMessage(content="", tool_calls=[{"name": "table", "args": {"n": turn}, "id": f"t{turn}"}]),
+                    AIMessage(content=f"answer {turn}"),
+                ],
+                received=[],
+            )
+            agent = create_agent(
+                model, [table], middleware=[AssemblerMiddleware(ctx, max_output_tokens=100_000)], checkpointer=saver
+            )
+            result = agent.invoke({"messages": [HumanMessage(f"question {turn}")]}, config)
+            assert result["messages"][-1].content == f"answer {turn}"
+            last = model.received[-1]
+            assert last[-1].content.startswith("<plan>")  # assembled, not sent as it was
+        assert [m.content for m in last if isinstance(m, HumanMessage)][-1] == "question 1"
+
+
+def test_a_request_the_assembler_cannot_take_is_sent_as_it_is(tmp_path: Path) -> None:
+    """A provider's own tool (a dict the assembler cannot count as a function): the model still gets its call."""
+    model = ScriptedChat(responses=[AIMessage(content="")], steps=[AIMessage(content="fine")], received=[])
+    with toolctx.session(tmp_path / "ctx") as s:
+        ctx, _ = assembler(s)
+        agent = create_agent(
+            model,
+            [table, {"type": "web_search_preview"}],
+            middleware=[AssemblerMiddleware(ctx, max_output_tokens=100_000)],
+        )
+        with pytest.warns(toolctx.ToolctxWarning, match="could not assemble"):
+            result = agent.invoke({"messages": [HumanMessage("hello")]})
+    assert result["messages"][-1].content == "fine"
+    assert [m.content for m in model.received[0]] == ["hello"]
+
+
+def test_a_new_input_filter_each_run_over_one_assembler_still_assembles(tmp_path: Path) -> None:
+    from agents import SQLiteSession
+
+    @function_tool
+    def sdk_rows(n: int) -> str:
+        """Rows of a table."""
+        return OUTPUT
+
+    conversation = SQLiteSession("chat-1")
+    with toolctx.session(tmp_path / "ctx") as s:
+        ctx, _ = assembler(s)
+        for turn in range(2):
+            model = ScriptedModel(
+                [[function_call("sdk_rows", {"n": turn}, call_id=f"c{turn}")], [assistant_message(f"answer {turn}")]]
+            )
+            agent = Agent(name="a", model=model, tools=[*persist_tools([sdk_rows], max_output_tokens=100_000)])
+            config = RunConfig(tracing_disabled=True, call_model_input_filter=assembled_input(ctx))
+            result = asyncio.run(Runner.run(agent, f"question {turn}", session=conversation, run_config=config))
+            assert result.final_output == f"answer {turn}"
+            items = [dict(i) if isinstance(i, dict) else i for i in model.calls[-1].input]
+            assert str(items[-1]["content"]).startswith("<plan>")  # assembled, not sent as it was
