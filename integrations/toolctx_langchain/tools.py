@@ -63,6 +63,8 @@ class _PersistedTool:
         self.settings = settings
         self.get_session = get_session
         self.call_id_key = _tool_call_id_key(tool)
+        # A tool that returns content and an artifact hands the artifact on only when invoked with a tool call.
+        self.artifact = tool.response_format == "content_and_artifact"
         # Errors reach the wrapper to be stored as errors; the copy's handlers (the tool's own) format them.
         self.inner = tool.model_copy(update={"handle_tool_error": False, "handle_validation_error": False})
 
@@ -72,7 +74,7 @@ class _PersistedTool:
         except Exception as exc:
             self._stored(config, kwargs, None, exc, None)
             raise
-        return self._finished(config, kwargs, output)
+        return self._returned(self._finished(config, kwargs, output))
 
     async def arun(self, config: RunnableConfig, **kwargs: Any) -> Any:
         try:
@@ -80,14 +82,24 @@ class _PersistedTool:
         except Exception as exc:
             self._stored(config, kwargs, None, exc, None)
             raise
-        return self._finished(config, kwargs, output)
+        return self._returned(self._finished(config, kwargs, output))
+
+    def _returned(self, shown: Any) -> Any:
+        """What the copy returns: for a tool of content and artifact, the pair its own tool message would carry."""
+        if self.artifact and isinstance(shown, ToolMessage):
+            return shown.content, shown.artifact
+        return shown
 
     def _given(self, kwargs: dict[str, Any]) -> Any:
-        """What the tool is invoked with: the whole tool call when it takes the call's id (LangChain's rule)."""
+        """What the tool is invoked with: the whole tool call when it takes the call's id (LangChain's rule)
+        or returns content and an artifact (LangChain hands the artifact on only then)."""
         key = self.call_id_key
-        if key is None or not isinstance(kwargs.get(key), str):
-            return kwargs
-        return {"args": kwargs, "name": self.tool.name, "type": "tool_call", "id": kwargs[key]}
+        call_id = kwargs.get(key) if key is not None else None
+        if not isinstance(call_id, str):
+            if not self.artifact:
+                return kwargs
+            call_id = "toolctx"  # (only the tool's own message carries it; the copy's message has the real one)
+        return {"args": kwargs, "name": self.tool.name, "type": "tool_call", "id": call_id}
 
     def _finished(self, config: RunnableConfig, kwargs: dict[str, Any], output: Any) -> Any:
         """What the model gets: the output or its stand-in. A tool call's message and a Command keep their form."""
@@ -202,6 +214,7 @@ def persist_tool(
         func=persisted.run,
         coroutine=persisted.arun,
         return_direct=tool.return_direct,
+        response_format=tool.response_format,
         handle_tool_error=tool.handle_tool_error,
         handle_validation_error=tool.handle_validation_error,
         tags=tool.tags,

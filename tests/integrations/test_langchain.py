@@ -515,3 +515,26 @@ def test_a_call_with_an_integer_past_64_bits_is_measured_and_compaction_goes_on(
         agent.invoke({"messages": [HumanMessage("go")]})
     last = [m for m in model.received[-1] if isinstance(m, ToolMessage)]
     assert any(is_stand_in(m.content) for m in last)
+
+
+@tool(response_format="content_and_artifact")
+def chart(region: str) -> tuple[str, dict[str, Any]]:
+    """A revenue chart: its text for the model, its data as an artifact."""
+    return BIG, {"points": [1, 2, 3], "region": region}
+
+
+def test_persist_tool_keeps_the_artifact_of_a_tool_of_content_and_artifact(context_dir: Path) -> None:
+    model = chat(call("chart", "a1", region="emea"), AIMessage(content="done"))
+    agent = create_agent(model, [persist_tool(chart, max_output_tokens=500)])
+    with session(context_dir) as s:
+        result = agent.invoke({"messages": [HumanMessage("chart it")]})
+        [stored] = s.load_contexts(s.get_all_pointers())
+    [message] = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert message.tool_call_id == "a1"
+    assert message.artifact == {"points": [1, 2, 3], "region": "emea"}  # the framework's state keeps it
+    assert is_stand_in(message.content)  # the model reads a stand-in for the big text
+    assert stored.result == {"content": BIG, "artifact": {"points": [1, 2, 3], "region": "emea"}}
+    with session(context_dir):
+        plain = persist_tool(chart).invoke({"region": "x"})  # without a tool call: the content only, as LangChain does
+    assert isinstance(plain, str)
+    assert is_stand_in(plain)
