@@ -191,7 +191,9 @@ class AssemblerMiddleware(AgentMiddleware):
         if request.system_message is not None and not assembler.get_system_prompt():
             assembler.set_system_prompt(output_text(request.system_message.content))
         tools = [t for t in request.tools if _name(t) != READ_CONTEXT]
-        assembler.set_tools([self._definition(t) for t in tools])
+        definitions = [self._definition(t) for t in tools]
+        # (a tool the provider defines, {"type": "web_search_preview"} say, has no function to count)
+        assembler.set_tools([d for d in definitions if isinstance(d.get("function", d).get("name"), str)])
 
     def _definition(self, tool: Any) -> dict[str, Any]:
         key: Hashable = id(tool)

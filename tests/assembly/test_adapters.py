@@ -165,8 +165,7 @@ def test_a_new_middleware_each_turn_over_one_assembler_still_assembles(tmp_path:
         assert [m.content for m in last if isinstance(m, HumanMessage)][-1] == "question 1"
 
 
-def test_a_request_the_assembler_cannot_take_is_sent_as_it_is(tmp_path: Path) -> None:
-    """A provider's own tool (a dict the assembler cannot count as a function): the model still gets its call."""
+def test_a_providers_own_tool_is_sent_but_not_counted(tmp_path: Path) -> None:
     model = ScriptedChat(responses=[AIMessage(content="")], steps=[AIMessage(content="fine")], received=[])
     with toolctx.session(tmp_path / "ctx") as s:
         ctx, _ = assembler(s)
@@ -175,10 +174,24 @@ def test_a_request_the_assembler_cannot_take_is_sent_as_it_is(tmp_path: Path) ->
             [table, {"type": "web_search_preview"}],
             middleware=[AssemblerMiddleware(ctx, max_output_tokens=100_000)],
         )
-        with pytest.warns(toolctx.ToolctxWarning, match="could not assemble"):
-            result = agent.invoke({"messages": [HumanMessage("hello")]})
+        result = agent.invoke({"messages": [HumanMessage("hello")]})
+        assert [t["function"]["name"] for t in ctx.get_tools()] == ["table"]
     assert result["messages"][-1].content == "fine"
-    assert [m.content for m in model.received[0]] == ["hello"]
+    assert model.received[0][-1].content.startswith("<plan>")  # assembled
+
+
+def test_a_conversation_the_assembler_cannot_take_is_sent_as_it_is(tmp_path: Path) -> None:
+    """Arguments the assembler refuses (an infinite number, not JSON): the model still gets its call, whole."""
+    asked = AIMessage(content="", tool_calls=[{"name": "table", "args": {"n": float("inf")}, "id": "t1"}])
+    model = ScriptedChat(responses=[AIMessage(content="")], steps=[AIMessage(content="fine")], received=[])
+    with toolctx.session(tmp_path / "ctx") as s:
+        ctx, _ = assembler(s)
+        agent = create_agent(model, [table], middleware=[AssemblerMiddleware(ctx, max_output_tokens=100_000)])
+        history = [HumanMessage("hello"), asked, ToolMessage("rows", tool_call_id="t1"), HumanMessage("and?")]
+        with pytest.warns(toolctx.ToolctxWarning, match="could not assemble"):
+            result = agent.invoke({"messages": history})
+    assert result["messages"][-1].content == "fine"
+    assert [m.content for m in model.received[0]] == ["hello", "", "rows", "and?"]
 
 
 def test_a_new_input_filter_each_run_over_one_assembler_still_assembles(tmp_path: Path) -> None:
