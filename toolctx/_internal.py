@@ -13,6 +13,7 @@ failures of toolctx itself are also reported as a :class:`ToolctxWarning`, which
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import logging
@@ -64,11 +65,9 @@ def log(level: int, event: str, **fields: Any) -> None:
     stream, a broken pipe, a failing processor) is dropped, not passed on to the
     tool call that caused it.
     """
-    try:
+    with contextlib.suppress(Exception):  # logging must never break the call it describes
         if log_enabled(level):
             getattr(_logger(), _METHODS[level])(event, **fields)
-    except Exception:  # logging must never break the call it describes
-        pass
 
 
 def internal_error(message: str, exc: BaseException | None = None, **fields: Any) -> None:
@@ -90,8 +89,8 @@ def internal_error(message: str, exc: BaseException | None = None, **fields: Any
     except Warning:  # the caller's filters escalated it: never raise into the tool call
         _escalated.append(text)
         log(ERROR, "warning_escalated", message=text)
-    except Exception:  # a warnings hook that fails: the event is logged already
-        pass
+    except Exception as failed:  # a warnings hook that fails: the event itself is logged already
+        log(ERROR, "warning_failed", message=text, error=type(failed).__name__)
 
 
 _escalated: deque[str] = deque(maxlen=1000)  # the newest escalated warnings, oldest first

@@ -26,8 +26,8 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from toolctx._internal import internal_error
 from toolctx.assembly import CONTEXT_ID, SYSTEM_ID, ContextAssembler, HistoryMessage, PreparedContext
+from toolctx.assembly._adapting import start_over
 from toolctx.compaction import READ_CONTEXT, CompactionSettings
 from toolctx.standins import output_text
 from toolctx_langchain._messages import MessageAdapter
@@ -133,7 +133,7 @@ class AssemblerMiddleware(AgentMiddleware):
                 sent = self._request(assembler, request, run_sync(assembler.prepare()))
                 break
             except Exception as exc:
-                self._forget(assembler, exc, last_try)
+                start_over(assembler, self._mirrors, exc, last_try)
         return handler(sent)
 
     async def awrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[Any]]) -> Any:
@@ -145,24 +145,8 @@ class AssemblerMiddleware(AgentMiddleware):
                 sent = self._request(assembler, request, await assembler.prepare())
                 break
             except Exception as exc:
-                self._forget(assembler, exc, last_try)
+                start_over(assembler, self._mirrors, exc, last_try)
         return await handler(sent)
-
-    def _forget(self, assembler: ContextAssembler, exc: Exception, last_try: bool) -> None:
-        """After a failure: the assembler's copy of the conversation is rebuilt from the start (tried once).
-
-        Another middleware may have filled the assembler's history first (one made
-        per turn over the same assembler, say). If it fails again, the model gets
-        the conversation as it is: assembling is an optimisation, never the reason
-        a model call fails.
-        """
-        self._mirrors.pop(id(assembler), None)
-        try:
-            assembler.clear_history()
-        except Exception as cleared:
-            internal_error("could not clear the assembler's history", cleared)
-        if last_try:
-            internal_error("could not assemble the model's context; sending the conversation as it is", exc)
 
     def _assembler(self) -> ContextAssembler:
         if isinstance(self.assembler, ContextAssembler):

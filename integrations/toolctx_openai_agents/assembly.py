@@ -17,8 +17,8 @@ from typing import Any
 from agents import FunctionTool
 from agents.run_config import CallModelData, ModelInputData
 
-from toolctx._internal import internal_error
 from toolctx.assembly import CONTEXT_ID, SYSTEM_ID, ContextAssembler, HistoryMessage, PreparedContext
+from toolctx.assembly._adapting import start_over
 from toolctx.standins import output_text
 from toolctx_openai_agents.compaction import InputItemAdapter, _as_dict, _get
 from toolctx_openai_agents.tools import parse_arguments
@@ -147,15 +147,7 @@ def assembled_input(assembler: AssemblerSource) -> Callable[[CallModelData[Any]]
             try:
                 return await prepared(chosen, data)
             except Exception as exc:
-                # Rebuilt from the start once (another filter may have filled the assembler's history first);
-                # then the model gets the input as it is: assembling never makes a model call fail.
-                mirrors.pop(id(chosen), None)
-                try:
-                    chosen.clear_history()
-                except Exception as cleared:
-                    internal_error("could not clear the assembler's history", cleared)
-                if last_try:
-                    internal_error("could not assemble the model's input; sending it as it is", exc)
+                start_over(chosen, mirrors, exc, last_try)
         return data.model_data
 
     async def prepared(chosen: ContextAssembler, data: CallModelData[Any]) -> ModelInputData:
