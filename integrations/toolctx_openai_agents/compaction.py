@@ -97,10 +97,11 @@ class InputItemAdapter:
             text = output_text(get("output", None))
             return Item(estimated(text), result_of=str(get("call_id", None)), text=text)
         content = get("content", None) or ""
-        text = output_text(content)
         role = get("role", None)
         if role == "assistant" and kind in (None, "message"):
-            return Item(estimated(text), text=_said(content))
+            said = _said(content)  # (what the model reads of it: the text, not its blocks' JSON)
+            return Item(estimated(said or output_text(content)), text=said)
+        text = output_text(content)
         question = text if role == "user" and kind in (None, "message") else None
         return Item(estimated(text), question=question)
 
@@ -136,6 +137,9 @@ def _said(content: Any) -> str:
     """An assistant message's text; empty if it holds anything but text (a refusal, say)."""
     if isinstance(content, str):
         return content
+    if len(content) == 1 and isinstance(content[0], dict):  # (the usual form: one block)
+        only = content[0]
+        return str(only.get("text", "")) if only.get("type") == "output_text" else ""
     blocks = [block if isinstance(block, dict) else _as_dict(block) for block in content]
     if not blocks or not all(b.get("type") == "output_text" for b in blocks):
         return ""

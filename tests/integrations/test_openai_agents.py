@@ -429,3 +429,24 @@ def test_a_persisted_tool_invoked_outside_a_run_still_answers(context_dir: Path)
         [pointer] = s.get_all_pointers()
     assert pointer.tool_name == "plain"
     assert pointer.call_id is None
+
+
+def test_an_assistant_message_is_measured_by_the_text_the_model_reads() -> None:
+    from toolctx_openai_agents.compaction import InputItemAdapter
+
+    from toolctx.tokens import estimate_tokens
+
+    adapter = InputItemAdapter()
+    said = "I will look at the failing test first. " * 20
+    block = {"type": "output_text", "text": said, "annotations": []}
+    one = {"type": "message", "role": "assistant", "content": [block]}
+    halves = [{**block, "text": said[:400]}, {"type": "output_text", "text": said[400:]}]
+    two = {"type": "message", "role": "assistant", "content": halves}
+    for item in (one, two):
+        described = adapter.describe(item)
+        assert described.text == said
+        assert described.tokens == estimate_tokens(said)  # not the JSON of its content blocks
+    refusal = {"role": "assistant", "content": [{"type": "refusal", "refusal": "I cannot help with that."}]}
+    described = adapter.describe(refusal)
+    assert described.text == ""  # nothing the policy may stand in for
+    assert described.tokens > 0
