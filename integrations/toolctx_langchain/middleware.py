@@ -34,7 +34,7 @@ from toolctx.compaction import (
 from toolctx.compaction import before_model_call as run_hook
 from toolctx.compaction._prefix import PrefixSize
 from toolctx.standins import output_text
-from toolctx_langchain._messages import META, MessageAdapter, as_sent, model_arguments, stand_in_metadata
+from toolctx_langchain._messages import MessageAdapter, as_sent, model_arguments, stand_in_metadata
 from toolctx_langchain.tools import read_context_tool, run_config, thread_of
 
 __all__ = ["ToolContextMiddleware"]
@@ -179,8 +179,7 @@ class ToolContextMiddleware(AgentMiddleware):
             return message
         shown = shown_output(self.settings, session, pointer, text)
         if shown is None:
-            meta = {**message.response_metadata, META: {"id": pointer.id, "stand_in": False}}
-            return message.model_copy(update={"response_metadata": meta})
+            return message  # (found again by its tool call id: session.find_call)
         meta = stand_in_metadata(message.response_metadata, id=pointer.id, stand_in=True)
         return message.model_copy(update={"content": shown, "response_metadata": meta})
 

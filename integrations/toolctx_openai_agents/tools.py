@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
+import orjson
 from agents import FunctionTool, Tool, function_tool
 from agents.run_config import ToolErrorFormatter, ToolErrorFormatterArgs
 from agents.tool_context import ToolContext
@@ -41,12 +42,27 @@ __all__ = [
 
 def parse_arguments(arguments: str) -> dict[str, Any]:
     """The tool call's arguments: they arrive as a JSON string, which may be empty or broken."""
+    if not arguments or arguments.isspace():
+        return {}
     try:
-        # (json, not orjson: orjson reads an integer past 64 bits as a float, losing digits)
-        parsed = json.loads(arguments) if arguments and not arguments.isspace() else {}
-    except (ValueError, RecursionError):  # (not JSON, or nested deeper than Python's parser goes)
-        return {"arguments": arguments}
+        parsed = orjson.loads(arguments)  # (faster than json, above all the first time in a while)
+        if _has_float(parsed):  # orjson reads an integer past 64 bits as a float, losing digits: json does not
+            parsed = json.loads(arguments)
+    except orjson.JSONDecodeError:  # what orjson refuses and json may read: NaN, lone surrogates, deep nesting
+        try:
+            parsed = json.loads(arguments)
+        except (ValueError, RecursionError):  # (not JSON, or nested deeper than Python's parser goes)
+            return {"arguments": arguments}
     return parsed if isinstance(parsed, dict) else {"arguments": parsed}
+
+
+def _has_float(value: Any) -> bool:
+    kind = type(value)
+    if kind is dict:
+        return any(map(_has_float, value.values()))
+    if kind is list:
+        return any(map(_has_float, value))
+    return kind is float
 
 
 def conversation_of(context: object) -> str | None:

@@ -298,6 +298,9 @@ def test_several_calls_in_one_step_and_non_string_results(context_dir: Path) -> 
     seen = {m.tool_call_id: m for m in model.received[1] if isinstance(m, ToolMessage)}
     assert not is_stand_in(seen["t1"].content)
     assert is_stand_in(seen["t3"].content)  # the 2,000-row table was too big
+    # what is shown whole is the tool's own message: nothing added to the state the graph keeps
+    assert seen["t1"].response_metadata == {}
+    assert seen["t2"].artifact == {"points": list(range(50))}
 
 
 def test_a_tool_used_outside_any_session_lands_in_the_default_one() -> None:

@@ -383,8 +383,23 @@ def test_arguments_are_stored_as_the_model_wrote_them_even_past_64_bit_integers(
         "n": 123456789012345678901234567890,
         "x": -9223372036854775809,
     }
+    assert parse_arguments('{"deep": [{"n": 18446744073709551616}], "f": 0.1}') == {
+        "deep": [{"n": 18446744073709551616}],
+        "f": 0.1,
+    }
     assert parse_arguments("  ") == {}
     assert parse_arguments("not json") == {"arguments": "not json"}
+
+
+def test_arguments_python_reads_as_json_are_read_as_python_does() -> None:
+    import math
+
+    from toolctx_openai_agents.tools import parse_arguments
+
+    assert math.isnan(parse_arguments('{"x": NaN}')["x"])
+    assert parse_arguments('{"x": Infinity}') == {"x": math.inf}
+    assert parse_arguments('{"s": "\\ud800"}') == {"s": "\ud800"}  # a lone surrogate, as the model wrote it
+    assert parse_arguments('{"s": "caf\u00e9", "k": [1, {"a": null}]}') == {"s": "café", "k": [1, {"a": None}]}
 
 
 def test_arguments_that_are_not_json_are_kept_as_they_came() -> None:
