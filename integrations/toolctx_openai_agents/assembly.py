@@ -10,7 +10,6 @@ change are passed on as they came; the run's own history is never changed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,7 +20,7 @@ from toolctx.assembly import CONTEXT_ID, SYSTEM_ID, ContextAssembler, HistoryMes
 from toolctx.assembly._adapting import start_over
 from toolctx.standins import output_text
 from toolctx_openai_agents.compaction import InputItemAdapter, _as_dict, _get
-from toolctx_openai_agents.tools import parse_arguments
+from toolctx_openai_agents.tools import arguments_json, parse_arguments
 
 __all__ = ["assembled_input"]
 
@@ -115,9 +114,7 @@ def _items(prepared: PreparedContext, mirror: _Mirror) -> tuple[list[Any], str |
                 base = (
                     _as_dict(by_call[call.id]) if call.id in by_call else {"type": "function_call", "name": call.name}
                 )
-                out.append(
-                    {**base, "call_id": call.id, "arguments": json.dumps(dict(call.arguments), ensure_ascii=False)}
-                )
+                out.append({**base, "call_id": call.id, "arguments": arguments_json(call.arguments)})
         elif shown.role == "assistant" and original and _get(original[0], "role") == "assistant":
             out.append(_EDIT.apply(original[0], shown.content, {}))  # old text compacted: a marker, same item
         else:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from functools import partial
 from typing import Any
@@ -28,7 +27,7 @@ from toolctx.compaction import before_model_call as run_hook
 from toolctx.compaction._persist import estimated
 from toolctx.compaction._prefix import PrefixSize
 from toolctx.standins import output_text
-from toolctx_openai_agents.tools import parse_arguments
+from toolctx_openai_agents.tools import arguments_json, parse_arguments
 
 __all__ = ["InputItemAdapter", "compact_tool_outputs"]
 
@@ -111,7 +110,7 @@ class InputItemAdapter:
             return {**_as_dict(item), "output": text}
         call_id = str(_get(item, "call_id"))
         if kind == "function_call" and call_id in args:
-            return {**_as_dict(item), "arguments": json.dumps(dict(args[call_id]), ensure_ascii=False)}
+            return {**_as_dict(item), "arguments": arguments_json(args[call_id])}
         if text is not None and _get(item, "role") == "assistant":
             content = text if isinstance(_get(item, "content"), str) else [_output_text(text)]
             return {**_as_dict(item), "content": content}
@@ -188,7 +187,7 @@ def compact_tool_outputs(
 
     def compacted(original: ModelInputData, agent: Any) -> ModelInputData:
         try:
-            items = list(original.input)
+            items = original.input  # (read, never changed: the items sent are a new list)
             key = adapter.fingerprint(items[0]) if items else None
             session = compactor.session(None)
             instructions = original.instructions if isinstance(original.instructions, str) else None

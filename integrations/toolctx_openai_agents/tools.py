@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -54,6 +54,17 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
         except (ValueError, RecursionError):  # (not JSON, or nested deeper than Python's parser goes)
             return {"arguments": arguments}
     return parsed if isinstance(parsed, dict) else {"arguments": parsed}
+
+
+def arguments_json(args: Mapping[str, Any]) -> str:
+    """Arguments as the JSON string a function call carries (what :func:`parse_arguments` reads back)."""
+    plain = dict(args)
+    if not _has_float(plain):  # (orjson writes NaN as null: floats go through json, which keeps them)
+        try:
+            return orjson.dumps(plain).decode()
+        except TypeError:  # (orjson's JSONEncodeError): an integer past 64 bits, say
+            pass
+    return json.dumps(plain, ensure_ascii=False)
 
 
 def _has_float(value: Any) -> bool:

@@ -402,6 +402,20 @@ def test_arguments_python_reads_as_json_are_read_as_python_does() -> None:
     assert parse_arguments('{"s": "caf\u00e9", "k": [1, {"a": null}]}') == {"s": "café", "k": [1, {"a": None}]}
 
 
+def test_arguments_written_back_read_as_they_were() -> None:
+    import math
+
+    from toolctx_openai_agents.tools import arguments_json, parse_arguments
+
+    for args in (
+        {"command": "cat <<'EOF' > a.py\nprint('café')\nEOF", "n": 3, "flag": None},
+        {"big": 123456789012345678901234567890, "nested": [{"x": -(2**70)}]},
+        {"f": 0.1, "g": 1e300},
+    ):
+        assert parse_arguments(arguments_json(args)) == args
+    assert math.isnan(parse_arguments(arguments_json({"x": math.nan}))["x"])  # not turned into null
+
+
 def test_arguments_that_are_not_json_are_kept_as_they_came() -> None:
     from toolctx_openai_agents.tools import parse_arguments
 
