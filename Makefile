@@ -46,6 +46,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/selection_speed.py
 	$(BIN)/python bench/adapters.py
 	if [ -f "$(TRACES)" ]; then $(BIN)/python bench/replay.py --traces "$(TRACES)" \
+		&& $(BIN)/python bench/cold_cache.py --traces "$(TRACES)" \
 		&& $(BIN)/python bench/multiturn.py --traces "$(TRACES)" \
 		&& $(BIN)/python bench/multiturn.py --traces "$(TRACES)" --stress \
 		&& $(BIN)/python bench/fresh_eval.py "$(TRACES)" \

@@ -24,8 +24,8 @@ class CompactionSettings:
     the model as a stand-in of its first ``head_chars`` (1,500) and last
     ``tail_chars`` (500) characters with its handle.
 
-    Model calls (one measure: the estimated tokens, one per 4 bytes, of the
-    conversation's messages as the model would be shown them):
+    Model calls (one measure: the tokens of the conversation's messages as the
+    model would be shown them, by :func:`~toolctx.tokens.estimate_tokens`):
 
     ``high_water`` (6,000): when the conversation is over this, the oldest tool
     calls are compacted, in one batch, down to ``low_water`` (0: as far as the
