@@ -44,16 +44,21 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
     """The tool call's arguments: they arrive as a JSON string, which may be empty or broken."""
     if not arguments or arguments.isspace():
         return {}
+    parsed: Any
     try:
         parsed = orjson.loads(arguments)  # (faster than json, above all the first time in a while)
-        if _has_float(parsed):  # orjson reads an integer past 64 bits as a float, losing digits: json does not
-            parsed = json.loads(arguments)
     except orjson.JSONDecodeError:  # what orjson refuses and json may read: NaN, lone surrogates, deep nesting
+        parsed = _UNREAD
+    if parsed is _UNREAD or _has_float(parsed):  # orjson reads an integer past 64 bits as a float: json does not
         try:
             parsed = json.loads(arguments)
         except (ValueError, RecursionError):  # (not JSON, or nested deeper than Python's parser goes)
-            return {"arguments": arguments}
+            if parsed is _UNREAD:
+                return {"arguments": arguments}
     return parsed if isinstance(parsed, dict) else {"arguments": parsed}
+
+
+_UNREAD = object()
 
 
 def arguments_json(args: Mapping[str, Any]) -> str:
@@ -68,12 +73,18 @@ def arguments_json(args: Mapping[str, Any]) -> str:
 
 
 def _has_float(value: Any) -> bool:
-    kind = type(value)
-    if kind is dict:
-        return any(map(_has_float, value.values()))
-    if kind is list:
-        return any(map(_has_float, value))
-    return kind is float
+    """Whether parsed JSON holds a float anywhere (walked without recursion: it may be nested deep)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is float:
+            return True
+        if kind is dict:
+            pending.extend(item.values())
+        elif kind is list:
+            pending.extend(item)
+    return False
 
 
 def conversation_of(context: object) -> str | None:

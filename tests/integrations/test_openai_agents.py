@@ -425,6 +425,13 @@ def test_arguments_that_are_not_json_are_kept_as_they_came() -> None:
     assert parse_arguments("[1, 2]") == {"arguments": [1, 2]}
     deep = "[" * 100_000  # deeper than Python's JSON parser recurses
     assert parse_arguments(deep) == {"arguments": deep}
+    nested = "[" * 990 + "0.5" + "]" * 990  # deep, but parsed
+    parsed = parse_arguments('{"a": ' + nested + ', "n": 1}')
+    assert parsed["n"] == 1
+    inner, depth = parsed["a"], 0
+    while isinstance(inner, list):
+        inner, depth = inner[0], depth + 1
+    assert (depth, inner) == (990, 0.5)
 
 
 def test_hooks_whose_session_cannot_be_opened_leave_the_run_alone() -> None:
