@@ -527,6 +527,28 @@ def test_a_generator_closed_early_or_failing_stores_what_it_yielded_so_far(conte
     assert failed.error.message == "failed at 2"
 
 
+def test_a_generator_stopped_by_a_base_exception_is_not_stored_as_a_success(context_dir: Path) -> None:
+    @persist_context
+    def exiting() -> Iterator[int]:
+        yield 0
+        raise SystemExit(3)
+
+    @persist_context
+    async def cancelled() -> AsyncIterator[int]:
+        yield 0
+        raise asyncio.CancelledError
+
+    async def consume() -> list[int]:
+        return [i async for i in cancelled()]
+
+    with session(context_dir) as s:
+        with pytest.raises(SystemExit):
+            list(exiting())
+        with pytest.raises(asyncio.CancelledError):
+            asyncio.run(consume())
+        assert s.get_all_pointers() == []  # as a plain tool's call stopped that way is not stored
+
+
 def test_an_async_generator_tool_is_stored_as_what_it_yielded(context_dir: Path) -> None:
     @persist_context
     async def ticks(n: int) -> AsyncIterator[int]:

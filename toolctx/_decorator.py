@@ -17,7 +17,9 @@ program to stop.
 A generator tool (sync or async, or a function returning a generator) hands
 back a generator that passes everything through (values sent in, exceptions
 thrown in, closing) and is stored once, when it finishes, raises or is closed,
-as the list of the items it yielded.
+as the list of the items it yielded. A generator cancelled or stopped by a
+``BaseException`` (``asyncio.CancelledError``, ``SystemExit``) is not stored, as a
+plain tool's call is not.
 """
 
 from __future__ import annotations
@@ -286,6 +288,11 @@ class _Tool:
         except Exception as exc:
             error = exc
             raise
+        except GeneratorExit:  # closed by the consumer: what it yielded up to then is stored
+            raise
+        except BaseException:  # cancelled or exiting: not stored, as a plain tool's call would not be
+            started = None
+            raise
         finally:
             self.end(started, items, error)
 
@@ -315,6 +322,11 @@ class _Tool:
                     advance = generator.asend
         except Exception as exc:
             error = exc
+            raise
+        except GeneratorExit:
+            raise
+        except BaseException:
+            started = None
             raise
         finally:
             self.end(started, items, error)
