@@ -98,6 +98,8 @@ def shown_output(
     """
     if pointer is None or not pointer.stored or pointer.is_error:
         return None
+    if len(text) <= settings.max_output_tokens and text.isascii():
+        return None  # (never more tokens than bytes: the estimate is left to the model call that reads it)
     tokens = estimated(text)
     if tokens <= settings.max_output_tokens:
         return None
