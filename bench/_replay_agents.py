@@ -122,6 +122,7 @@ class _Replay:
         self.model = RecordingModel(self.record)
         self._definitions: dict[int, tuple[Tool, str]] = {}
         self._inner_cpu = self._inner_wall = 0.0  # the recorded tool's own time, inside a timed call
+        self.filter_inputs: list[tuple[list[Any], Any]] | None = None  # (items, instructions) the filter got
 
     def script(self, index: int) -> list[tuple[list[Any], bool]]:
         """The model's answers for turn ``index``: one per recorded step, then the final reply."""
@@ -204,6 +205,8 @@ class _Replay:
         compact = compact_tool_outputs()
 
         def timed(data: Any) -> Any:
+            if self.filter_inputs is not None:
+                self.filter_inputs.append((list(data.model_data.input), data.model_data.instructions))
             cpu, wall = time.thread_time(), time.perf_counter()
             try:
                 return compact(data)
@@ -268,12 +271,19 @@ def _handles(inputs: list[ModelInput]) -> set[str]:
     return found
 
 
-def replay_agents(trace: Trace, with_toolctx: bool, count: TokenCounter) -> Figures:
+def replay_agents(
+    trace: Trace, with_toolctx: bool, count: TokenCounter, filter_inputs: list[tuple[list[Any], Any]] | None = None
+) -> Figures:
     """Replay ``trace`` through ``Runner.run``, with ``persist_tools`` + ``read_context`` +
-    ``compact_tool_outputs()`` or without."""
+    ``compact_tool_outputs()`` or without.
+
+    ``filter_inputs``: a list that gets each model call's input as the filter is
+    handed it, ``(items, instructions)``.
+    """
     started = time.perf_counter()
     clock = HookClock()
     replay = _Replay(trace, clock, with_toolctx)
+    replay.filter_inputs = filter_inputs
     figures = Figures(trace.id, trace.source, FRAMEWORK, with_toolctx, tool_calls=len(trace.calls))
     with tempfile.TemporaryDirectory() as tmp, toolctx.session(tmp):
         asyncio.run(_run(replay, figures, count))

@@ -1,19 +1,24 @@
-"""What storing a tool call costs with the CPU's caches warm, and after an agent loop has evicted them.
+"""What the adapters' hooks cost with the CPU's caches warm, and after an agent loop has evicted them.
 
     python bench/cold_cache.py --traces ../shared/traces/dev.jsonl [--source S] [--runs 3] [--evict-mib 8]
 
-Every adapter's tool hook stores the call (its arguments parsed, redacted, encoded
-and hashed, its output kept) and decides how the output is shown
-(``toolctx.compaction.persist_call`` and ``shown_output``; the arguments parsed as the
-Agents SDK adapter parses the model's JSON). In a real agent loop the framework runs
-megabytes of its own code and data between two tool calls, so the hook starts with
-the core's private caches holding little of toolctx's code or data.
+In a real agent loop the framework runs megabytes of its own code and data between
+two hook calls, so each hook starts with the core's private caches holding little
+of toolctx's code or data. Two hooks are replayed outside the loop, one toolctx
+session per recorded session, in two ways: back to back (warm), and after reading a
+buffer of ``--evict-mib`` MiB (several times the core's L2 cache) before each call
+(evicted). Thread CPU time; the median over runs of each run's figure.
 
-This replays the recorded calls of the trace file through that path, one session per
-recorded session, in two ways: back to back (warm), and after writing a buffer of
-``--evict-mib`` MiB (several times the core's L2 cache) before each call (evicted).
-Thread CPU time per call; the median over calls of each run, then over runs. Pin
-it to one core (``taskset -c 1``) for steady figures.
+- Tool hook: what every adapter's tool hook does per call. It stores the call (its
+  arguments parsed as the Agents SDK adapter parses the model's JSON, redacted,
+  encoded and hashed; its output kept) and decides how the output is shown
+  (``toolctx.compaction.persist_call`` and ``shown_output``). Median per call.
+- Model hook: the Agents SDK filter (``compact_tool_outputs()``) given, call after
+  call, the very inputs the SDK handed it in a replay of the session through
+  ``Runner.run`` (the outputs it reads stored first, outside the timing). Mean per
+  model call, as the batches it makes now and then are part of its cost.
+
+Pin it to one core (``taskset -c 1``) for steady figures.
 """
 
 from __future__ import annotations
@@ -29,7 +34,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _replay_trace import Call, load_traces
+from types import SimpleNamespace
+from typing import Any
+
+from _replay_agents import replay_agents
+from _replay_trace import Call, Trace, load_traces
+from agents.run_config import ModelInputData
+from toolctx_openai_agents import compact_tool_outputs
 from toolctx_openai_agents.tools import parse_arguments
 
 import toolctx
@@ -39,6 +50,7 @@ from toolctx.standins import output_text
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "dev.jsonl"
 MODES = ("warm", "evicted")
+HOOKS = {"tool": "tool hook (median)", "model": "model hook, Agents SDK (mean)"}
 
 
 def _evict(buffer: bytearray) -> None:
@@ -46,7 +58,7 @@ def _evict(buffer: bytearray) -> None:
     bytes(memoryview(buffer)[::64])
 
 
-def run_once(sessions: Sequence[Sequence[Call]], evict: bytearray | None, directory: Path) -> list[float]:
+def tool_hook(sessions: Sequence[Sequence[Call]], evict: bytearray | None, directory: Path) -> list[float]:
     """Seconds of thread CPU per call, every recorded call stored as a persisted tool stores it."""
     settings = CompactionSettings()
     spent: list[float] = []
@@ -63,6 +75,46 @@ def run_once(sessions: Sequence[Sequence[Call]], evict: bytearray | None, direct
     return spent
 
 
+Inputs = list[tuple[list[Any], Any]]  # (items, instructions) of each model call
+
+
+def filter_inputs(trace: Trace) -> Inputs:
+    """What the Agents SDK hands its input filter on each model call of ``trace``, replayed with toolctx."""
+    inputs: Inputs = []
+    replay_agents(trace, True, len, inputs)
+    return inputs
+
+
+def model_hook(sessions: Sequence[tuple[Trace, Inputs]], evict: bytearray | None, directory: Path) -> list[float]:
+    """Seconds of thread CPU per model call in ``compact_tool_outputs()``, fed each session's recorded inputs."""
+    agent = SimpleNamespace(tools=[])
+    spent: list[float] = []
+    for trace, inputs in sessions:
+        calls = {call.id: call for call in trace.calls}
+        with toolctx.session(directory) as session:
+            compact = compact_tool_outputs()
+            stored: set[str] = set()
+            for items, instructions in inputs:
+                arguments = {i.get("call_id"): i.get("arguments") for i in items if _kind(i) == "function_call"}
+                for item in items:  # what the tool hook stored before this call
+                    call = calls.get(item.get("call_id")) if _kind(item) == "function_call_output" else None
+                    if call is not None and call.id not in stored:
+                        args = parse_arguments(str(arguments.get(call.id) or ""))
+                        persist_call(session, call.name, args, call.output, call_id=call.id)
+                        stored.add(call.id)
+                data = SimpleNamespace(model_data=ModelInputData(input=items, instructions=instructions), agent=agent)
+                if evict is not None:
+                    _evict(evict)
+                started = time.thread_time()
+                compact(data)  # type: ignore[arg-type]
+                spent.append(time.thread_time() - started)
+    return spent
+
+
+def _kind(item: Any) -> Any:
+    return item.get("type") if isinstance(item, dict) else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES, help="the trace file (JSON lines)")
@@ -72,26 +124,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 1 or args.evict_mib < 1:
         parser.error(f"--runs and --evict-mib must be at least 1, got {args.runs} and {args.evict_mib}")
-    sessions = [trace.calls for trace in load_traces(args.traces, args.source)]
-    sessions = [calls for calls in sessions if calls]
-    if not sessions:
+    traces = [trace for trace in load_traces(args.traces, args.source) if trace.calls]
+    if not traces:
         parser.error(f"no recorded tool calls in {args.traces} (sources: {args.source or 'all'})")
+    recorded = [(trace, filter_inputs(trace)) for trace in traces]
     buffer = bytearray(args.evict_mib << 20)
-    medians: dict[str, list[float]] = {mode: [] for mode in MODES}
+    figures: dict[tuple[str, str], list[float]] = {(hook, mode): [] for hook in HOOKS for mode in MODES}
     with tempfile.TemporaryDirectory(prefix="toolctx-cold-") as tmp:
         for _ in range(args.runs):
             for mode in MODES:
-                spent = run_once(sessions, buffer if mode == "evicted" else None, Path(tmp))
-                medians[mode].append(statistics.median(spent) * 1e6)
-    calls = sum(map(len, sessions))
-    print(f"{len(sessions)} sessions, {calls:,} calls, {args.runs} runs of each mode, {args.evict_mib} MiB evicted\n")
-    print("| caches | median µs per call, each run | median |")
-    print("|---|---|---:|")
-    for mode in MODES:
-        runs = " / ".join(f"{m:.1f}" for m in medians[mode])
-        print(f"| {mode} | {runs} | {statistics.median(medians[mode]):.1f} |")
-    ratio = statistics.median(medians["evicted"]) / statistics.median(medians["warm"])
-    print(f"\nevicted / warm: {ratio:.1f}x")
+                evict = buffer if mode == "evicted" else None
+                spent = tool_hook([trace.calls for trace in traces], evict, Path(tmp))
+                figures["tool", mode].append(statistics.median(spent) * 1e6)
+                spent = model_hook(recorded, evict, Path(tmp))
+                figures["model", mode].append(statistics.mean(spent) * 1e6)
+    calls = sum(len(trace.calls) for trace in traces)
+    model_calls = sum(len(inputs) for _, inputs in recorded)
+    print(
+        f"{len(traces)} sessions, {calls:,} tool calls, {model_calls:,} model calls, "
+        f"{args.runs} runs of each mode, {args.evict_mib} MiB evicted\n"
+    )
+    print("| hook | caches | µs per call, each run | median |")
+    print("|---|---|---|---:|")
+    for (hook, mode), runs in figures.items():
+        each = " / ".join(f"{m:.1f}" for m in runs)
+        print(f"| {HOOKS[hook]} | {mode} | {each} | {statistics.median(runs):.1f} |")
+    print()
+    for hook, name in HOOKS.items():
+        ratio = statistics.median(figures[hook, "evicted"]) / statistics.median(figures[hook, "warm"])
+        print(f"{name}: evicted / warm {ratio:.1f}x")
     return 0
 
 

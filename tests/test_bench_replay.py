@@ -161,23 +161,27 @@ def test_pairing_errors_are_counted() -> None:
     assert pairing_errors([call, user, result]) == (0, 1)  # another message came between
 
 
-def test_cold_cache_times_every_recorded_call_both_ways(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cold_cache_times_both_hooks_both_ways(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
     import cold_cache
 
     traces = tmp_path / "made.jsonl"
     traces.write_text("".join(json.dumps(s) + "\n" for s in (coding_session(), service_session())))
-    [coding] = [t.calls for t in read_traces([coding_session()])]
+    [coding] = read_traces([coding_session()])
     stored = tmp_path / "stored"
-    assert len(cold_cache.run_once([coding], bytearray(1 << 20), stored)) == len(coding)
+    assert len(cold_cache.tool_hook([coding.calls], bytearray(1 << 20), stored)) == len(coding.calls)
+    inputs = cold_cache.filter_inputs(coding)
+    assert len(inputs) == len(coding.turns[0].steps) + 1  # every step, and the final answer
+    assert len(cold_cache.model_hook([(coding, inputs)], None, stored)) == len(inputs)
     assert not any(stored.rglob("*.json*"))  # each session is removed when it ends
 
     assert cold_cache.main(["--traces", str(traces), "--runs", "2", "--evict-mib", "1"]) == 0
     table = capsys.readouterr().out
     assert "2 sessions" in table
-    assert "| warm |" in table
-    assert "| evicted |" in table
-    assert "evicted / warm:" in table
+    for name in cold_cache.HOOKS.values():
+        assert f"| {name} | warm |" in table
+        assert f"| {name} | evicted |" in table
+        assert f"{name}: evicted / warm" in table
     with pytest.raises(SystemExit):
         cold_cache.main(["--traces", str(traces), "--runs", "0"])
