@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 from _replay_agents import replay_agents
 from _replay_trace import Call, Trace, load_traces
@@ -85,16 +85,23 @@ def filter_inputs(trace: Trace) -> Inputs:
     return inputs
 
 
-def model_hook(sessions: Sequence[tuple[Trace, Inputs]], evict: bytearray | None, directory: Path) -> list[float]:
-    """Seconds of thread CPU per model call in ``compact_tool_outputs()``, fed each session's recorded inputs."""
+class ModelCall(NamedTuple):
+    seconds: float  # thread CPU in the filter
+    fifth: int  # which fifth of its session the call is in, 0-4
+    edits: int  # stand-ins the call's batch made (0: no batch)
+
+
+def model_hook(sessions: Sequence[tuple[Trace, Inputs]], evict: bytearray | None, directory: Path) -> list[ModelCall]:
+    """Each model call of ``compact_tool_outputs()``, fed each session's recorded inputs in turn."""
     agent = SimpleNamespace(tools=[])
-    spent: list[float] = []
+    made: list[ModelCall] = []
     for trace, inputs in sessions:
         calls = {call.id: call for call in trace.calls}
         with toolctx.session(directory) as session:
             compact = compact_tool_outputs()
+            compactor = compact.compactor  # type: ignore[attr-defined]
             stored: set[str] = set()
-            for items, instructions in inputs:
+            for n, (items, instructions) in enumerate(inputs):
                 arguments = {i.get("call_id"): i.get("arguments") for i in items if _kind(i) == "function_call"}
                 for item in items:  # what the tool hook stored before this call
                     call = calls.get(item.get("call_id")) if _kind(item) == "function_call_output" else None
@@ -103,12 +110,15 @@ def model_hook(sessions: Sequence[tuple[Trace, Inputs]], evict: bytearray | None
                         persist_call(session, call.name, args, call.output, call_id=call.id)
                         stored.add(call.id)
                 data = SimpleNamespace(model_data=ModelInputData(input=items, instructions=instructions), agent=agent)
+                decided = len(compactor.results) + len(compactor.args) + len(compactor.texts)
                 if evict is not None:
                     _evict(evict)
                 started = time.thread_time()
                 compact(data)  # type: ignore[arg-type]
-                spent.append(time.thread_time() - started)
-    return spent
+                seconds = time.thread_time() - started
+                edits = len(compactor.results) + len(compactor.args) + len(compactor.texts) - decided
+                made.append(ModelCall(seconds, n * 5 // len(inputs), edits))
+    return made
 
 
 def _kind(item: Any) -> Any:
@@ -130,14 +140,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     recorded = [(trace, filter_inputs(trace)) for trace in traces]
     buffer = bytearray(args.evict_mib << 20)
     figures: dict[tuple[str, str], list[float]] = {(hook, mode): [] for hook in HOOKS for mode in MODES}
+    by_fifth: list[list[ModelCall]] = []
     with tempfile.TemporaryDirectory(prefix="toolctx-cold-") as tmp:
         for _ in range(args.runs):
             for mode in MODES:
                 evict = buffer if mode == "evicted" else None
                 spent = tool_hook([trace.calls for trace in traces], evict, Path(tmp))
                 figures["tool", mode].append(statistics.median(spent) * 1e6)
-                spent = model_hook(recorded, evict, Path(tmp))
-                figures["model", mode].append(statistics.mean(spent) * 1e6)
+                made = model_hook(recorded, evict, Path(tmp))
+                figures["model", mode].append(statistics.mean(c.seconds for c in made) * 1e6)
+                if mode == "warm":
+                    by_fifth.append(made)
     calls = sum(len(trace.calls) for trace in traces)
     model_calls = sum(len(inputs) for _, inputs in recorded)
     print(
@@ -153,6 +166,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     for hook, name in HOOKS.items():
         ratio = statistics.median(figures[hook, "evicted"]) / statistics.median(figures[hook, "warm"])
         print(f"{name}: evicted / warm {ratio:.1f}x")
+    print("\nThe model hook over the fifths of each session (warm; medians over runs):\n")
+    print("| fifth | median µs per model call | stand-ins made per call | calls making a batch |")
+    print("|---|---:|---:|---:|")
+    for fifth in range(5):
+        parts = [[c for c in made if c.fifth == fifth] for made in by_fifth]
+        micro = statistics.median(statistics.median(c.seconds for c in part) * 1e6 for part in parts)
+        edits = statistics.median(sum(c.edits for c in part) / len(part) for part in parts)
+        batches = statistics.median(sum(c.edits > 0 for c in part) / len(part) for part in parts)
+        print(f"| {fifth + 1} | {micro:.1f} | {edits:.2f} | {batches:.0%} |")
     return 0
 
 

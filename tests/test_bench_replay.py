@@ -173,7 +173,9 @@ def test_cold_cache_times_both_hooks_both_ways(tmp_path: Path, capsys: pytest.Ca
     assert len(cold_cache.tool_hook([coding.calls], bytearray(1 << 20), stored)) == len(coding.calls)
     inputs = cold_cache.filter_inputs(coding)
     assert len(inputs) == len(coding.turns[0].steps) + 1  # every step, and the final answer
-    assert len(cold_cache.model_hook([(coding, inputs)], None, stored)) == len(inputs)
+    made = cold_cache.model_hook([(coding, inputs)], None, stored)
+    assert len(made) == len(inputs)
+    assert [c.fifth for c in made] == sorted(c.fifth for c in made)
     assert not any(stored.rglob("*.json*"))  # each session is removed when it ends
 
     assert cold_cache.main(["--traces", str(traces), "--runs", "2", "--evict-mib", "1"]) == 0
@@ -183,5 +185,6 @@ def test_cold_cache_times_both_hooks_both_ways(tmp_path: Path, capsys: pytest.Ca
         assert f"| {name} | warm |" in table
         assert f"| {name} | evicted |" in table
         assert f"{name}: evicted / warm" in table
+    assert "| 5 |" in table  # the model hook by fifth of the session
     with pytest.raises(SystemExit):
         cold_cache.main(["--traces", str(traces), "--runs", "0"])
