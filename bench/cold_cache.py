@@ -44,7 +44,7 @@ from toolctx_openai_agents import compact_tool_outputs
 from toolctx_openai_agents.tools import parse_arguments
 
 import toolctx
-from toolctx.compaction import CompactionSettings
+from toolctx.compaction import CompactionSettings, notes
 from toolctx.compaction._persist import persist_call, shown_output
 from toolctx.standins import output_text
 
@@ -89,6 +89,7 @@ class ModelCall(NamedTuple):
     seconds: float  # thread CPU in the filter
     fifth: int  # which fifth of its session the call is in, 0-4
     edits: int  # stand-ins the call's batch made (0: no batch)
+    shown: int  # estimated tokens of the messages sent after it
 
 
 def model_hook(sessions: Sequence[tuple[Trace, Inputs]], evict: bytearray | None, directory: Path) -> list[ModelCall]:
@@ -117,7 +118,7 @@ def model_hook(sessions: Sequence[tuple[Trace, Inputs]], evict: bytearray | None
                 compact(data)  # type: ignore[arg-type]
                 seconds = time.thread_time() - started
                 edits = len(compactor.results) + len(compactor.args) + len(compactor.texts) - decided
-                made.append(ModelCall(seconds, n * 5 // len(inputs), edits))
+                made.append(ModelCall(seconds, n * 5 // len(inputs), edits, notes(session).shown_tokens))
     return made
 
 
@@ -166,15 +167,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     for hook, name in HOOKS.items():
         ratio = statistics.median(figures[hook, "evicted"]) / statistics.median(figures[hook, "warm"])
         print(f"{name}: evicted / warm {ratio:.1f}x")
-    print("\nThe model hook over the fifths of each session (warm; medians over runs):\n")
-    print("| fifth | median µs per model call | stand-ins made per call | calls making a batch |")
-    print("|---|---:|---:|---:|")
+    print("\nThe model hook over the fifths of each session (warm; medians over runs; the messages'")
+    print("estimated tokens after a call that made a batch, median):\n")
+    print(
+        "| fifth | median µs per model call | stand-ins made per call | calls making a batch | tokens left by a batch |"
+    )
+    print("|---|---:|---:|---:|---:|")
     for fifth in range(5):
         parts = [[c for c in made if c.fifth == fifth] for made in by_fifth]
         micro = statistics.median(statistics.median(c.seconds for c in part) * 1e6 for part in parts)
         edits = statistics.median(sum(c.edits for c in part) / len(part) for part in parts)
         batches = statistics.median(sum(c.edits > 0 for c in part) / len(part) for part in parts)
-        print(f"| {fifth + 1} | {micro:.1f} | {edits:.2f} | {batches:.0%} |")
+        left = [c.shown for c in parts[0] if c.edits]  # (the same in every run)
+        tokens = statistics.median(left) if left else 0
+        print(f"| {fifth + 1} | {micro:.1f} | {edits:.2f} | {batches:.0%} | {tokens:,.0f} |")
     return 0
 
 
