@@ -188,3 +188,16 @@ def test_cold_cache_times_both_hooks_both_ways(tmp_path: Path, capsys: pytest.Ca
     assert "| 5 |" in table  # the model hook by fifth of the session
     with pytest.raises(SystemExit):
         cold_cache.main(["--traces", str(traces), "--runs", "0"])
+
+
+def test_cold_cache_on_a_session_too_short_for_every_fifth(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    import cold_cache
+
+    short = coding_session()
+    short["turns"][0]["steps"] = short["turns"][0]["steps"][:1]
+    traces = tmp_path / "short.jsonl"
+    traces.write_text(json.dumps(short) + "\n")
+    assert cold_cache.main(["--traces", str(traces), "--runs", "1", "--evict-mib", "1"]) == 0
+    assert "| 1 |" in capsys.readouterr().out

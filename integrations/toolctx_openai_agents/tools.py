@@ -44,27 +44,23 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
     """The tool call's arguments: they arrive as a JSON string, which may be empty or broken."""
     if not arguments or arguments.isspace():
         return {}
-    parsed: Any
     try:
         parsed = orjson.loads(arguments)  # (faster than json, above all the first time in a while)
-    except orjson.JSONDecodeError:  # what orjson refuses and json may read: NaN, lone surrogates, deep nesting
-        parsed = _UNREAD
-    if parsed is _UNREAD or _has_float(parsed):  # orjson reads an integer past 64 bits as a float: json does not
+        plain = _plain(parsed)
+    except orjson.JSONDecodeError:  # what orjson refuses and json may read: NaN, lone surrogates
+        plain = False
+    if not plain:  # read as json reads it, or kept as it came if json cannot
         try:
             parsed = json.loads(arguments)
         except (ValueError, RecursionError):  # (not JSON, or nested deeper than Python's parser goes)
-            if parsed is _UNREAD:
-                return {"arguments": arguments}
+            return {"arguments": arguments}
     return parsed if isinstance(parsed, dict) else {"arguments": parsed}
-
-
-_UNREAD = object()
 
 
 def arguments_json(args: Mapping[str, Any]) -> str:
     """Arguments as the JSON string a function call carries (what :func:`parse_arguments` reads back)."""
     plain = dict(args)
-    if not _has_float(plain):  # (orjson writes NaN as null: floats go through json, which keeps them)
+    if _plain(plain):  # (orjson writes NaN as null: floats go through json, which keeps them)
         try:
             return orjson.dumps(plain).decode()
         except TypeError:  # (orjson's JSONEncodeError): an integer past 64 bits, say
@@ -72,19 +68,23 @@ def arguments_json(args: Mapping[str, Any]) -> str:
     return json.dumps(plain, ensure_ascii=False)
 
 
-def _has_float(value: Any) -> bool:
-    """Whether parsed JSON holds a float anywhere (walked without recursion: it may be nested deep)."""
-    pending = [value]
+def _plain(value: Any) -> bool:
+    """Whether orjson reads and writes ``value`` as json does: no float anywhere (orjson reads an
+    integer past 64 bits as one), and no deeper than orjson writes. Walked without recursion."""
+    pending = [(value, 0)]
     while pending:
-        item = pending.pop()
+        item, depth = pending.pop()
         kind = type(item)
-        if kind is float:
-            return True
+        if kind is float or depth > _DEEPEST:
+            return False
         if kind is dict:
-            pending.extend(item.values())
+            pending.extend((v, depth + 1) for v in item.values())
         elif kind is list:
-            pending.extend(item)
-    return False
+            pending.extend((v, depth + 1) for v in item)
+    return True
+
+
+_DEEPEST = 250  # (orjson writes at most 254 nested arrays and objects)
 
 
 def conversation_of(context: object) -> str | None:

@@ -425,13 +425,20 @@ def test_arguments_that_are_not_json_are_kept_as_they_came() -> None:
     assert parse_arguments("[1, 2]") == {"arguments": [1, 2]}
     deep = "[" * 100_000  # deeper than Python's JSON parser recurses
     assert parse_arguments(deep) == {"arguments": deep}
-    nested = "[" * 990 + "0.5" + "]" * 990  # deep, but parsed
-    parsed = parse_arguments('{"a": ' + nested + ', "n": 1}')
-    assert parsed["n"] == 1
+
+
+def test_arguments_nested_deeper_than_orjson_writes_are_read_and_written_back() -> None:
+    from toolctx_openai_agents.tools import arguments_json, parse_arguments
+
+    nested = "[" * 300 + "0" + "]" * 300  # read by both parsers, written by json only
+    arguments = '{"a": ' + nested + ', "n": 18446744073709551616, "code": "x"}'
+    parsed = parse_arguments(arguments)
+    assert parsed["n"] == 18446744073709551616
     inner, depth = parsed["a"], 0
     while isinstance(inner, list):
         inner, depth = inner[0], depth + 1
-    assert (depth, inner) == (990, 0.5)
+    assert (depth, inner) == (300, 0)
+    assert parse_arguments(arguments_json({**parsed, "code": "[stand-in]"})) == {**parsed, "code": "[stand-in]"}
 
 
 def test_hooks_whose_session_cannot_be_opened_leave_the_run_alone() -> None:
@@ -486,3 +493,26 @@ def test_an_assistant_message_is_measured_by_the_text_the_model_reads() -> None:
     described = adapter.describe(refusal)
     assert described.text == ""  # nothing the policy may stand in for
     assert described.tokens > 0
+
+
+def test_calls_with_arguments_nested_past_what_json_reads_are_still_compacted(context_dir: Path) -> None:
+    import inspect
+    import warnings
+
+    from agents.run_config import CallModelData, ModelInputData
+
+    deep = "[" * 1000 + "0" + "]" * 1000  # orjson reads it, json does not: kept as the string it came as
+    items: list[Any] = [{"role": "user", "content": "go"}]
+    for i in range(6):
+        code = f"line {i}\\n" * 400
+        arguments = f'{{"code": "{code}", "tree": {deep}}}'
+        items.append({"type": "function_call", "call_id": f"c{i}", "name": "write", "arguments": arguments})
+        items.append({"type": "function_call_output", "call_id": f"c{i}", "output": "ok " * 2000})
+    compact = compact_tool_outputs(high_water=1000, low_water=0, keep=1, min_gain=0, cached_price=1.0)
+    data = CallModelData(model_data=ModelInputData(input=items, instructions=None), agent=None, context=None)  # type: ignore[arg-type]
+    with session(context_dir), warnings.catch_warnings():
+        warnings.simplefilter("error")  # compaction failing would warn and send the input unchanged
+        shown = compact(data)
+    assert not inspect.isawaitable(shown)
+    outputs = [i["output"] for i in shown.input if i.get("type") == "function_call_output"]  # type: ignore[union-attr]
+    assert all(map(is_stand_in, outputs))  # the newest as a head-and-tail stand-in: no tool hook stored it
