@@ -30,7 +30,8 @@ class PrefixSize(Generic[S, T]):
     once and remembered by object (up to 256, kept alive while remembered). The
     system prompt is remembered by its text, since instructions made per call
     come back as new strings. A call with the same objects as the one before
-    costs a comparison of identities. It never raises: a part that cannot be
+    costs a comparison of identities; a system message made anew for each call
+    costs reading its text. It never raises: a part that cannot be
     read counts as empty (and is logged).
     """
 
@@ -39,15 +40,17 @@ class PrefixSize(Generic[S, T]):
         self.tool_text = tool_text
         self._tools: dict[int, tuple[T, int]] = {}
         self._system: tuple[str | bytes, int] = ("", 0)
-        self._last: tuple[S | None, tuple[T, ...], int] | None = None
+        self._last: tuple[S | None, int] = (None, 0)  # the last system prompt, and its tokens
+        self._last_tools: tuple[tuple[T, ...], int] = ((), 0)  # the last tools, and their tokens
 
     def __call__(self, system: S | None, tools: Sequence[T]) -> int:
+        last_tools = self._last_tools
+        if len(last_tools[0]) != len(tools) or not all(map(is_, last_tools[0], tools)):
+            last_tools = self._last_tools = (tuple(tools), sum(map(self._tool_tokens, tools)))
         last = self._last
-        if last is not None and last[0] is system and len(last[1]) == len(tools) and all(map(is_, last[1], tools)):
-            return last[2]
-        tokens = self._system_tokens(system) + sum(map(self._tool_tokens, tools))
-        self._last = (system, tuple(tools), tokens)
-        return tokens
+        if last[0] is not system:  # (a framework may make its system message anew for each call)
+            last = self._last = (system, self._system_tokens(system))
+        return last[1] + last_tools[1]
 
     def _system_tokens(self, system: S | None) -> int:
         if system is None:
