@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 import orjson
-from agents import FunctionTool, Tool
+from agents import Agent, FunctionTool, Handoff, Tool, handoff
 from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
 
 from toolctx._internal import internal_error
@@ -117,15 +117,26 @@ class InputItemAdapter:
         return item
 
 
-def _tool_text(tool: Tool) -> bytes:
-    """What the model is sent for one of the agent's tools, near enough; nothing for ``read_context``.
+def _tool_text(tool: Tool | Handoff[Any, Any] | Agent[Any]) -> bytes:
+    """What the model is sent for one of the agent's tools or handoffs, near enough; nothing for ``read_context``.
 
-    (Hosted tools are described by the provider; tools of MCP servers and handoffs
-    are not in ``agent.tools`` and go uncounted.)
+    (Hosted tools are described by the provider; tools of MCP servers are listed
+    only while the run goes on, and go uncounted.)
     """
+    if isinstance(tool, Agent):  # a handoff given as the agent: the SDK makes the same tool of it
+        tool = handoff(tool)
+    if isinstance(tool, Handoff):
+        return orjson.dumps([tool.tool_name, tool.tool_description, tool.input_json_schema], default=str)
     if not isinstance(tool, FunctionTool) or tool.name == READ_CONTEXT:
         return b""
     return orjson.dumps([tool.name, tool.description, tool.params_json_schema], default=str)
+
+
+def _sent_tools(agent: Any) -> Sequence[Any]:
+    """The agent's tools and handoffs: the model gets both as tools, ahead of the messages."""
+    tools = getattr(agent, "tools", None) or ()
+    handoffs = getattr(agent, "handoffs", None)
+    return [*tools, *handoffs] if handoffs else tools
 
 
 def _output_text(text: str) -> dict[str, Any]:
@@ -183,7 +194,7 @@ def compact_tool_outputs(
     chosen = settings if settings is not None else CompactionSettings(**options)
     adapter = InputItemAdapter()
     compactor = Compactor(adapter, chosen, session_resolver(session))
-    prefix: PrefixSize[str, Tool] = PrefixSize(str, _tool_text)
+    prefix: PrefixSize[str, Any] = PrefixSize(str, _tool_text)
 
     def compacted(original: ModelInputData, agent: Any) -> ModelInputData:
         try:
@@ -191,7 +202,7 @@ def compact_tool_outputs(
             key = adapter.fingerprint(items[0]) if items else None
             session = compactor.session(None)
             instructions = original.instructions if isinstance(original.instructions, str) else None
-            notes(session).prefix_tokens = prefix(instructions or None, getattr(agent, "tools", None) or ())
+            notes(session).prefix_tokens = prefix(instructions or None, _sent_tools(agent))
             shown, _ = compactor.view(items, key, session)
             run_hook(before_model_call, session)
             return ModelInputData(input=shown, instructions=original.instructions)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, RunConfig, Runner, function_tool
+from agents import Agent, RunConfig, Runner, function_tool, handoff
 from agents.testing import ScriptedModel, assistant_message, function_call
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -87,3 +87,22 @@ def test_the_agents_sdk_counts_the_instructions(context_dir: Path, instructions:
     ]
     assert is_stand_in(shown[0]) is stood_in
     assert prefix > estimate_tokens(instructions) + estimate_tokens("agent_bookings")
+
+
+def test_the_agents_sdk_counts_the_handoffs_the_model_is_sent_as_tools(context_dir: Path) -> None:
+    desks = [
+        Agent(name=f"desk_{n}", handoff_description=f"Handles bookings of region {n}: " + "changes, refunds. " * 40)
+        for n in range(4)
+    ]
+
+    def prefix_of(handoffs: list[Any]) -> int:
+        model = ScriptedModel([[assistant_message("Hello.")]])
+        agent = Agent(name="triage", instructions=SHORT, model=model, tools=[agent_bookings], handoffs=handoffs)
+        config = RunConfig(tracing_disabled=True, call_model_input_filter=compact_tool_outputs())
+        with session(context_dir) as s:
+            asyncio.run(Runner.run(agent, "Hi", run_config=config))
+            return notes(s).prefix_tokens
+
+    alone = prefix_of([])
+    with_desks = prefix_of([*desks[:2], handoff(desks[2]), desks[3]])
+    assert with_desks - alone > sum(estimate_tokens(d.handoff_description or "") for d in desks)
