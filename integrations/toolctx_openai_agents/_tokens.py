@@ -9,7 +9,7 @@ from agents import Agent, FunctionTool, Handoff, handoff
 
 from toolctx.tokens import TokenCounter, count_request, counter_for_model
 
-__all__ = ["agent_tool_definitions", "count_agent_request"]
+__all__ = ["agent_tool_definitions", "count_agent_request", "tool_definition"]
 
 
 def agent_tool_definitions(agent: Agent[Any]) -> list[dict[str, Any]]:
@@ -19,22 +19,30 @@ def agent_tool_definitions(agent: Agent[Any]) -> list[dict[str, Any]]:
     "parameters"}``). Hosted tools (web search, file search, computer use) are
     described by the provider, not by a schema the request carries, and are left out.
     """
-    definitions = [
-        {"type": "function", "name": t.name, "description": t.description, "parameters": t.params_json_schema}
-        for t in agent.tools
-        if isinstance(t, FunctionTool)
-    ]
-    for target in agent.handoffs:
-        described = target if isinstance(target, Handoff) else handoff(target)
-        definitions.append(
-            {
-                "type": "function",
-                "name": described.tool_name,
-                "description": described.tool_description,
-                "parameters": described.input_json_schema,
-            }
-        )
-    return definitions
+    described = (tool_definition(t) for t in [*agent.tools, *agent.handoffs])
+    return [d for d in described if d is not None]
+
+
+def tool_definition(tool: Any) -> dict[str, Any] | None:
+    """The function definition the model receives for one function tool or handoff (an agent handed off
+    to, or its ``Handoff``); None for anything else (a hosted tool)."""
+    if isinstance(tool, FunctionTool):
+        return {
+            "type": "function",
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.params_json_schema,
+        }
+    if isinstance(tool, Agent):
+        tool = handoff(tool)  # (what the SDK makes of an agent in ``handoffs``)
+    if isinstance(tool, Handoff):
+        return {
+            "type": "function",
+            "name": tool.tool_name,
+            "description": tool.tool_description,
+            "parameters": tool.input_json_schema,
+        }
+    return None
 
 
 def count_agent_request(

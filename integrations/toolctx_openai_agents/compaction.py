@@ -8,7 +8,7 @@ from functools import partial
 from typing import Any
 
 import orjson
-from agents import Agent, FunctionTool, Handoff, Tool, handoff
+from agents import FunctionTool
 from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
 
 from toolctx._internal import internal_error
@@ -27,6 +27,7 @@ from toolctx.compaction import before_model_call as run_hook
 from toolctx.compaction._persist import estimated
 from toolctx.compaction._prefix import PrefixSize
 from toolctx.standins import output_text
+from toolctx_openai_agents._tokens import tool_definition
 from toolctx_openai_agents.tools import arguments_json, parse_arguments
 
 __all__ = ["InputItemAdapter", "compact_tool_outputs"]
@@ -117,19 +118,16 @@ class InputItemAdapter:
         return item
 
 
-def _tool_text(tool: Tool | Handoff[Any, Any] | Agent[Any]) -> bytes:
-    """What the model is sent for one of the agent's tools or handoffs, near enough; nothing for ``read_context``.
+def _tool_text(tool: Any) -> bytes:
+    """What the model is sent for one of the agent's tools or handoffs; nothing for ``read_context``.
 
     (Hosted tools are described by the provider; tools of MCP servers are listed
     only while the run goes on, and go uncounted.)
     """
-    if isinstance(tool, Agent):  # a handoff given as the agent: the SDK makes the same tool of it
-        tool = handoff(tool)
-    if isinstance(tool, Handoff):
-        return orjson.dumps([tool.tool_name, tool.tool_description, tool.input_json_schema], default=str)
-    if not isinstance(tool, FunctionTool) or tool.name == READ_CONTEXT:
+    if isinstance(tool, FunctionTool) and tool.name == READ_CONTEXT:
         return b""
-    return orjson.dumps([tool.name, tool.description, tool.params_json_schema], default=str)
+    definition = tool_definition(tool)
+    return b"" if definition is None else orjson.dumps(definition, default=str)
 
 
 def _sent_tools(agent: Any) -> Sequence[Any]:
