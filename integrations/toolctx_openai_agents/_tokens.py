@@ -27,22 +27,14 @@ def tool_definition(tool: Any) -> dict[str, Any] | None:
     """The function definition the model receives for one function tool or handoff (an agent handed off
     to, or its ``Handoff``); None for anything else (a hosted tool)."""
     if isinstance(tool, FunctionTool):
-        return {
-            "type": "function",
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.params_json_schema,
-        }
-    if isinstance(tool, Agent):
-        tool = handoff(tool)  # (what the SDK makes of an agent in ``handoffs``)
-    if isinstance(tool, Handoff):
-        return {
-            "type": "function",
-            "name": tool.tool_name,
-            "description": tool.tool_description,
-            "parameters": tool.input_json_schema,
-        }
-    return None
+        name, description, parameters = tool.name, tool.description, tool.params_json_schema
+    else:
+        if isinstance(tool, Agent):
+            tool = handoff(tool)  # (what the SDK makes of an agent in ``handoffs``)
+        if not isinstance(tool, Handoff):
+            return None
+        name, description, parameters = tool.tool_name, tool.tool_description, tool.input_json_schema
+    return {"type": "function", "name": name, "description": description, "parameters": parameters}
 
 
 def count_agent_request(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 from collections.abc import Awaitable, Mapping, Sequence
@@ -61,10 +62,8 @@ def arguments_json(args: Mapping[str, Any]) -> str:
     """Arguments as the JSON string a function call carries (what :func:`parse_arguments` reads back)."""
     plain = dict(args)
     if _plain(plain):  # (orjson writes NaN as null: floats go through json, which keeps them)
-        try:
+        with contextlib.suppress(TypeError):  # (orjson's JSONEncodeError): an integer past 64 bits, say
             return orjson.dumps(plain).decode()
-        except TypeError:  # (orjson's JSONEncodeError): an integer past 64 bits, say
-            pass
     return json.dumps(plain, ensure_ascii=False)
 
 
