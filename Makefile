@@ -47,6 +47,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/adapters.py
 	if [ -f "$(TRACES)" ]; then $(BIN)/python bench/replay.py --traces "$(TRACES)" \
 		&& $(BIN)/python bench/cold_cache.py --traces "$(TRACES)" \
+		&& $(BIN)/python bench/hook_parts.py --traces "$(TRACES)" \
 		&& $(BIN)/python bench/multiturn.py --traces "$(TRACES)" \
 		&& $(BIN)/python bench/multiturn.py --traces "$(TRACES)" --stress \
 		&& $(BIN)/python bench/fresh_eval.py "$(TRACES)" \

@@ -201,3 +201,23 @@ def test_cold_cache_on_a_session_too_short_for_every_fifth(tmp_path: Path, capsy
     traces.write_text(json.dumps(short) + "\n")
     assert cold_cache.main(["--traces", str(traces), "--runs", "1", "--evict-mib", "1"]) == 0
     assert "| 1 |" in capsys.readouterr().out
+
+
+def test_hook_parts_replays_every_variant_in_a_process_of_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    import hook_parts
+
+    traces = tmp_path / "made.jsonl"
+    traces.write_text(json.dumps(coding_session()) + "\n")
+    assert hook_parts.main(["--traces", str(traces), "--source", "made-coding", "--runs", "1", "--limit", "1"]) == 0
+    table = capsys.readouterr().out
+    for name in hook_parts.VARIANTS.values():
+        row = next(line for line in table.splitlines() if line.startswith(f"| {name} |"))
+        assert float(row.split("|")[3]) > 0  # each variant measured a hook that ran
+    with pytest.raises(ValueError, match="unknown variant 'no-such-part'"):
+        hook_parts.take_out("no-such-part")
+    with pytest.raises(SystemExit):
+        hook_parts.main(["--traces", str(tmp_path / "missing.jsonl")])

@@ -1,0 +1,118 @@
+"""Where the tool hook's time goes in the real loop: the Agents SDK adapter's hook with one part taken out at a time.
+
+    python bench/hook_parts.py --traces ../shared/traces/dev.jsonl [--source S] [--limit 25] [--runs 3]
+
+Each variant replays the same recorded sessions through ``Runner.run`` exactly as
+``bench/replay.py`` does with toolctx (``persist_tools`` + ``read_context`` +
+``compact_tool_outputs()``), in a process of its own, and reports the thread CPU
+inside the tool hook per tool call (the median over sessions). A part is taken out
+by replacing one toolctx function for that process only; the figures say what the
+part costs inside the loop, where the framework's own work between two calls
+leaves the caches cold (see ``bench/cold_cache.py``), which a timing of the part
+on its own would not show. Variants, run in turn within each run:
+
+- ``full``: the hook as it is;
+- ``no-scan``: the redaction prefilter finds nothing (the secret scan's cost;
+  nothing is redacted, so never do this outside a benchmark);
+- ``no-stand-in``: the hook never decides on a stand-in (``shown_output``);
+- ``no-store``: the call is not stored (the arguments are still parsed);
+- ``floor``: the hook only calls the tool (the wrapper and the timing).
+
+Pin it to one core (``taskset -c 1``) for steady figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "dev.jsonl"
+DEFAULT_SOURCE = "mini-swe-agent-swebench"
+VARIANTS = {
+    "full": "the hook as it is",
+    "no-scan": "without the secret scan",
+    "no-stand-in": "without the stand-in decision",
+    "no-store": "without storing the call",
+    "floor": "calling the tool only",
+}
+
+
+def take_out(variant: str) -> None:
+    """Replace the part ``variant`` names, in this process."""
+    from toolctx_openai_agents import tools
+
+    from toolctx._secret_scan import Prefilter
+    from toolctx.compaction import SavedCall
+
+    if variant == "no-scan":
+        Prefilter.found = lambda self, data: frozenset()  # type: ignore[method-assign]
+    elif variant == "no-stand-in":
+        tools.shown_output = lambda *args: None  # type: ignore[assignment]
+    elif variant == "no-store":
+        tools.persist_call = lambda session, name, *args, **kwargs: SavedCall(name, False, False)  # type: ignore[assignment]
+    elif variant == "floor":
+
+        async def invoke_only(self: Any, ctx: Any, arguments: str) -> Any:
+            return await self.invoke(ctx, arguments)
+
+        tools._Persisted.__call__ = invoke_only  # type: ignore[method-assign]
+    elif variant != "full":
+        raise ValueError(f"unknown variant {variant!r}; one of {', '.join(VARIANTS)}")
+
+
+def one_run(traces_path: Path, source: str, limit: int, variant: str) -> float:
+    """The median over sessions of the tool hook's µs per tool call (run in a child process)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _replay_agents import replay_agents
+    from _replay_trace import load_traces
+
+    take_out(variant)
+    traces = [trace for trace in load_traces(traces_path, [source]) if trace.calls][:limit]
+    per_call = []
+    for trace in traces:
+        figures = replay_agents(trace, True, len)
+        per_call.append(figures.hook_cpu_tool / figures.tool_calls * 1e6)
+    return statistics.median(per_call)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES, help="the trace file (JSON lines)")
+    parser.add_argument("--source", default=DEFAULT_SOURCE, help=f"the sessions' source (default: {DEFAULT_SOURCE})")
+    parser.add_argument("--limit", type=int, default=25, help="sessions replayed per run (the first ones)")
+    parser.add_argument("--runs", type=int, default=3, help="runs of every variant, in turn")
+    parser.add_argument("--child", choices=list(VARIANTS), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.limit < 1 or args.runs < 1:
+        parser.error(f"--limit and --runs must be at least 1, got {args.limit} and {args.runs}")
+    if args.child:
+        print(json.dumps(one_run(args.traces, args.source, args.limit, args.child)))
+        return 0
+    if not args.traces.is_file():
+        parser.error(f"no trace file at {args.traces}")
+    figures: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
+    for _ in range(args.runs):
+        for variant in VARIANTS:
+            command = [sys.executable, __file__, "--traces", str(args.traces), "--source", args.source]
+            command += ["--limit", str(args.limit), "--child", variant]
+            done = subprocess.run(command, capture_output=True, text=True, check=True)
+            figures[variant].append(json.loads(done.stdout.splitlines()[-1]))
+    full = statistics.median(figures["full"])
+    print(f"{args.source}: the first {args.limit} sessions, {args.runs} runs of each variant\n")
+    print("| tool hook | µs per tool call, each run | median | less than the full hook |")
+    print("|---|---|---:|---:|")
+    for variant, runs in figures.items():
+        each = " / ".join(f"{m:.1f}" for m in runs)
+        middle = statistics.median(runs)
+        print(f"| {VARIANTS[variant]} | {each} | {middle:.1f} | {full - middle:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
