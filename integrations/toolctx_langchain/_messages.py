@@ -129,8 +129,9 @@ class MessageAdapter:
             for c in item.tool_calls:
                 args, name = c.get("args") or {}, c["name"]
                 sent = as_sent(args)
-                tokens += estimated(sent) + estimated(name)
-                calls.append(ToolCall(str(c.get("id")), name, args, len(sent)))
+                sent_tokens = estimated(sent)
+                tokens += sent_tokens + estimated(name)
+                calls.append(ToolCall(str(c.get("id")), name, args, len(sent), sent_tokens))
             return Item(tokens, calls=tuple(calls), text=_said(item.content))
         return Item(estimated(text), question=text if isinstance(item, HumanMessage) else None)
 

@@ -91,8 +91,9 @@ class InputItemAdapter:
         if kind == "function_call":
             arguments = str(get("arguments", None) or "")
             name = str(get("name", None) or "")
-            call = ToolCall(str(get("call_id", None)), name, _Arguments(arguments), len(arguments))
-            return Item(estimated(arguments) + estimated(name), calls=(call,))
+            tokens = estimated(arguments)
+            call = ToolCall(str(get("call_id", None)), name, _Arguments(arguments), len(arguments), tokens)
+            return Item(tokens + estimated(name), calls=(call,))
         if kind == "function_call_output":
             text = output_text(get("output", None))
             return Item(estimated(text), result_of=str(get("call_id", None)), text=text)

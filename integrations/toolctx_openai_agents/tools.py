@@ -43,12 +43,12 @@ __all__ = [
 
 def parse_arguments(arguments: str) -> dict[str, Any]:
     """The tool call's arguments: they arrive as a JSON string, which may be empty or broken."""
-    if not arguments or arguments.isspace():
-        return {}
     try:
         parsed = orjson.loads(arguments)  # (faster than json, above all the first time in a while)
         plain = _plain(parsed)
     except orjson.JSONDecodeError:  # what orjson refuses and json may read: NaN, lone surrogates
+        if not arguments or arguments.isspace():  # (no arguments at all: checked only here, off the usual path)
+            return {}
         plain = False
     if not plain:  # read as json reads it, or kept as it came if json cannot
         try:

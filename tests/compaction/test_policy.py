@@ -13,7 +13,7 @@ import pytest
 
 import toolctx
 from toolctx import session
-from toolctx.compaction import CompactionSettings, Compactor, notes, persist_call, shown_output
+from toolctx.compaction import CompactionSettings, Compactor, ToolCall, notes, persist_call, shown_output
 from toolctx.errors import ConfigError
 from toolctx.models import StorageKind
 from toolctx.standins import handle_of, is_stand_in, read_context
@@ -608,3 +608,13 @@ def test_a_new_session_gets_fresh_notes_after_the_last_one_is_gone(context_dir: 
     gc.collect()
     with session(context_dir / "b") as b:
         assert notes(b).prefix_tokens == 0
+
+
+def test_what_a_long_argument_frees_is_its_share_of_the_arguments_as_sent() -> None:
+    body = "x = 1\n" * 200
+    sent = json.dumps({"path": "a.py", "body": body})
+    call = ToolCall("c1", "write", {"path": "a.py", "body": body}, len(sent), estimate_tokens(sent))
+    share = Compactor._argument_tokens(call, body)
+    assert 0.95 * estimate_tokens(sent) < share <= estimate_tokens(sent)  # (its escaped newlines count: they are sent)
+    # an adapter that does not know the arguments' tokens: the argument is estimated on its own
+    assert Compactor._argument_tokens(call._replace(tokens=-1), body) == estimate_tokens(body)

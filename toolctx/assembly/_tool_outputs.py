@@ -107,8 +107,9 @@ class HistoryItemAdapter:
             calls = []
             for c in item.tool_calls:
                 sent = orjson.dumps(c.arguments, default=str)
-                tokens += estimate_tokens(sent) + estimate_tokens(c.name)
-                calls.append(ToolCall(c.id, c.name, c.arguments, len(sent)))
+                sent_tokens = estimate_tokens(sent)
+                tokens += sent_tokens + estimate_tokens(c.name)
+                calls.append(ToolCall(c.id, c.name, c.arguments, len(sent), sent_tokens))
             return Item(tokens, calls=tuple(calls), text=said)
         return Item(estimate_tokens(item.content), text=said, question=item.content if item.role == "user" else None)
 

@@ -40,13 +40,17 @@ class ToolCall(NamedTuple):  # (named tuples: made for every message, faster to 
     ``size``: the length of its arguments as sent (their JSON, in characters or
     UTF-8 bytes), so the arguments of a call sent short are never read to look
     for long ones. An adapter that gives it must give at least the length of
-    every string argument; -1 (the default) when not known.
+    every string argument; -1 (the default) when not known. ``tokens``: the
+    estimated tokens of its arguments as sent; with ``size``, what standing in
+    for a long argument frees is taken as its share of them, instead of
+    estimating the argument again (-1: not known).
     """
 
     id: str
     name: str
     args: Mapping[str, Any]
     size: int = -1
+    tokens: int = -1
 
 
 class Item(NamedTuple):
@@ -276,7 +280,7 @@ class Compactor(Generic[T]):
             wanted = conversation.shown - settings.low_water
             # A batch breaks the prompt cache after its first edit, near the start: make it only if it frees
             # enough to pay for that (the oldest candidate comes first, so about all that is shown is re-sent).
-            freed = min(conversation.available, wanted)
+            freed = wanted if wanted < conversation.available else conversation.available
             # (the first batch brings read_context into the tool list, at the very start of the prompt)
             broken = conversation.shown + (0 if session_notes.offer_read_context else session_notes.prefix_tokens)
             if freed < settings.min_gain or not pays_for_cache_break(
@@ -320,13 +324,25 @@ class Compactor(Generic[T]):
             return 0
         shown = self.results.get(call_id)  # a tool-time stand-in this compactor made, or the output as described
         tokens = result.tokens if shown is None else estimated(shown)
-        gain = max(0, tokens - _MARKER_TOKENS - settings.preview_chars // 4)
+        gain = tokens - _MARKER_TOKENS - settings.preview_chars // 4
+        gain = gain if gain > 0 else 0  # (a comparison, not max(): this path runs with cold caches)
         call = self._call(conversation, call_id)
         if call_id not in self.args and self._may_have_long_args(call):
+            shown_in = _ARG_STAND_IN_TOKENS + settings.args_preview_chars // 4  # (what its stand-in costs)
             for value in call.args.values():
                 if isinstance(value, str) and len(value) > settings.args_chars and not is_stand_in(value):
-                    gain += max(0, estimated(value) - _ARG_STAND_IN_TOKENS - settings.args_preview_chars // 4)
+                    freed = self._argument_tokens(call, value) - shown_in
+                    gain += freed if freed > 0 else 0
         return gain
+
+    @staticmethod
+    def _argument_tokens(call: ToolCall, value: str) -> int:
+        """About the tokens a long string argument takes as sent: its share of the call's arguments."""
+        if call.tokens < 0 or call.size <= 0:
+            return estimated(value)
+        sent = len(value) + value.count("\n") + value.count('"')  # (as JSON, with its usual escapes)
+        share = call.tokens * sent // call.size
+        return share if share < call.tokens else call.tokens
 
     def _may_have_long_args(self, call: ToolCall) -> bool:
         return call.size < 0 or call.size > self.settings.args_chars

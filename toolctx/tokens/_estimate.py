@@ -125,4 +125,12 @@ def estimate_tokens(data: bytes | str) -> int:
         total = sum((zlib.adler32(view[i : i + _CHUNK]) & 0xFFFF) - 1 for i in range(0, size, _CHUNK))
     pairs = after_punct * raw.translate(_CLASSES).count(b".a") + space_pairs * raw.count(b"  ")
     estimate = total / 32 + pairs
-    return min(size, max(1, round(estimate)))
+    # round(estimate) (half to even), then kept within 1..size; written out, since builtins the
+    # interpreter rarely runs cost microseconds each when an agent loop has left the caches cold
+    tokens = int(estimate)
+    rest = estimate - tokens
+    if rest > 0.5 or (rest == 0.5 and tokens & 1):
+        tokens += 1
+    if tokens < 1:
+        tokens = 1
+    return size if tokens > size else tokens
