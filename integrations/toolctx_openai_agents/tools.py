@@ -8,6 +8,7 @@ import copy
 import json
 from collections.abc import Awaitable, Mapping, Sequence
 from contextvars import ContextVar
+from importlib import metadata
 from typing import Any
 
 import orjson
@@ -16,7 +17,7 @@ from agents.run_config import ToolErrorFormatter, ToolErrorFormatterArgs
 from agents.tool_context import ToolContext
 
 from toolctx import ContextSession
-from toolctx._internal import internal_error
+from toolctx._internal import WARNING, internal_error, log
 from toolctx.compaction import (
     READ_CONTEXT,
     CompactionSettings,
@@ -144,7 +145,8 @@ def record_tool_errors(formatter: ToolErrorFormatter | None = None) -> ToolError
     persisted tool's call is stored as an error (the exception's type and
     message, redacted like everything else), so compaction leaves it whole;
     without it, or on an older SDK, the call is stored with the failure message
-    as its output. Errors the SDK lets through (``failure_error_function=None``)
+    as its output (on an older SDK this logs a ``record_tool_errors_inactive``
+    warning, once). Errors the SDK lets through (``failure_error_function=None``)
     are stored as errors either way, and a tool's own ``failure_error_function``
     is not shown to the formatter by the SDK, so its answer is stored as output.
 
@@ -153,6 +155,7 @@ def record_tool_errors(formatter: ToolErrorFormatter | None = None) -> ToolError
     """
     if formatter is not None and not callable(formatter):
         raise TypeError(f"formatter must be a RunConfig.tool_error_formatter (a function), got {formatter!r:.80}")
+    _say_if_errors_go_unseen()
 
     def record(args: ToolErrorFormatterArgs[Any]) -> str | Awaitable[str | None] | None:
         watched = _handled.get()
@@ -167,6 +170,28 @@ def record_tool_errors(formatter: ToolErrorFormatter | None = None) -> ToolError
         return None if formatter is None else formatter(args)
 
     return record
+
+
+_told: list[str] = []  # the SDK version already told about, once per process
+
+
+def _say_if_errors_go_unseen() -> None:
+    """Log (once) when the installed SDK never shows a tool's exception to a tool_error_formatter."""
+    try:
+        installed = metadata.version("openai-agents")
+        release = tuple(int(part) for part in installed.split(".")[:2])
+    except (metadata.PackageNotFoundError, ValueError):  # (a build without metadata, a version not numbered so)
+        return
+    if release >= (0, 24) or _told:
+        return
+    _told.append(installed)
+    log(
+        WARNING,
+        "record_tool_errors_inactive",
+        openai_agents=installed,
+        reason="the SDK shows tool exceptions to RunConfig.tool_error_formatter from openai-agents 0.24 on; "
+        "until then calls whose error it handles are stored with its failure message as their output",
+    )
 
 
 class _Persisted:

@@ -264,6 +264,27 @@ def test_the_error_formatter_outside_a_persisted_tool_only_passes_through() -> N
     assert record_tool_errors(lambda a: "mine")(args) == "mine"  # type: ignore[arg-type]
 
 
+def test_on_an_sdk_that_never_shows_the_formatter_tool_errors_it_says_so_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from structlog.testing import capture_logs
+    from toolctx_openai_agents import tools
+
+    def told(installed: str) -> list[dict[str, Any]]:
+        monkeypatch.setattr(tools.metadata, "version", lambda name: installed)
+        monkeypatch.setattr(tools, "_told", [])
+        with capture_logs() as logs:
+            record_tool_errors()
+            record_tool_errors()  # (once per process)
+        return [e for e in logs if e["event"] == "record_tool_errors_inactive"]
+
+    [event] = told("0.23.1")
+    assert event["log_level"] == "warning"
+    assert event["openai_agents"] == "0.23.1"
+    assert "0.24" in event["reason"]
+    assert told("0.24.0") == []
+    assert told("1.0.0") == []
+    assert told("not-a-version") == []  # an unnumbered build: nothing to say
+
+
 def test_an_error_inside_an_agent_a_tool_runs_is_not_recorded_on_that_tool(context_dir: Path) -> None:
     """The run config reaches nested agents: their tools' errors belong to their own calls, not the caller's."""
     inner_model = ScriptedModel(
