@@ -131,6 +131,5 @@ def estimate_tokens(data: bytes | str) -> int:
     rest = estimate - tokens
     if rest > 0.5 or (rest == 0.5 and tokens & 1):
         tokens += 1
-    if tokens < 1:
-        tokens = 1
+    tokens = tokens if tokens > 1 else 1
     return size if tokens > size else tokens
