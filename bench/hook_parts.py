@@ -16,7 +16,7 @@ Variants, run in turn within each run:
 - ``full``: the hooks as they are;
 - ``no-scan``: the redaction prefilter finds nothing (the secret scan's cost);
 - ``no-stand-in``: the tool hook never decides on a stand-in (``shown_output``);
-- ``no-store``: the tool hook does not store the call (it still parses the arguments);
+- ``no-store``: the tool hook neither stores nor queues the call (it still parses the arguments);
 - ``floor``: the tool hook only calls the tool (the wrapper and the timing);
 - ``no-text``: old assistant text is never a candidate (``text_chars`` past any text);
 - ``no-batch``: the filter makes no batch (it still takes in every new item);
@@ -63,6 +63,7 @@ def take_out(variant: str) -> None:
         tools.shown_output = lambda *args: None  # type: ignore[assignment]
     elif variant == "no-store":
         tools.persist_call = lambda session, name, *args, **kwargs: SavedCall(name, False, False)  # type: ignore[assignment]
+        tools.queue_call = lambda *args, **kwargs: False  # type: ignore[assignment]
     elif variant == "floor":
 
         async def invoke_only(self: Any, ctx: Any, arguments: str) -> Any:

@@ -28,8 +28,10 @@ from toolctx.compaction import (
     SessionSource,
     notes,
     persist_call,
+    queue_call,
     session_resolver,
     shown_output,
+    shown_whole,
 )
 from toolctx.compaction import before_model_call as run_hook
 from toolctx.compaction._prefix import PrefixSize
@@ -171,6 +173,19 @@ class ToolContextMiddleware(AgentMiddleware):
 
     def _message(self, session: ContextSession, request: ToolCallRequest, message: ToolMessage) -> ToolMessage:
         content = message.content
+        if (
+            isinstance(content, str)
+            and message.artifact is None
+            and message.status != "error"
+            and shown_whole(self.settings, content)
+        ):
+            call = request.tool_call
+            args = model_arguments(getattr(request, "tool", None), call.get("args") or {})
+            if all(value is None or type(value) in _SCALARS for value in args.values()):  # (nothing shared can change)
+                config = self._config(request)
+                name = message.name or call["name"]
+                queue_call(session, name, args, content, call_id=call.get("id"), task_id=thread_of(config, or_run=True))
+                return message  # (shown as it is: stored with the next ones, in one go)
         stored = content if message.artifact is None else {"content": content, "artifact": message.artifact}
         text = output_text(content)
         error = ErrorInfo(type="ToolError", message=text[:20_000]) if message.status == "error" else None
@@ -227,6 +242,9 @@ class ToolContextMiddleware(AgentMiddleware):
         if not keep_ids:
             return response
         return ExtendedModelResponse(model_response=response, command=Command(update={"messages": keep_ids}))
+
+
+_SCALARS = (str, int, float, bool)
 
 
 def _system_text(message: SystemMessage) -> str:

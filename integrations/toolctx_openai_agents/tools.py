@@ -26,8 +26,10 @@ from toolctx.compaction import (
     SessionSource,
     notes,
     persist_call,
+    queue_call,
     session_resolver,
     shown_output,
+    shown_whole,
 )
 from toolctx.standins import DEFAULT_READ_LIMIT, output_text
 from toolctx.standins import read_context as read_stored
@@ -215,6 +217,9 @@ class _Persisted:
         finally:
             _handled.reset(watching)
         error = handled[-1] if handled else None
+        if error is None and isinstance(output, str) and shown_whole(self.settings, output):
+            self._queue(ctx, arguments, output)  # (shown as it is: stored with the next ones, in one go)
+            return output
         session, pointer = self._save(ctx, arguments, output, error)
         if session is None:
             return output
@@ -226,6 +231,17 @@ class _Persisted:
             internal_error(f"could not make a stand-in for a call of tool {self.name!r}", exc)
             shown = None
         return output if shown is None else shown
+
+    def _queue(self, ctx: ToolContext[Any], arguments: str, output: str) -> None:
+        try:
+            session = self.get_session(None)
+            args = parse_arguments(arguments)  # (a new dict: nothing else holds it)
+            call_id = getattr(ctx, "tool_call_id", None)
+            group = conversation_of(ctx)
+        except Exception as exc:
+            internal_error(f"could not store a call of tool {self.name!r}", exc)
+            return
+        queue_call(session, self.name, args, output, call_id=call_id, task_id=group)
 
     def _save(
         self, ctx: ToolContext[Any], arguments: str, output: Any, error: BaseException | None

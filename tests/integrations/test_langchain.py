@@ -541,3 +541,27 @@ def test_persist_tool_keeps_the_artifact_of_a_tool_of_content_and_artifact(conte
         plain = persist_tool(chart).invoke({"region": "x"})  # without a tool call: the content only, as LangChain does
     assert isinstance(plain, str)
     assert is_stand_in(plain)
+
+
+def test_a_call_shown_whole_is_stored_later_only_when_nothing_it_holds_can_change(context_dir: Path) -> None:
+    from types import SimpleNamespace
+
+    middleware = ToolContextMiddleware()
+
+    def finished(call_id: str, args: dict[str, Any]) -> Any:
+        request = SimpleNamespace(
+            tool_call={"name": "grep", "args": args, "id": call_id}, tool=None, runtime=SimpleNamespace(config={})
+        )
+        return middleware._finished(request, ToolMessage("3 matches", tool_call_id=call_id, name="grep"))  # type: ignore[arg-type]
+
+    with session(context_dir) as s:
+        finished("scalars", {"pattern": "todo", "limit": 3})
+        assert len(s._saver._later) == 1  # queued: stored in one go with the next ones
+        paths = ["a.py"]
+        finished("a-list", {"paths": paths})  # stores the queue, then itself at once
+        assert not s._saver._later
+        paths.append("b.py")  # the tool's caller changing what it passed: the stored copy stays
+        stored = {c.call_id: c for c in s.load_contexts(s.get_all_pointers())}
+        assert [p.call_id for p in s.get_all_pointers()] == ["scalars", "a-list"]
+        assert stored["a-list"].args == {"paths": ["a.py"]}
+        assert stored["scalars"].result == "3 matches"

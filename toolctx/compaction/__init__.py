@@ -6,6 +6,8 @@ translate their framework's messages; everything they decide comes from here:
 - :class:`CompactionSettings`: every option and its default, with the reasons;
 - :func:`persist_call` and :func:`shown_output`: storing a call without ever
   breaking the tool, and the stand-in for a big output (only when it was stored);
+  :func:`queue_call` stores a call whose output is :func:`shown_whole` later,
+  with the others queued, as soon as anything reads the session;
 - :class:`Compactor`: per model call, which old results and long arguments become
   stand-ins, in batches from a high-water to a low-water mark, incrementally;
 - :func:`notes`: per session, whether ``read_context`` is worth offering yet and
@@ -24,7 +26,7 @@ from toolctx.compaction._notes import (
     notes,
     session_resolver,
 )
-from toolctx.compaction._persist import SavedCall, persist_call, shown_output
+from toolctx.compaction._persist import SavedCall, persist_call, queue_call, shown_output, shown_whole
 from toolctx.compaction._policy import Compactor, Edit, Item, ItemAdapter, ToolCall
 from toolctx.compaction._settings import READ_CONTEXT, CompactionSettings, pays_for_cache_break
 
@@ -45,6 +47,8 @@ __all__ = [
     "notes",
     "pays_for_cache_break",
     "persist_call",
+    "queue_call",
     "session_resolver",
     "shown_output",
+    "shown_whole",
 ]

@@ -15,7 +15,7 @@ from toolctx.sessions import ContextSession
 from toolctx.standins import stand_in, stored_text
 from toolctx.tokens import estimate_tokens
 
-__all__ = ["SavedCall", "estimated", "persist_call", "shown_output"]
+__all__ = ["SavedCall", "estimated", "persist_call", "queue_call", "shown_output", "shown_whole"]
 
 _KEPT = 512  # recent texts whose estimate is remembered
 _KEPT_CHARS = 4096  # ...if they are this short (so at most about 2 MB is held)
@@ -84,6 +84,42 @@ def persist_call(
         return None
 
 
+def queue_call(
+    session: ContextSession,
+    tool_name: str,
+    args: Mapping[str, Any],
+    result: str,
+    *,
+    call_id: str | None = None,
+    task_id: int | str | None = None,
+) -> bool:
+    """:func:`persist_call` for a string output the model is shown whole (:func:`shown_whole`), stored later.
+
+    The call is tagged and timed now and stored with the calls queued before it
+    as soon as anything reads the session (a batch, ``read_context``, a lookup) or
+    when it ends: storing a few in one go costs a tool hook less than storing each
+    on its own. ``args`` must be the hook's own (not changed afterwards). False
+    (logged) if the session refused it; the model sees the output whole either way.
+    """
+    try:
+        query_id = notes(session).query_id
+        session._save_later(
+            tool_name, args, result, task_id, query_id, call_id=None if call_id is None else str(call_id)
+        )
+        return True
+    except Exception as exc:
+        internal_error(f"could not store a call of tool {tool_name!r}", exc)
+        return False
+
+
+def shown_whole(settings: CompactionSettings, text: str) -> bool:
+    """Whether an output is certainly shown as it is: no more characters than ``max_output_tokens``, all ASCII.
+
+    (Never more tokens than bytes: no estimate is needed to tell.)
+    """
+    return len(text) <= settings.max_output_tokens and text.isascii()
+
+
 def shown_output(
     settings: CompactionSettings, session: ContextSession, pointer: SavedCall | ContextPointer | None, text: str
 ) -> str | None:
@@ -98,8 +134,8 @@ def shown_output(
     """
     if pointer is None or not pointer.stored or pointer.is_error:
         return None
-    if len(text) <= settings.max_output_tokens and text.isascii():
-        return None  # (never more tokens than bytes: the estimate is left to the model call that reads it)
+    if shown_whole(settings, text):
+        return None  # (the estimate is left to the model call that reads it)
     tokens = estimated(text)
     if tokens <= settings.max_output_tokens:
         return None

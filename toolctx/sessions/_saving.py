@@ -19,6 +19,7 @@ built later, when something asks for them.
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import threading
 import time
@@ -84,13 +85,18 @@ class SavePath:
         self.threshold = threshold
         self.memory_budget = memory_budget
         self.redactor = redactor
-        self.index = SearchIndex()
+        self._index = SearchIndex()
         self.closed = False
         self.lock = fork_safe_lock()
-        self._saving: list[None] = []  # one entry per call between save()'s start and end: close() waits for them
+        self._saving: list[None] = []  # one entry per call between save()'s (or queue()'s) start and end
         self._idle = threading.Condition(self.lock)
-        self.records: dict[str, Record] = {}
-        self.calls: dict[str, str] = {}  # framework call id -> record id
+        self._closing = False  # close() has begun: queue() refuses, save() still stores
+        # Calls queue() took, stored in order before anything reads the records: (their context, the save).
+        self._later: deque[tuple[contextvars.Context, Callable[[], object]]] = deque()
+        self._later_lock = threading.RLock()  # one thread stores the queue at a time (re-entered by its saves)
+        self._draining = False
+        self._records: dict[str, Record] = {}
+        self._calls: dict[str, str] = {}  # framework call id -> record id
         self.memory_bytes = 0
         self._generation = 0  # changes each time the store is cleared
         self._memory: deque[Record] = deque()  # outputs held in memory, oldest first
@@ -105,7 +111,69 @@ class SavePath:
         # The manifest serves resume(): only a session that is kept lists its files as it goes.
         self.listing = listing
 
-    def save(self, call: Call, result: Any, error: BaseException | ErrorInfo | None) -> Record:
+    @property
+    def records(self) -> dict[str, Record]:
+        """Every stored call by id (the calls queued first stored)."""
+        if self._later:
+            self.store_queued()
+        return self._records
+
+    @property
+    def calls(self) -> dict[str, str]:
+        """Record ids by the framework's call id (the calls queued first stored)."""
+        if self._later:
+            self.store_queued()
+        return self._calls
+
+    @property
+    def index(self) -> SearchIndex:
+        """The search index of the stored calls (the calls queued first stored)."""
+        if self._later:
+            self.store_queued()
+        return self._index
+
+    def queue(self, save: Callable[[], object]) -> None:
+        """Take a call to store later: with the others queued, in order, before anything reads the records.
+
+        ``save`` runs in a copy of the caller's context (so the call is tagged as
+        it would have been now) and must not raise for a call it could not store
+        (it is logged). A tool hook that queues its call does not pay for storing
+        it on its own with cold caches: the next reader stores the queue in one go.
+        """
+        saving = self._saving
+        saving.append(None)  # (counted in as save() is: close() waits for it, then stores what it queued)
+        try:
+            if self._closing or self.closed:
+                raise SessionClosedError(f"session {self.session_id} has ended; open a new one with toolctx.session()")
+            self._later.append((contextvars.copy_context(), save))
+        finally:
+            saving.pop()
+            if (self._closing or self.closed) and not saving:
+                with self.lock:
+                    self._idle.notify_all()
+
+    def store_queued(self) -> None:
+        """Store the queued calls, oldest first; other threads reading meanwhile wait for them."""
+        with self._later_lock:
+            if self._draining:  # (a queued save reading the records: it is one of them)
+                return
+            self._draining = True
+            later = self._later
+            try:
+                while later:
+                    context, save = later[0]  # (left in the queue until stored: a reader sees it and waits)
+                    try:
+                        context.run(save)
+                    except Exception as exc:
+                        internal_error("could not store a queued tool call; the model was shown it whole", exc)
+                    finally:
+                        later.popleft()
+            finally:
+                self._draining = False
+
+    def save(
+        self, call: Call, result: Any, error: BaseException | ErrorInfo | None, timestamp_ns: int | None = None
+    ) -> Record:
         """Keep one call: the decorator and ``save_context`` both end here.
 
         Secrets are redacted from the arguments and the result before anything is
@@ -113,6 +181,8 @@ class SavePath:
         secret. Text in ``call`` must already be valid UTF-8 (``clean_text``): both
         callers see to that once, outside this hot path.
         """
+        if self._later:  # (calls queued before this one are stored before it)
+            self.store_queued()
         # Counted in before looking at ``closed``, so close() either sees this call and
         # waits for it, or has set ``closed`` before and the call is refused. (A list's
         # append and pop are atomic: no lock on this hot path.)
@@ -147,7 +217,7 @@ class SavePath:
                 pointer_id(self.rand, next(self._ids)),  # next() is atomic under the GIL
                 call,
                 hash_bytes(args_json),
-                time.time_ns(),
+                time.time_ns() if timestamp_ns is None else timestamp_ns,
                 size,
                 error is not None,
                 None,  # estimated when first needed: most calls kept in memory never are
@@ -163,10 +233,10 @@ class SavePath:
                 preview = preview_of(result if plain else None, data, INDEX_PREVIEW_CHARS)
                 record._preview = preview[:PREVIEW_CHARS]
                 record._tokens = estimate_tokens(data)
-                indexed = preview if self.index.backlog < _LONG_PREVIEWS else record._preview
+                indexed = preview if self._index.backlog < _LONG_PREVIEWS else record._preview
                 self._keep_on_disk(record, (data, error, notes), indexed)
             if call.call_id is not None:
-                self.calls[call.call_id] = record.id
+                self._calls[call.call_id] = record.id
             if self._always_emit or log_enabled(DEBUG):
                 self._emit(DEBUG, "saved", id=record.id, tool=call.tool_name, size=size, storage=str(record.storage))
             if len(notes) > len(call.args_notes):  # arguments in fallback form are noted in the document only
@@ -178,7 +248,7 @@ class SavePath:
             return record
         finally:
             saving.pop()
-            if self.closed and not saving:
+            if (self._closing or self.closed) and not saving:
                 with self.lock:
                     self._idle.notify_all()
 
@@ -228,8 +298,8 @@ class SavePath:
         lock.acquire()  # (cheaper than ``with`` on this hot path)
         try:
             # Registered and indexed under one lock, so that a clear() never leaves one without the other.
-            self.records[record.id] = record
-            self.index.add_document(record)
+            self._records[record.id] = record
+            self._index.add_document(record)
             self._memory.append(record)
             self.memory_bytes += record.size + len(record.call.args_json)
             evicted = self._evict_over_budget() if self.memory_bytes > self.memory_budget else None
@@ -261,8 +331,8 @@ class SavePath:
                 if generation == self._generation:
                     if existing is None and same is not None and record.storage is _DISK:
                         self._written[same] = record.filename
-                    self.records[record.id] = record
-                    self.index.add(record.id, record.search_text, indexed, record.tokens)
+                    self._records[record.id] = record
+                    self._index.add(record.id, record.search_text, indexed, record.tokens)
                     return
             # The store was cleared while this was written, perhaps deleting the file: write it again.
             record._filename, record.call.args_json, record.storage = None, full_args, _NONE
@@ -328,7 +398,7 @@ class SavePath:
         if failed:
             with self.lock:
                 for record in failed:
-                    if record.id in self.records:
+                    if record.id in self._records:
                         self._memory.append(record)
                         self.memory_bytes += record.size + len(record.call.args_json)
 
@@ -336,8 +406,14 @@ class SavePath:
         """Refuse new calls and wait up to ``timeout`` seconds for those being saved.
 
         Returns how many are still being saved then (0 when all landed), or None if
-        the save path was closed already.
+        the save path was closed already. Calls queued before are stored first.
         """
+        if self.closed:
+            return None
+        self._closing = True  # queue() refuses from here on...
+        with self.lock:  # ...and once the queue() calls under way are done, every queued call is in the queue
+            self._idle.wait_for(lambda: not self._saving, timeout)
+        self.store_queued()
         with self.lock:
             if self.closed:
                 return None
@@ -347,6 +423,7 @@ class SavePath:
 
     def flush(self) -> None:
         """Write every in-memory output to the store (a kept session ending)."""
+        self.store_queued()
         with self.lock:
             pending = list(self._memory)
             self._memory.clear()
@@ -355,8 +432,9 @@ class SavePath:
 
     def write_manifest(self) -> None:
         """List every output in the store, all at once (a session that is kept after all)."""
+        self.store_queued()
         with self.lock:
-            stored = [r for r in self.records.values() if r.storage is _DISK]
+            stored = [r for r in self._records.values() if r.storage is _DISK]
         stored.sort(key=lambda r: (r.timestamp_ns, r.id))
         try:
             self.store.put(MANIFEST_NAME, [b"".join(r.manifest_line() for r in stored)])
@@ -366,15 +444,16 @@ class SavePath:
 
     def forget(self) -> int:
         """Drop every record held in memory (files already written stay); returns how many."""
+        self.store_queued()
         with self.lock:
-            count = len(self.records)
+            count = len(self._records)
             # A new dict, not the old one emptied: a selection that took the records before this
             # still finds every one it listed (records only ever go this way and in clear_store).
-            self.records = {}
-            self.calls.clear()
+            self._records = {}
+            self._calls.clear()
             self._memory.clear()
             self.memory_bytes = 0
-            self.index.clear()
+            self._index.clear()
         return count
 
     def clear_store(self) -> int:
@@ -387,15 +466,16 @@ class SavePath:
         call being written meanwhile sees the clear when it registers, and writes
         its file again after it.
         """
+        self.store_queued()
         with self.lock:
-            gone = [k for k, r in self.records.items() if r.storage is not _MEMORY]
-            written = {self.records[k].filename for k in gone}
-            self.records = {k: r for k, r in self.records.items() if r.storage is _MEMORY}  # (see forget)
+            gone = [k for k, r in self._records.items() if r.storage is not _MEMORY]
+            written = {self._records[k].filename for k in gone}
+            self._records = {k: r for k, r in self._records.items() if r.storage is _MEMORY}  # (see forget)
             self._written.clear()
             owned = [name for name in self.store.list() if name in written or self._owns(name)]
             removed = sum(self.store.delete(name) for name in owned)
             self._generation += 1
-            self.index.remove(gone)
+            self._index.remove(gone)
         return removed
 
     def _owns(self, name: str) -> bool:
@@ -408,17 +488,18 @@ class SavePath:
     def restore(self, records: list[Record]) -> None:
         """Take over records rebuilt from the store (resume), numbering new calls after them."""
         with self.lock:
-            self.records = {r.id: r for r in records}
+            self._records = {r.id: r for r in records}
             for record in records:
                 if record.call.call_id is not None:
-                    self.calls[record.call.call_id] = record.id
+                    self._calls[record.call.call_id] = record.id
         for record in records:
-            self.index.add(record.id, record.search_text, record.preview, record.tokens)
+            self._index.add(record.id, record.search_text, record.preview, record.tokens)
         self._ids = itertools.count(max((r.counter for r in records), default=-1) + 1)
 
     def snapshot(self) -> list[Record]:
+        self.store_queued()
         with self.lock:
-            return list(self.records.values())
+            return list(self._records.values())
 
     def after_fork(self) -> None:
         """Make a forked child's copy usable: it has only the thread that forked it.
@@ -431,8 +512,11 @@ class SavePath:
         """
         self.rand = new_rand()
         self._saving = []
+        self._later = deque()  # (the parent stores what it queued)
+        self._later_lock = threading.RLock()
+        self._draining = False
         self._idle = threading.Condition(self.lock)
-        self.index = index = SearchIndex()
-        for record in list(self.records.values()):
+        self._index = index = SearchIndex()
+        for record in list(self._records.values()):
             index.add_document(record)
         self.store.after_fork()

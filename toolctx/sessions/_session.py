@@ -20,6 +20,7 @@ import contextlib
 import functools
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar, Token
@@ -350,6 +351,7 @@ class ContextSession:
         error: BaseException | ErrorInfo | None = None,
         threshold: int | None = None,
         call_id: str | None = None,
+        timestamp_ns: int | None = None,
     ) -> Record:
         """:meth:`save_context` without making the pointer (the adapters' path: they need the id only)."""
         if not isinstance(tool_name, str) or not tool_name:
@@ -378,7 +380,30 @@ class ContextSession:
             query_id=None if query_id is None else clean_text(query_id),
             call_id=None if call_id is None else clean_text(call_id),
         )
-        return self._saver.save(call, result, error)
+        return self._saver.save(call, result, error, timestamp_ns)
+
+    def _save_later(
+        self,
+        tool_name: str,
+        args: Mapping[str, Any],
+        result: Any,
+        task_id: int | str | None = None,
+        query_id: str | None = None,
+        *,
+        call_id: str | None = None,
+    ) -> None:
+        """:meth:`_save`, done with the calls queued before it as soon as anything reads the session.
+
+        For a tool hook whose output the model is shown whole: storing the calls of
+        a few hooks in one go costs less than storing each on its own while the
+        agent loop has left the caches cold. The call keeps its tags and time of
+        now; until it is stored, ``args`` and ``result`` must not change (a string
+        result, arguments parsed for the call).
+        """
+        save = functools.partial(
+            self._save, tool_name, args, result, task_id, query_id, call_id=call_id, timestamp_ns=time.time_ns()
+        )
+        self._saver.queue(save)
 
     # -- reading -----------------------------------------------------------------
 
@@ -503,10 +528,11 @@ class ContextSession:
         """All of this session's calls (pointers built only when needed), or the given ones."""
 
         if pointers is None:
+            self._saver.store_queued()  # (not under the lock below: storing takes it)
             with self._saver.lock:
                 # Clearing replaces the records dict instead of emptying it, so these are the records
                 # as they stood now, whatever a clear() in another thread does while the selection runs.
-                records = self._saver.records
+                records = self._saver._records
                 ids = list(records)
 
             def make(pointer_id: str) -> ContextPointer:
