@@ -36,6 +36,7 @@ from _replay_measure import (
     argument_stand_ins,
     measure,
     read_back_text,
+    stored_after,
     text_stand_ins,
 )
 from _replay_trace import OutputBook, Trace, args_schemas, recorded_texts
@@ -236,6 +237,7 @@ async def _run(replay: _Replay, figures: Figures, count: TokenCounter) -> None:
             raise RuntimeError(f"{trace.id}: {len(replay.model.script)} recorded model answers were not asked for")
     finally:
         conversation.close()
+    figures.stored_after = stored_after(toolctx.current_session())
     restored: dict[tuple[str, str], str | None] = {}
     if replay.with_toolctx:
         for handle in sorted(_handles(replay.inputs)):

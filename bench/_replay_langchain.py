@@ -30,6 +30,7 @@ from _replay_measure import (
     Unit,
     measure,
     read_back_text,
+    stored_after,
 )
 from _replay_trace import OutputBook, Trace, args_schemas, recorded_texts
 from langchain.agents import create_agent
@@ -166,6 +167,7 @@ def replay_langchain(trace: Trace, with_toolctx: bool, count: TokenCounter) -> F
             agent.invoke({"messages": [HumanMessage(turn.user)]}, config)
         if len(replay.inputs) != len(replay.replies):
             raise RuntimeError(f"{trace.id}: {len(replay.inputs)} model calls, the recording has {len(replay.replies)}")
+        figures.stored_after = stored_after(session)
 
         def read(handle: str, part: str = "result") -> str | None:
             assert middleware is not None

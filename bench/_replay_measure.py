@@ -158,12 +158,25 @@ class Figures:
     arguments_unrestorable: list[str] = field(default_factory=list)
     hook_cpu_tool: float = 0.0  # seconds inside the adapter's tool-call hook, the tool itself excluded
     hook_cpu_model: float = 0.0  # seconds inside the adapter's model-call hook, the model excluded
+    stored_after: float = 0.0  # seconds storing the calls still queued when the run ended (outside the hooks)
     hook_wall: float = 0.0
     run_seconds: float = 0.0
 
     @property
     def hook_cpu_per_tool_call(self) -> float:
         return (self.hook_cpu_tool + self.hook_cpu_model) / self.tool_calls if self.tool_calls else 0.0
+
+
+def stored_after(session: Any) -> float:
+    """Seconds of thread CPU storing what the tool hooks queued and nothing has read yet (at the run's end).
+
+    The tool hooks queue calls whose output is shown whole, and the session stores
+    them in one go when something reads it; what is left when the run ends is
+    stored here, timed, so that the figures count it.
+    """
+    cpu = time.thread_time()
+    session._saver.store_queued()
+    return time.thread_time() - cpu
 
 
 class HookClock:

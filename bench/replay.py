@@ -27,7 +27,9 @@ prompt, every message or input item), and everything is measured from that:
   redaction stored it);
 - pairing and order errors in every model input;
 - adapter CPU per tool call: thread CPU time inside the adapter's tool and model
-  hooks (the tool and the model excluded), for sessions bucketed by length.
+  hooks (the tool and the model excluded), for sessions bucketed by length, and
+  apart, the CPU storing what the tool hooks queued and nothing had read yet when
+  the run ended.
 
 Turns recorded with no final reply end after a tool result: the loop still calls
 the model once more; that call gets an empty reply and is left out of the token
@@ -203,6 +205,7 @@ def _cpu_by_length(runs: Sequence[Figures]) -> list[dict[str, Any]]:
                 "median_us_per_tool_call": median(f.hook_cpu_per_tool_call for f in inside) * 1e6,
                 "tool_hook_us_per_call": sum(f.hook_cpu_tool for f in inside) / calls * 1e6,
                 "model_hook_us_per_call": sum(f.hook_cpu_model for f in inside) / calls * 1e6,
+                "stored_after_us_per_call": sum(f.stored_after for f in inside) / calls * 1e6,
                 "wall_us_per_call": sum(f.hook_wall for f in inside) / calls * 1e6,
             }
         )
@@ -262,15 +265,16 @@ def render(summary: dict[str, Any]) -> str:
         "### Adapter CPU per tool call (both hooks), by session length",
         "",
         "| source, framework | tool calls per session | sessions | median µs per tool call | tool hook µs "
-        "| model hook µs | wall µs |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| model hook µs | wall µs | stored after the run µs |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in summary.values():
         for b in row["cpu_by_length"]:
             out.append(
                 f"| {row['source']}, {row['framework']} | {b['tool_calls']} | {b['sessions']} "
                 f"| {b['median_us_per_tool_call']:,.0f} | {b['tool_hook_us_per_call']:,.0f} "
-                f"| {b['model_hook_us_per_call']:,.0f} | {b['wall_us_per_call']:,.0f} |"
+                f"| {b['model_hook_us_per_call']:,.0f} | {b['wall_us_per_call']:,.0f} "
+                f"| {b['stored_after_us_per_call']:,.1f} |"
             )
     return "\n".join(out) + "\n"
 
