@@ -110,3 +110,13 @@ def test_only_an_output_certainly_shown_whole_qualifies() -> None:
     assert shown_whole(settings, "0123456789")
     assert not shown_whole(settings, "0123456789a")  # may be over max_output_tokens
     assert not shown_whole(settings, "café")  # not ASCII: may take more tokens than characters
+
+
+def test_a_session_nothing_reads_stores_its_queue_every_64_calls(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        for i in range(64):
+            queue_call(s, "poll", {"i": i}, "nothing new", call_id=f"p{i}")
+        assert not s._saver._later  # the 64th stored them all: the queue stays small
+        assert len(s._saver._records) == 64  # (read without storing anything)
+        queue_call(s, "poll", {"i": 64}, "nothing new", call_id="p64")
+        assert len(s._saver._later) == 1

@@ -50,6 +50,7 @@ __all__ = ["SavePath", "Tags", "current_tags"]
 _MEMORY, _DISK, _NONE = StorageKind.MEMORY, StorageKind.DISK, StorageKind.NONE
 _NAMES_KEPT = 10_000  # distinct tool names and tags whose redacted form is remembered
 _LONG_PREVIEWS = 4096  # unsearched calls whose long index preview is queued (about 4 MB)
+_QUEUED = 64  # calls queue() holds at most: the next one stores them (a session nothing reads stays bounded)
 
 Emit = Callable[..., None]
 
@@ -138,7 +139,8 @@ class SavePath:
         ``save`` runs in a copy of the caller's context (so the call is tagged as
         it would have been now) and must not raise for a call it could not store
         (it is logged). A tool hook that queues its call does not pay for storing
-        it on its own with cold caches: the next reader stores the queue in one go.
+        it on its own with cold caches: the next reader stores the queue in one go
+        (or the call that makes it 64 long, so a session nothing reads stays small).
         """
         saving = self._saving
         saving.append(None)  # (counted in as save() is: close() waits for it, then stores what it queued)
@@ -151,6 +153,8 @@ class SavePath:
             if (self._closing or self.closed) and not saving:
                 with self.lock:
                     self._idle.notify_all()
+        if len(self._later) >= _QUEUED:
+            self.store_queued()
 
     def store_queued(self) -> None:
         """Store the queued calls, oldest first; other threads reading meanwhile wait for them."""
