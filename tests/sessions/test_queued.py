@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
 
-from toolctx import ContextSession, ToolctxWarning, hash_query, session
+from toolctx import ContextSession, StorageKind, ToolctxWarning, hash_query, session
 from toolctx.compaction import CompactionSettings, notes, queue_call, shown_whole
 
 
@@ -120,3 +122,68 @@ def test_a_session_nothing_reads_stores_its_queue_every_64_calls(context_dir: Pa
         assert len(s._saver._records) == 64  # (read without storing anything)
         queue_call(s, "poll", {"i": 64}, "nothing new", call_id="p64")
         assert len(s._saver._later) == 1
+
+
+def test_calls_are_listed_by_the_time_they_were_made_whenever_they_were_stored(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        s.save_context("now", {}, "made now", call_id="now")
+        made_before = time.time_ns() - 10**9
+        s._save("earlier", {}, "made a second ago, stored after", call_id="earlier", timestamp_ns=made_before)
+        assert [p.call_id for p in s.get_all_pointers()] == ["earlier", "now"]
+
+
+def test_a_call_whose_output_goes_to_disk_at_once_is_not_queued(context_dir: Path) -> None:
+    with session(context_dir, threshold=0) as s:  # (as Conversations opens its sessions: on disk as saved)
+        queue_call(s, "ls", {}, "a.py", call_id="d1")
+        assert not s._saver._later
+        assert s._saver._records[s._saver._calls["d1"]].storage is StorageKind.DISK
+
+
+def test_memory_bytes_counts_what_was_queued(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        queue_call(s, "ls", {}, "a.py b.py", call_id="m1")
+        assert s.memory_bytes > 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+def test_a_forked_child_has_the_calls_queued_before_the_fork(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        queue_call(s, "ls", {}, "a.py", call_id="f1")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            os._exit(0 if s.find_call("f1") is not None else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert s.find_call("f1") is not None
+
+
+def test_ending_a_session_waits_at_most_its_close_timeout_for_another_thread_storing_the_queue(
+    context_dir: Path,
+) -> None:
+    s = ContextSession(context_dir, close_timeout=0.2)
+    queue_call(s, "ls", {}, "a.py", call_id="c1")
+    held, release = threading.Event(), threading.Event()
+
+    def storing_forever() -> None:  # (stands for a thread whose store hangs while it stores the queue)
+        with s._saver._later_lock:
+            held.set()
+            release.wait(60)
+
+    blocker = threading.Thread(target=storing_forever)
+    blocker.start()
+    held.wait(10)
+    closer = threading.Thread(target=s.close)
+
+    def ends() -> bool:
+        closer.start()
+        closer.join(30)  # (a hang detector, not a timing: close gives up after 0.2 s)
+        return not closer.is_alive()
+
+    with pytest.warns(ToolctxWarning, match="still storing its queue; 1 queued call"):
+        ended = ends()
+    release.set()
+    blocker.join()
+    closer.join()
+    assert ended

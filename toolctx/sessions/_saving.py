@@ -156,9 +156,17 @@ class SavePath:
         if len(self._later) >= _QUEUED:
             self.store_queued()
 
-    def store_queued(self) -> None:
-        """Store the queued calls, oldest first; other threads reading meanwhile wait for them."""
-        with self._later_lock:
+    def store_queued(self, timeout: float | None = None) -> None:
+        """Store the queued calls, oldest first; other threads reading meanwhile wait for them.
+
+        ``timeout``: give up after that many seconds waiting for another thread
+        storing them (it stores them all), instead of waiting as long as it takes.
+        """
+        if self.closed:  # (what is left could only be refused: close() said so when it gave up)
+            return
+        if not self._later_lock.acquire(timeout=-1 if timeout is None else timeout):
+            return
+        try:
             if self._draining:  # (a queued save reading the records: it is one of them)
                 return
             self._draining = True
@@ -174,6 +182,8 @@ class SavePath:
                         later.popleft()
             finally:
                 self._draining = False
+        finally:
+            self._later_lock.release()
 
     def save(
         self, call: Call, result: Any, error: BaseException | ErrorInfo | None, timestamp_ns: int | None = None
@@ -417,11 +427,18 @@ class SavePath:
         self._closing = True  # queue() refuses from here on...
         with self.lock:  # ...and once the queue() calls under way are done, every queued call is in the queue
             self._idle.wait_for(lambda: not self._saving, timeout)
-        self.store_queued()
+        self.store_queued(timeout)
         with self.lock:
             if self.closed:
                 return None
             self.closed = True
+            left, self._later = len(self._later), deque()  # (another thread storing them took too long)
+        if left:
+            internal_error(
+                f"session {self.session_id} ended while another thread was still storing its queue; "
+                f"{left} queued call(s) are not stored"
+            )
+        with self.lock:
             self._idle.wait_for(lambda: not self._saving, timeout)
             return len(self._saving)
 
@@ -501,9 +518,12 @@ class SavePath:
         self._ids = itertools.count(max((r.counter for r in records), default=-1) + 1)
 
     def snapshot(self) -> list[Record]:
+        """Every record, oldest first (a queued call keeps the time it was queued at)."""
         self.store_queued()
         with self.lock:
-            return list(self._records.values())
+            records = list(self._records.values())
+        records.sort(key=lambda r: (r.timestamp_ns, r.counter))
+        return records
 
     def after_fork(self) -> None:
         """Make a forked child's copy usable: it has only the thread that forked it.

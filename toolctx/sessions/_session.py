@@ -214,6 +214,7 @@ class ContextSession:
     @property
     def memory_bytes(self) -> int:
         """Bytes of results and arguments held in memory now (at most ``memory_budget``)."""
+        self._saver.store_queued()
         return self._saver.memory_bytes
 
     # -- activation ------------------------------------------------------------
@@ -386,7 +387,7 @@ class ContextSession:
         self,
         tool_name: str,
         args: Mapping[str, Any],
-        result: Any,
+        result: str,
         task_id: int | str | None = None,
         query_id: str | None = None,
         *,
@@ -397,13 +398,18 @@ class ContextSession:
         For a tool hook whose output the model is shown whole: storing the calls of
         a few hooks in one go costs less than storing each on its own while the
         agent loop has left the caches cold. The call keeps its tags and time of
-        now; until it is stored, ``args`` and ``result`` must not change (a string
-        result, arguments parsed for the call).
+        now; until it is stored, ``args`` must not change (arguments parsed for the
+        call). A result whose JSON would go to disk at once (a session with
+        ``threshold=0``, as :class:`~toolctx.Conversations` opens) is stored now.
         """
+        saver = self._saver
+        if not saver.memory_budget or len(result) + 2 >= saver.threshold:  # (its JSON goes to disk at once)
+            self._save(tool_name, args, result, task_id, query_id, call_id=call_id)  # (kept there now, as before)
+            return
         save = functools.partial(
             self._save, tool_name, args, result, task_id, query_id, call_id=call_id, timestamp_ns=time.time_ns()
         )
-        self._saver.queue(save)
+        saver.queue(save)
 
     # -- reading -----------------------------------------------------------------
 
@@ -666,9 +672,18 @@ def _track(session: ContextSession) -> None:
     """Remember live sessions so a forked child can reseed them (hook registered on first use)."""
     global _fork_hook_registered
     if not _fork_hook_registered and hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=_reseed_after_fork)
+        os.register_at_fork(before=_store_queues_before_fork, after_in_child=_reseed_after_fork)
         _fork_hook_registered = True
     _live_sessions.add(session)
+
+
+def _store_queues_before_fork() -> None:
+    """Store the calls the sessions queued, so a forked child has them too (waiting at most a second)."""
+    for live in list(_live_sessions):
+        try:
+            live._saver.store_queued(timeout=1.0)
+        except Exception as exc:  # (never in the way of the fork)
+            internal_error("could not store the queued calls before a fork; the child will not have them", exc)
 
 
 def _reseed_after_fork() -> None:
