@@ -7,6 +7,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,11 +70,31 @@ def test_a_session_that_ends_stores_what_was_queued_and_then_refuses(context_dir
         assert resumed.find_call("k2") is None
 
 
-def test_a_queued_call_that_cannot_be_stored_is_logged_and_the_next_ones_still_are(context_dir: Path) -> None:
+def test_a_call_that_cannot_be_queued_is_said_at_once_naming_the_value(context_dir: Path) -> None:
     with session(context_dir) as s:
-        queue_call(s, "", {}, "no tool name: refused when stored", call_id="bad")
+        with pytest.warns(ToolctxWarning, match="tool_name must be a non-empty str, got ''"):
+            assert not queue_call(s, "", {}, "no tool name")
+        with pytest.warns(ToolctxWarning, match="task_id must be an int or a str, got float: 1.5"):
+            assert not queue_call(s, "ok", {}, "a bad task", task_id=1.5)  # type: ignore[arg-type]
+        assert not s._saver._later
+        assert len(s) == 0
+
+
+def test_a_queued_call_that_cannot_be_stored_is_logged_and_the_next_ones_still_are(
+    context_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with session(context_dir) as s:
+        queue_call(s, "boom", {}, "refused when stored", call_id="bad")
         queue_call(s, "ok", {}, "fine", call_id="good")
-        with pytest.warns(ToolctxWarning, match="could not store a queued tool call.*tool_name"):
+        save = type(s._saver).save
+
+        def failing(saver: Any, call: Any, *args: Any) -> Any:
+            if call.tool_name == "boom":
+                raise OSError("disk full")
+            return save(saver, call, *args)
+
+        monkeypatch.setattr(type(s._saver), "save", failing)
+        with pytest.warns(ToolctxWarning, match="could not store a queued tool call.*disk full"):
             assert s.find_call("bad") is None
         assert s.find_call("good") is not None
 

@@ -355,10 +355,7 @@ class ContextSession:
         timestamp_ns: int | None = None,
     ) -> Record:
         """:meth:`save_context` without making the pointer (the adapters' path: they need the id only)."""
-        if not isinstance(tool_name, str) or not tool_name:
-            raise ConfigError(f"tool_name must be a non-empty str, got {tool_name!r:.80}")
-        if not isinstance(args, Mapping):
-            raise ConfigError(f"args must be a mapping of argument names to values, got {type(args).__name__}")
+        _check_call(tool_name, args)
         if description is not None and not isinstance(description, str):
             raise ConfigError(f"description must be a str, got {type(description).__name__}")
         if task_id is not None:
@@ -402,6 +399,9 @@ class ContextSession:
         call). A result whose JSON would go to disk at once (a session with
         ``threshold=0``, as :class:`~toolctx.Conversations` opens) is stored now.
         """
+        _check_call(tool_name, args)  # (said now, to the caller, not when the queue is stored)
+        if task_id is not None:
+            task_id = _task_id(task_id)
         saver = self._saver
         if not saver.memory_budget or len(result) + 2 >= saver.threshold:  # (its JSON goes to disk at once)
             self._save(tool_name, args, result, task_id, query_id, call_id=call_id)  # (kept there now, as before)
@@ -689,6 +689,14 @@ def _store_queues_before_fork() -> None:
 def _reseed_after_fork() -> None:
     for live in list(_live_sessions):
         live._saver.after_fork()
+
+
+def _check_call(tool_name: object, args: object) -> None:
+    """A call's name and arguments as saving them needs: a non-empty name, a mapping."""
+    if not isinstance(tool_name, str) or not tool_name:
+        raise ConfigError(f"tool_name must be a non-empty str, got {tool_name!r:.80}")
+    if not isinstance(args, Mapping):
+        raise ConfigError(f"args must be a mapping of argument names to values, got {type(args).__name__}")
 
 
 def _task_id(value: object) -> int | str:
