@@ -13,6 +13,7 @@ import pytest
 
 from toolctx import ContextSession, StorageKind, ToolctxWarning, hash_query, session
 from toolctx.compaction import CompactionSettings, notes, queue_call, shown_whole
+from toolctx.tokens import estimate_tokens
 
 
 def test_a_queued_call_is_there_for_every_reader_at_once(context_dir: Path) -> None:
@@ -128,11 +129,14 @@ def test_calls_queued_from_many_threads_are_each_stored_once(context_dir: Path) 
             assert mine == [f"{worker}-{i}" for i in range(50)]
 
 
-def test_only_an_output_certainly_shown_whole_qualifies() -> None:
+def test_an_output_qualifies_when_its_estimate_is_within_max_output_tokens() -> None:
     settings = CompactionSettings(max_output_tokens=10)
-    assert shown_whole(settings, "0123456789")
-    assert not shown_whole(settings, "0123456789a")  # may be over max_output_tokens
-    assert not shown_whole(settings, "café")  # not ASCII: may take more tokens than characters
+    assert shown_whole(settings, "0123456789")  # no more characters than that: never more tokens
+    assert shown_whole(settings, "word " * 8)  # longer, but estimated within it
+    assert shown_whole(settings, "café au lait")  # not ASCII, estimated within it
+    assert not shown_whole(settings, "word " * 40)
+    assert not shown_whole(settings, "日本語のテキスト" * 4)
+    assert estimate_tokens("word " * 8) <= 10 < estimate_tokens("word " * 40)
 
 
 def test_a_session_nothing_reads_stores_its_queue_every_64_calls(context_dir: Path) -> None:

@@ -113,11 +113,15 @@ def queue_call(
 
 
 def shown_whole(settings: CompactionSettings, text: str) -> bool:
-    """Whether an output is certainly shown as it is: no more characters than ``max_output_tokens``, all ASCII.
+    """Whether an output is shown as it is: estimated at most ``max_output_tokens``.
 
-    (Never more tokens than bytes: no estimate is needed to tell.)
+    (An ASCII text of no more characters than that needs no estimate: never more
+    tokens than bytes. A longer one's estimate is remembered for the model call
+    that reads it.)
     """
-    return len(text) <= settings.max_output_tokens and text.isascii()
+    if len(text) <= settings.max_output_tokens and text.isascii():
+        return True
+    return estimated(text) <= settings.max_output_tokens
 
 
 def shown_output(
@@ -134,8 +138,8 @@ def shown_output(
     """
     if pointer is None or not pointer.stored or pointer.is_error:
         return None
-    if shown_whole(settings, text):
-        return None  # (the estimate is left to the model call that reads it)
+    if len(text) <= settings.max_output_tokens and text.isascii():
+        return None  # (never more tokens than bytes: no estimate needed)
     tokens = estimated(text)
     if tokens <= settings.max_output_tokens:
         return None
