@@ -38,8 +38,9 @@ def _get(item: Any, key: str) -> Any:
 
 
 def _as_dict(item: Any) -> dict[str, Any]:
+    """The item's fields, to read or copy from (a dict item itself: it is never changed)."""
     if isinstance(item, dict):
-        return dict(item)
+        return item
     dump = getattr(item, "model_dump", None)
     return dict(dump(exclude_unset=True)) if callable(dump) else dict(vars(item))
 
