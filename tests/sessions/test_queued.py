@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from toolctx import ContextSession, StorageKind, ToolctxWarning, hash_query, session
-from toolctx.compaction import CompactionSettings, notes, queue_call, shown_whole
+from toolctx.compaction import CompactionSettings, _persist, notes, persist_call, queue_call, shown_output, shown_whole
 from toolctx.tokens import estimate_tokens
 
 
@@ -137,6 +137,27 @@ def test_an_output_qualifies_when_its_estimate_is_within_max_output_tokens() -> 
     assert not shown_whole(settings, "word " * 40)
     assert not shown_whole(settings, "日本語のテキスト" * 4)
     assert estimate_tokens("word " * 8) <= 10 < estimate_tokens("word " * 40)
+
+
+def test_a_long_output_is_estimated_once_on_its_way_to_a_stand_in(
+    context_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    estimates: list[int] = []
+
+    def counted(text: str | bytes) -> int:
+        estimates.append(len(text))
+        return estimate_tokens(text)
+
+    monkeypatch.setattr(_persist, "estimate_tokens", counted)
+    settings = CompactionSettings()
+    output = "line of a long log\n" * 5_000  # (too long for its estimate to be remembered)
+    with session(context_dir) as s:
+        assert not shown_whole(settings, output)
+        saved = persist_call(s, "tail", {"path": "app.log"}, output)
+        notes(s).offer_read_context = True
+        shown = shown_output(settings, s, saved, output)
+    assert shown is not None and shown.startswith("[toolctx")
+    assert estimates == [len(output)]
 
 
 def test_a_session_nothing_reads_stores_its_queue_every_64_calls(context_dir: Path) -> None:

@@ -113,15 +113,16 @@ def queue_call(
 
 
 def shown_whole(settings: CompactionSettings, text: str) -> bool:
-    """Whether an output is shown as it is: estimated at most ``max_output_tokens``.
+    """Whether an output is certainly shown as it is: estimated at most ``max_output_tokens``.
 
-    (An ASCII text of no more characters than that needs no estimate: never more
-    tokens than bytes. A longer one's estimate is remembered for the model call
-    that reads it.)
+    An ASCII text of no more characters than that needs no estimate (never more
+    tokens than bytes); a longer one is estimated if its estimate is remembered
+    (for the model call that reads it). A text too long for that gives False, so
+    that :func:`shown_output` estimates it once.
     """
     if len(text) <= settings.max_output_tokens and text.isascii():
         return True
-    return estimated(text) <= settings.max_output_tokens
+    return len(text) <= _KEPT_CHARS and estimated(text) <= settings.max_output_tokens
 
 
 def shown_output(
