@@ -156,7 +156,8 @@ def test_a_long_output_is_estimated_once_on_its_way_to_a_stand_in(
         saved = persist_call(s, "tail", {"path": "app.log"}, output)
         notes(s).offer_read_context = True
         shown = shown_output(settings, s, saved, output)
-    assert shown is not None and shown.startswith("[toolctx")
+    assert shown is not None
+    assert shown.startswith("[toolctx stand-in]")
     assert estimates == [len(output)]
 
 
