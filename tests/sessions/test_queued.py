@@ -206,6 +206,24 @@ def test_a_forked_child_has_the_calls_queued_before_the_fork(context_dir: Path) 
         assert s.find_call("f1") is not None
 
 
+def test_a_session_whose_end_is_interrupted_stays_open_and_queues_again(context_dir: Path) -> None:
+    s = ContextSession(context_dir)
+    queue_call(s, "ls", {}, "a.py", call_id="c1")
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    s._saver.queue(interrupted)  # (stands for a Ctrl-C while close() stores the queue)
+    with pytest.raises(KeyboardInterrupt):
+        s.close()
+    assert not s.closed
+    assert queue_call(s, "ls", {}, "b.py", call_id="c2")  # taken, not refused as if the session had ended
+    assert s.find_call("c1") is not None
+    assert s.find_call("c2") is not None
+    s.close()
+    assert s.closed
+
+
 def test_ending_a_session_waits_at_most_its_close_timeout_for_another_thread_storing_the_queue(
     context_dir: Path,
 ) -> None:

@@ -425,9 +425,13 @@ class SavePath:
         if self.closed:
             return None
         self._closing = True  # queue() refuses from here on...
-        with self.lock:  # ...and once the queue() calls under way are done, every queued call is in the queue
-            self._idle.wait_for(lambda: not self._saving, timeout)
-        self.store_queued(timeout)
+        try:
+            with self.lock:  # ...and once the queue() calls under way are done, every queued call is in the queue
+                self._idle.wait_for(lambda: not self._saving, timeout)
+            self.store_queued(timeout)
+        except BaseException:  # (interrupted: the session stays open, and queue() takes calls again)
+            self._closing = False
+            raise
         with self.lock:
             if self.closed:
                 return None
