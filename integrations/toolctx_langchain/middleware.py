@@ -51,9 +51,11 @@ class ToolContextMiddleware(AgentMiddleware):
     any) are saved in the session, tagged with the latest human message as the
     query and the thread (or run) id as the task. A big output reaches the model
     as a stand-in cut from the stored copy; error results, and any result that
-    could not be stored, reach it whole. A call shown whole whose arguments are
-    plain values is queued and stored with the next ones as soon as anything
-    reads the session (or when it ends), which costs the tool call less.
+    could not be stored, reach it whole. A successful call whose text content is
+    certainly shown whole (:func:`~toolctx.compaction.shown_whole`), without an
+    artifact, and whose arguments are plain values is queued and stored with the
+    next ones as soon as anything reads the session (or when it ends), which
+    costs the tool call less.
 
     Model calls (``wrap_model_call`` and ``awrap_model_call``): the compaction
     policy of :class:`toolctx.compaction.Compactor` replaces old results and long

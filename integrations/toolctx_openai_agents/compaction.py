@@ -37,8 +37,8 @@ def _get(item: Any, key: str) -> Any:
     return item.get(key) if isinstance(item, dict) else getattr(item, key, None)
 
 
-def _as_dict(item: Any) -> dict[str, Any]:
-    """The item's fields, to read or copy from (a dict item itself: it is never changed)."""
+def _as_dict(item: Any) -> Mapping[str, Any]:
+    """The item's fields, to read or copy from (a dict item itself, which must not be changed)."""
     if isinstance(item, dict):
         return item
     dump = getattr(item, "model_dump", None)

@@ -278,7 +278,8 @@ def persist_tools(
     ``RunConfig(tool_error_formatter=record_tool_errors())``: see
     :func:`record_tool_errors`); a call the SDK cancels (its tool timeout) is
     stored as an error too. An output that could not be stored reaches the model
-    whole. A call whose output is shown whole is queued and stored with the next
+    whole. A successful call whose string output is certainly shown whole
+    (:func:`~toolctx.compaction.shown_whole`) is queued and stored with the next
     ones as soon as anything reads the session (or when it ends), which costs the
     tool call less. Other tools (hosted, computer, ...) are returned unchanged.
     """

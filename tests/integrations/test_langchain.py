@@ -548,20 +548,24 @@ def test_a_call_shown_whole_is_stored_later_only_when_nothing_it_holds_can_chang
 
     middleware = ToolContextMiddleware()
 
-    def finished(call_id: str, args: dict[str, Any]) -> Any:
+    def finished(call_id: str, args: dict[str, Any], content: str = "3 matches") -> Any:
         request = SimpleNamespace(
             tool_call={"name": "grep", "args": args, "id": call_id}, tool=None, runtime=SimpleNamespace(config={})
         )
-        return middleware._finished(request, ToolMessage("3 matches", tool_call_id=call_id, name="grep"))  # type: ignore[arg-type]
+        return middleware._finished(request, ToolMessage(content, tool_call_id=call_id, name="grep"))  # type: ignore[arg-type]
 
     with session(context_dir) as s:
         finished("scalars", {"pattern": "todo", "limit": 3})
         assert len(s._saver._later) == 1  # queued: stored in one go with the next ones
+        # longer than max_output_tokens characters, or not ASCII, but estimated within it: queued too
+        finished("long", {"pattern": "def"}, "src/app.py:12: def run(self):\n" * 70)
+        finished("accented", {"pattern": "café"}, "menu.txt:3: café au lait\n" * 80)
+        assert len(s._saver._later) == 3
         paths = ["a.py"]
         finished("a-list", {"paths": paths})  # stores the queue, then itself at once
         assert not s._saver._later
         paths.append("b.py")  # the tool's caller changing what it passed: the stored copy stays
         stored = {c.call_id: c for c in s.load_contexts(s.get_all_pointers())}
-        assert [p.call_id for p in s.get_all_pointers()] == ["scalars", "a-list"]
+        assert [p.call_id for p in s.get_all_pointers()] == ["scalars", "long", "accented", "a-list"]
         assert stored["a-list"].args == {"paths": ["a.py"]}
         assert stored["scalars"].result == "3 matches"

@@ -542,7 +542,7 @@ def test_calls_with_arguments_nested_past_what_json_reads_are_still_compacted(co
 def test_a_call_shown_whole_is_stored_with_the_next_reader_and_a_big_one_at_once(context_dir: Path) -> None:
     from agents.tool_context import ToolContext
 
-    [persisted] = persist_tools([lookup], max_output_tokens=5_000)
+    [persisted] = persist_tools([lookup])
 
     def invoke(call_id: str, key: str) -> Any:
         arguments = json.dumps({"key": key})
@@ -550,12 +550,14 @@ def test_a_call_shown_whole_is_stored_with_the_next_reader_and_a_big_one_at_once
         return asyncio.run(persisted.on_invoke_tool(context, arguments))  # type: ignore[union-attr]
 
     with session(context_dir) as s:
-        assert invoke("small", "k1") == "value of k1 " * 200  # 2,400 characters: shown whole
-        assert len(s._saver._later) == 1  # queued, not stored on its own
+        # 2,400 and 2,200 characters (the second not ASCII), estimated within the default 1,000 tokens
+        assert invoke("small", "k1") == "value of k1 " * 200
+        assert invoke("accented", "é") == "value of é " * 200
+        assert len(s._saver._later) == 2  # queued, not stored one by one
         stored = s.find_call("small")  # any reader stores the queue first
         assert stored is not None
         assert s.load_contexts([stored])[0].args == {"key": "k1"}
         [persisted] = persist_tools([lookup], max_output_tokens=100)
         assert is_stand_in(invoke("big", "k2"))  # over max_output_tokens: stored at once, for its stand-in
         assert not s._saver._later
-        assert [p.call_id for p in s.get_all_pointers()] == ["small", "big"]
+        assert [p.call_id for p in s.get_all_pointers()] == ["small", "accented", "big"]

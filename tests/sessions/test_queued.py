@@ -139,7 +139,31 @@ def test_an_output_qualifies_when_its_estimate_is_within_max_output_tokens() -> 
     assert estimate_tokens("word " * 8) <= 10 < estimate_tokens("word " * 40)
 
 
+@pytest.mark.parametrize("length", [4_096, 4_097, 95_000])  # (estimated in shown_whole, or not)
 def test_a_long_output_is_estimated_once_on_its_way_to_a_stand_in(
+    context_dir: Path, monkeypatch: pytest.MonkeyPatch, length: int
+) -> None:
+    estimates: list[int] = []
+
+    def counted(text: str | bytes) -> int:
+        estimates.append(len(text))
+        return estimate_tokens(text)
+
+    monkeypatch.setattr(_persist, "estimate_tokens", counted)
+    monkeypatch.setattr(_persist, "_estimates", {})
+    settings = CompactionSettings(max_output_tokens=100)
+    output = ("line of a long log\n" * 5_000)[:length]
+    with session(context_dir) as s:
+        assert not shown_whole(settings, output)
+        saved = persist_call(s, "tail", {"path": "app.log"}, output)
+        notes(s).offer_read_context = True
+        shown = shown_output(settings, s, saved, output)
+    assert shown is not None
+    assert shown.startswith("[toolctx stand-in]")
+    assert estimates == [length]
+
+
+def test_a_longer_output_within_the_limit_is_left_to_the_stand_in_decision(
     context_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     estimates: list[int] = []
@@ -149,16 +173,29 @@ def test_a_long_output_is_estimated_once_on_its_way_to_a_stand_in(
         return estimate_tokens(text)
 
     monkeypatch.setattr(_persist, "estimate_tokens", counted)
-    settings = CompactionSettings()
-    output = "line of a long log\n" * 5_000  # (too long for its estimate to be remembered)
+    settings = CompactionSettings(max_output_tokens=2_000)
+    assert shown_whole(settings, ("word " * 1_000)[:4_096])  # estimated there: queued
+    estimates.clear()
+    output = "word " * 1_000  # 5,000 characters, about 1,000 tokens: shown whole, but too long to queue
+    assert not shown_whole(settings, ("word " * 1_000)[:4_097])
+    assert not shown_whole(settings, output)
+    assert estimates == []  # (not estimated there: shown_output does it, once)
     with session(context_dir) as s:
-        assert not shown_whole(settings, output)
-        saved = persist_call(s, "tail", {"path": "app.log"}, output)
-        notes(s).offer_read_context = True
-        shown = shown_output(settings, s, saved, output)
-    assert shown is not None
-    assert shown.startswith("[toolctx stand-in]")
-    assert estimates == [len(output)]
+        saved = persist_call(s, "echo", {}, output)
+        assert shown_output(settings, s, saved, output) is None
+    assert estimates == [5_000]
+
+
+def test_an_output_whose_json_may_reach_the_threshold_is_stored_at_once(context_dir: Path) -> None:
+    with session(context_dir, threshold=4_096) as s:
+        greek = "α" * 2_400  # 2,400 characters, 4,802 bytes of JSON: over the threshold, to disk
+        queue_call(s, "read", {"path": "a.txt"}, greek, call_id="g")
+        queue_call(s, "read", {"path": "b.txt"}, "short", call_id="s")
+        assert len(s._saver._later) == 1  # only the short one waits
+        pointer = s.find_call("g")
+        assert pointer is not None
+        assert pointer.storage is StorageKind.DISK
+        assert s.load_contexts([pointer])[0].result == greek
 
 
 def test_a_session_nothing_reads_stores_its_queue_every_64_calls(context_dir: Path) -> None:

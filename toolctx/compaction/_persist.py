@@ -29,7 +29,7 @@ def estimated(text: str | bytes) -> int:
     when the tool hook decides how to show it and again when the next model call
     reads it, a tool's name and its arguments on every call that repeats them.
     """
-    if len(text) > _KEPT_CHARS:
+    if not _remembered(text):
         return estimate_tokens(text)
     found = _estimates.get(text)
     if found is None:
@@ -37,6 +37,17 @@ def estimated(text: str | bytes) -> int:
             _estimates.clear()  # (dict operations are atomic: threads sharing it at worst estimate again)
         found = _estimates[text] = estimate_tokens(text)
     return found
+
+
+def _remembered(text: str | bytes) -> bool:
+    """Whether :func:`estimated` remembers the estimate of ``text`` (it is short enough)."""
+    return len(text) <= _KEPT_CHARS
+
+
+def _short_ascii(settings: CompactionSettings, text: str) -> bool:
+    """Whether ``text`` is certainly within ``max_output_tokens`` without an estimate: never more tokens than
+    bytes, so ASCII of no more characters than that."""
+    return len(text) <= settings.max_output_tokens and text.isascii()
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,16 +124,17 @@ def queue_call(
 
 
 def shown_whole(settings: CompactionSettings, text: str) -> bool:
-    """Whether an output is certainly shown as it is: estimated at most ``max_output_tokens``.
+    """Whether an output is certainly shown as it is, being estimated at most ``max_output_tokens``.
 
-    An ASCII text of no more characters than that needs no estimate (never more
-    tokens than bytes); a longer one is estimated if its estimate is remembered
-    (for the model call that reads it). A text too long for that gives False, so
-    that :func:`shown_output` estimates it once.
+    ASCII of no more characters than that needs no estimate (never more tokens
+    than bytes). Otherwise a text of at most 4,096 characters is estimated (the
+    estimate is remembered for the model call that reads it); a longer one gives
+    False without an estimate, and :func:`shown_output`, which estimates it once,
+    decides (it may still show it whole).
     """
-    if len(text) <= settings.max_output_tokens and text.isascii():
+    if _short_ascii(settings, text):
         return True
-    return len(text) <= _KEPT_CHARS and estimated(text) <= settings.max_output_tokens
+    return _remembered(text) and estimated(text) <= settings.max_output_tokens
 
 
 def shown_output(
@@ -139,8 +151,8 @@ def shown_output(
     """
     if pointer is None or not pointer.stored or pointer.is_error:
         return None
-    if len(text) <= settings.max_output_tokens and text.isascii():
-        return None  # (never more tokens than bytes: no estimate needed)
+    if _short_ascii(settings, text):
+        return None
     tokens = estimated(text)
     if tokens <= settings.max_output_tokens:
         return None

@@ -396,14 +396,16 @@ class ContextSession:
         a few hooks in one go costs less than storing each on its own while the
         agent loop has left the caches cold. The call keeps its tags and time of
         now; until it is stored, ``args`` must not change (arguments parsed for the
-        call). A result whose JSON would go to disk at once (a session with
-        ``threshold=0``, as :class:`~toolctx.Conversations` opens) is stored now.
+        call). A result whose JSON may go to disk at once (up to 6 bytes a
+        character may reach ``threshold``; a session with ``threshold=0``, as
+        :class:`~toolctx.Conversations` opens) is stored now.
         """
         _check_call(tool_name, args)  # (said now, to the caller, not when the queue is stored)
         if task_id is not None:
             task_id = _task_id(task_id)
         saver = self._saver
-        if not saver.memory_budget or len(result) + 2 >= saver.threshold:  # (its JSON goes to disk at once)
+        # (its JSON may go to disk at once: at most 6 bytes a character, an escaped control character)
+        if not saver.memory_budget or 6 * len(result) + 2 >= saver.threshold:
             self._save(tool_name, args, result, task_id, query_id, call_id=call_id)  # (kept there now, as before)
             return
         save = functools.partial(
