@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -28,7 +28,7 @@ from toolctx.compaction._persist import estimated
 from toolctx.compaction._prefix import PrefixSize
 from toolctx.standins import output_text
 from toolctx_openai_agents._tokens import tool_definition
-from toolctx_openai_agents.tools import arguments_json, parse_arguments
+from toolctx_openai_agents.tools import _Arguments, arguments_json
 
 __all__ = ["InputItemAdapter", "compact_tool_outputs"]
 
@@ -43,37 +43,6 @@ def _as_dict(item: Any) -> Mapping[str, Any]:
         return item
     dump = getattr(item, "model_dump", None)
     return dict(dump(exclude_unset=True)) if callable(dump) else dict(vars(item))
-
-
-class _Arguments(Mapping[str, Any]):
-    """A function call's arguments, parsed from the model's JSON when first read.
-
-    The policy reads a call's arguments only to stand in for long ones (or to
-    store a call no persisted tool saw): those of most calls never are.
-    """
-
-    __slots__ = ("_json", "_parsed")
-
-    def __init__(self, arguments: str) -> None:
-        self._json = arguments
-        self._parsed: dict[str, Any] | None = None
-
-    def _read(self) -> dict[str, Any]:
-        if self._parsed is None:
-            self._parsed = parse_arguments(self._json)
-        return self._parsed
-
-    def __getitem__(self, key: str) -> Any:
-        return self._read()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._read())
-
-    def __len__(self) -> int:
-        return len(self._read())
-
-    def __repr__(self) -> str:
-        return f"_Arguments({self._json!r:.80})"
 
 
 class InputItemAdapter:

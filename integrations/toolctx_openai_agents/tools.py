@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import copy
 import json
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from importlib import metadata
 from typing import Any
@@ -59,6 +59,38 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
         except (ValueError, RecursionError):  # (not JSON, or nested deeper than Python's parser goes)
             return {"arguments": arguments}
     return parsed if isinstance(parsed, dict) else {"arguments": parsed}
+
+
+class _Arguments(Mapping[str, Any]):
+    """A function call's arguments, parsed from the model's JSON (:func:`parse_arguments`) when first read.
+
+    The policy reads a call's arguments only to stand in for long ones (or to
+    store a call no persisted tool saw): those of most calls never are. A queued
+    call's are read when the queue is stored, with the calls before it.
+    """
+
+    __slots__ = ("_json", "_parsed")
+
+    def __init__(self, arguments: str) -> None:
+        self._json = arguments
+        self._parsed: dict[str, Any] | None = None
+
+    def _read(self) -> dict[str, Any]:
+        if self._parsed is None:
+            self._parsed = parse_arguments(self._json)
+        return self._parsed
+
+    def __getitem__(self, key: str) -> Any:
+        return self._read()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+    def __repr__(self) -> str:
+        return f"_Arguments({self._json!r:.80})"
 
 
 def arguments_json(args: Mapping[str, Any]) -> str:
@@ -235,7 +267,7 @@ class _Persisted:
     def _queue(self, ctx: ToolContext[Any], arguments: str, output: str) -> None:
         try:
             session = self.get_session(None)
-            args = parse_arguments(arguments)  # (a new dict: nothing else holds it)
+            args = _Arguments(arguments)  # (parsed when the queue is stored, with the calls before it)
             call_id = getattr(ctx, "tool_call_id", None)
             group = conversation_of(ctx)
         except Exception as exc:

@@ -363,6 +363,8 @@ class ContextSession:
         for name, value in (("query_id", query_id), ("call_id", call_id)):
             if value is not None and not isinstance(value, str):
                 raise ConfigError(f"{name} must be a str or None, got {type(value).__name__}: {value!r:.80}")
+        if type(args) is not dict:  # (a mapping of another kind: stored as the dict it reads as)
+            args = dict(args)
         args_json, args_notes = encode(args, sort_keys=True)
         redactor = self._saver.redactor
         if description is not None and redactor is not None:
