@@ -355,14 +355,37 @@ class ContextSession:
         timestamp_ns: int | None = None,
     ) -> Record:
         """:meth:`save_context` without making the pointer (the adapters' path: they need the id only)."""
-        _check_call(tool_name, args)
+        task_id = _checked_call(tool_name, args, task_id, query_id, call_id)
         if description is not None and not isinstance(description, str):
             raise ConfigError(f"description must be a str, got {type(description).__name__}")
-        if task_id is not None:
-            task_id = _task_id(task_id)
-        for name, value in (("query_id", query_id), ("call_id", call_id)):
-            if value is not None and not isinstance(value, str):
-                raise ConfigError(f"{name} must be a str or None, got {type(value).__name__}: {value!r:.80}")
+        return self._record(
+            tool_name,
+            args,
+            result,
+            task_id,
+            query_id,
+            description=description,
+            error=error,
+            threshold=threshold,
+            call_id=call_id,
+            timestamp_ns=timestamp_ns,
+        )
+
+    def _record(
+        self,
+        tool_name: str,
+        args: Mapping[str, Any],
+        result: Any,
+        task_id: int | str | None,
+        query_id: str | None,
+        *,
+        description: str | None = None,
+        error: BaseException | ErrorInfo | None = None,
+        threshold: int | None = None,
+        call_id: str | None = None,
+        timestamp_ns: int | None = None,
+    ) -> Record:
+        """:meth:`_save` of a call already checked (``task_id`` as :func:`_checked_call` gives it)."""
         if type(args) is not dict:  # (a mapping of another kind: stored as the dict it reads as)
             args = dict(args)
         args_json, args_notes = encode(args, sort_keys=True)
@@ -402,16 +425,14 @@ class ContextSession:
         character may reach ``threshold``; a session with ``threshold=0``, as
         :class:`~toolctx.Conversations` opens) is stored now.
         """
-        _check_call(tool_name, args)  # (said now, to the caller, not when the queue is stored)
-        if task_id is not None:
-            task_id = _task_id(task_id)
+        task_id = _checked_call(tool_name, args, task_id, query_id, call_id)  # (said now, not when stored)
         saver = self._saver
         # (its JSON may go to disk at once: at most 6 bytes a character, an escaped control character)
         if not saver.memory_budget or 6 * len(result) + 2 >= saver.threshold:
-            self._save(tool_name, args, result, task_id, query_id, call_id=call_id)  # (kept there now, as before)
+            self._record(tool_name, args, result, task_id, query_id, call_id=call_id)  # (kept there now, as before)
             return
         save = functools.partial(
-            self._save, tool_name, args, result, task_id, query_id, call_id=call_id, timestamp_ns=time.time_ns()
+            self._record, tool_name, args, result, task_id, query_id, call_id=call_id, timestamp_ns=time.time_ns()
         )
         saver.queue(save)
 
@@ -695,12 +716,18 @@ def _reseed_after_fork() -> None:
         live._saver.after_fork()
 
 
-def _check_call(tool_name: object, args: object) -> None:
-    """A call's name and arguments as saving them needs: a non-empty name, a mapping."""
+def _checked_call(
+    tool_name: object, args: object, task_id: object, query_id: object, call_id: object
+) -> int | str | None:
+    """A call as saving it needs (a non-empty name, a mapping, str ids or None); returns its task id as stored."""
     if not isinstance(tool_name, str) or not tool_name:
         raise ConfigError(f"tool_name must be a non-empty str, got {tool_name!r:.80}")
     if not isinstance(args, Mapping):
         raise ConfigError(f"args must be a mapping of argument names to values, got {type(args).__name__}")
+    for name, value in (("query_id", query_id), ("call_id", call_id)):
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{name} must be a str or None, got {type(value).__name__}: {value!r:.80}")
+    return None if task_id is None else _task_id(task_id)
 
 
 def _task_id(value: object) -> int | str:
