@@ -139,18 +139,24 @@ def test_an_output_qualifies_when_its_estimate_is_within_max_output_tokens() -> 
     assert estimate_tokens("word " * 8) <= 10 < estimate_tokens("word " * 40)
 
 
-@pytest.mark.parametrize("length", [4_096, 4_097, 95_000])  # (estimated in shown_whole, or not)
-def test_a_long_output_is_estimated_once_on_its_way_to_a_stand_in(
-    context_dir: Path, monkeypatch: pytest.MonkeyPatch, length: int
-) -> None:
-    estimates: list[int] = []
+@pytest.fixture
+def estimates(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The lengths of the texts the compaction helpers estimate (none remembered from before)."""
+    made: list[int] = []
 
     def counted(text: str | bytes) -> int:
-        estimates.append(len(text))
+        made.append(len(text))
         return estimate_tokens(text)
 
     monkeypatch.setattr(_persist, "estimate_tokens", counted)
     monkeypatch.setattr(_persist, "_estimates", {})
+    return made
+
+
+@pytest.mark.parametrize("length", [4_096, 4_097, 95_000])  # (estimated in shown_whole, or not)
+def test_a_long_output_is_estimated_once_on_its_way_to_a_stand_in(
+    context_dir: Path, estimates: list[int], length: int
+) -> None:
     settings = CompactionSettings(max_output_tokens=100)
     output = ("line of a long log\n" * 5_000)[:length]
     with session(context_dir) as s:
@@ -164,15 +170,8 @@ def test_a_long_output_is_estimated_once_on_its_way_to_a_stand_in(
 
 
 def test_a_longer_output_within_the_limit_is_left_to_the_stand_in_decision(
-    context_dir: Path, monkeypatch: pytest.MonkeyPatch
+    context_dir: Path, estimates: list[int]
 ) -> None:
-    estimates: list[int] = []
-
-    def counted(text: str | bytes) -> int:
-        estimates.append(len(text))
-        return estimate_tokens(text)
-
-    monkeypatch.setattr(_persist, "estimate_tokens", counted)
     settings = CompactionSettings(max_output_tokens=2_000)
     assert shown_whole(settings, ("word " * 1_000)[:4_096])  # estimated there: queued
     estimates.clear()

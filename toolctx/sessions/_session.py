@@ -359,16 +359,7 @@ class ContextSession:
         if description is not None and not isinstance(description, str):
             raise ConfigError(f"description must be a str, got {type(description).__name__}")
         return self._record(
-            tool_name,
-            args,
-            result,
-            task_id,
-            query_id,
-            description=description,
-            error=error,
-            threshold=threshold,
-            call_id=call_id,
-            timestamp_ns=timestamp_ns,
+            tool_name, args, result, task_id, query_id, description, error, threshold, call_id, timestamp_ns
         )
 
     def _record(
@@ -378,7 +369,6 @@ class ContextSession:
         result: Any,
         task_id: int | str | None,
         query_id: str | None,
-        *,
         description: str | None = None,
         error: BaseException | ErrorInfo | None = None,
         threshold: int | None = None,
