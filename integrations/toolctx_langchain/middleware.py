@@ -185,11 +185,11 @@ class ToolContextMiddleware(AgentMiddleware):
         ):
             call = request.tool_call
             args = model_arguments(getattr(request, "tool", None), call.get("args") or {})
-            if all(value is None or type(value) in _SCALARS for value in args.values()):  # (nothing shared can change)
-                config = self._config(request)
-                name = message.name or call["name"]
-                queue_call(session, name, args, content, call_id=call.get("id"), task_id=thread_of(config, or_run=True))
-                return message  # (shown as it is: stored with the next ones, in one go)
+            config = self._config(request)
+            name = message.name or call["name"]
+            # (the arguments, the message's own, are encoded now: what the state does with them later is not stored)
+            queue_call(session, name, args, content, call_id=call.get("id"), task_id=thread_of(config, or_run=True))
+            return message  # (shown as it is: stored with the next ones, in one go)
         stored = content if message.artifact is None else {"content": content, "artifact": message.artifact}
         text = output_text(content)
         error = ErrorInfo(type="ToolError", message=text[:20_000]) if message.status == "error" else None
@@ -246,9 +246,6 @@ class ToolContextMiddleware(AgentMiddleware):
         if not keep_ids:
             return response
         return ExtendedModelResponse(model_response=response, command=Command(update={"messages": keep_ids}))
-
-
-_SCALARS = (str, int, float, bool)
 
 
 def _system_text(message: SystemMessage) -> str:

@@ -543,7 +543,7 @@ def test_persist_tool_keeps_the_artifact_of_a_tool_of_content_and_artifact(conte
     assert is_stand_in(plain)
 
 
-def test_a_call_shown_whole_is_stored_later_only_when_nothing_it_holds_can_change(context_dir: Path) -> None:
+def test_a_call_shown_whole_is_stored_later_with_its_arguments_as_they_were(context_dir: Path) -> None:
     from types import SimpleNamespace
 
     middleware = ToolContextMiddleware()
@@ -562,10 +562,10 @@ def test_a_call_shown_whole_is_stored_later_only_when_nothing_it_holds_can_chang
         finished("accented", {"pattern": "café"}, "menu.txt:3: café au lait\n" * 80)
         assert len(s._saver._later) == 3
         paths = ["a.py"]
-        finished("a-list", {"paths": paths})  # stores the queue, then itself at once
-        assert not s._saver._later
-        paths.append("b.py")  # the tool's caller changing what it passed: the stored copy stays
+        finished("a-list", {"paths": paths, "options": {"depth": 1}})  # nested arguments: queued as well
+        assert len(s._saver._later) == 4
+        paths.append("b.py")  # the graph's state changing what the call was given: the stored copy stays
         stored = {c.call_id: c for c in s.load_contexts(s.get_all_pointers())}
         assert [p.call_id for p in s.get_all_pointers()] == ["scalars", "long", "accented", "a-list"]
-        assert stored["a-list"].args == {"paths": ["a.py"]}
+        assert stored["a-list"].args == {"paths": ["a.py"], "options": {"depth": 1}}
         assert stored["scalars"].result == "3 matches"

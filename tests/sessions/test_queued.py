@@ -42,6 +42,30 @@ def test_queued_calls_keep_their_order_with_calls_saved_directly(context_dir: Pa
         assert [p.timestamp for p in pointers] == sorted(p.timestamp for p in pointers)
 
 
+def test_a_queued_call_keeps_its_arguments_as_they_were_when_queued(context_dir: Path) -> None:
+    class Region:  # not JSON: stored in the fallback form a direct save gives it
+        def __repr__(self) -> str:
+            return "Region(emea)"
+
+    def arguments() -> dict[str, Any]:
+        return {"zone": Region(), "paths": ["a.py"], "options": {"depth": 1}, "all": True}
+
+    with session(context_dir) as s:
+        queued = arguments()
+        queue_call(s, "scan", queued, "2 files", call_id="q")
+        queued["paths"].append("b.py")  # the framework's state changing what the call was given
+        queued["options"]["depth"] = 9
+        queued["extra"] = 1
+        s.save_context("scan", arguments(), "2 files", call_id="d")  # stores the queue before itself
+        pointers = s.get_all_pointers()
+        [kept, saved] = s.load_contexts(pointers)
+    assert kept.args == saved.args
+    assert [list(p.args) for p in pointers] == [["zone", "paths", "options", "all"]] * 2  # (in the order given)
+    assert kept.args["paths"] == ["a.py"]
+    assert kept.args["options"] == {"depth": 1}
+    assert kept.args_hash == saved.args_hash
+
+
 def test_a_queued_call_is_tagged_and_timed_as_it_was_queued(context_dir: Path) -> None:
     with session(context_dir) as s:
         with s.task("fix-42"):

@@ -109,8 +109,10 @@ def queue_call(
     The call is tagged and timed now and stored with the calls queued before it
     as soon as anything reads the session (a batch, ``read_context``, a lookup) or
     when it ends: storing a few in one go costs a tool hook less than storing each
-    on its own. ``args`` must be the hook's own (not changed afterwards). False
-    (logged) if the session refused it; the model sees the output whole either way.
+    on its own. A plain dict of ``args`` is encoded now, so what the framework
+    does with it afterwards is not stored; another mapping must not change until
+    stored. False (logged) if the session refused it; the model sees the output
+    whole either way.
     """
     try:
         query_id = notes(session).query_id

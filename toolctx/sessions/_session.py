@@ -27,7 +27,7 @@ from contextvars import ContextVar, Token
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 import orjson
 
@@ -365,7 +365,7 @@ class ContextSession:
     def _record(
         self,
         tool_name: str,
-        args: Mapping[str, Any],
+        args: Mapping[str, Any] | _Encoded,
         result: Any,
         task_id: int | str | None,
         query_id: str | None,
@@ -376,9 +376,13 @@ class ContextSession:
         timestamp_ns: int | None = None,
     ) -> Record:
         """:meth:`_save` of a call already checked (``task_id`` as :func:`_checked_call` gives it)."""
-        if type(args) is not dict:  # (a mapping of another kind: stored as the dict it reads as)
-            args = dict(args)
-        args_json, args_notes = encode(args, sort_keys=True)
+        if isinstance(args, _Encoded):  # (queued: encoded when it was)
+            args_json, args_notes, order = args
+        else:
+            if type(args) is not dict:  # (a mapping of another kind: stored as the dict it reads as)
+                args = dict(args)
+            args_json, args_notes = encode(args, sort_keys=True)
+            order = tuple(k for k in args if isinstance(k, str))
         redactor = self._saver.redactor
         if description is not None and redactor is not None:
             description = redactor.redact_text(description)
@@ -386,7 +390,7 @@ class ContextSession:
             *_tool_names(tool_name),
             args_json,
             args_notes,
-            order=tuple(k for k in args if isinstance(k, str)),
+            order=order,
             description=None if description is None else clean_text(description),
             threshold=None if threshold is None else byte_count("threshold", threshold),
             task_id=task_id,
@@ -410,10 +414,12 @@ class ContextSession:
         For a tool hook whose output the model is shown whole: storing the calls of
         a few hooks in one go costs less than storing each on its own while the
         agent loop has left the caches cold. The call keeps its tags and time of
-        now; until it is stored, ``args`` must not change (arguments parsed for the
-        call). A result whose JSON may go to disk at once (up to 6 bytes a
-        character may reach ``threshold``; a session with ``threshold=0``, as
-        :class:`~toolctx.Conversations` opens) is stored now.
+        now. A plain dict of arguments is encoded now (it may be the framework's
+        own, changed later); another mapping must not change until it is stored
+        (arguments parsed for the call when first read). A result whose JSON may
+        go to disk at once (up to 6 bytes a character may reach ``threshold``; a
+        session with ``threshold=0``, as :class:`~toolctx.Conversations` opens) is
+        stored now.
         """
         task_id = _checked_call(tool_name, args, task_id, query_id, call_id)  # (said now, not when stored)
         saver = self._saver
@@ -421,8 +427,11 @@ class ContextSession:
         if not saver.memory_budget or 6 * len(result) + 2 >= saver.threshold:
             self._record(tool_name, args, result, task_id, query_id, call_id=call_id)  # (kept there now, as before)
             return
+        kept: Mapping[str, Any] | _Encoded = args
+        if type(args) is dict:
+            kept = _Encoded(*encode(args, sort_keys=True), tuple(k for k in args if isinstance(k, str)))
         save = functools.partial(
-            self._record, tool_name, args, result, task_id, query_id, call_id=call_id, timestamp_ns=time.time_ns()
+            self._record, tool_name, kept, result, task_id, query_id, call_id=call_id, timestamp_ns=time.time_ns()
         )
         saver.queue(save)
 
@@ -704,6 +713,14 @@ def _store_queues_before_fork() -> None:
 def _reseed_after_fork() -> None:
     for live in list(_live_sessions):
         live._saver.after_fork()
+
+
+class _Encoded(NamedTuple):
+    """A queued call's arguments as stored, encoded when it was queued (what :meth:`ContextSession._record` reads)."""
+
+    json: bytes
+    notes: tuple[str, ...]
+    order: tuple[str, ...]
 
 
 def _checked_call(
