@@ -53,8 +53,8 @@ class ToolContextMiddleware(AgentMiddleware):
     as a stand-in cut from the stored copy; error results, and any result that
     could not be stored, reach it whole. A successful call whose text content is
     certainly shown whole (:func:`~toolctx.compaction.shown_whole`), without an
-    artifact, and whose arguments are plain values is queued and stored with the
-    next ones as soon as anything reads the session (or when it ends), which
+    artifact, is queued (its arguments encoded as they are now) and stored with
+    the next ones as soon as anything reads the session (or when it ends), which
     costs the tool call less.
 
     Model calls (``wrap_model_call`` and ``awrap_model_call``): the compaction
