@@ -187,7 +187,7 @@ class ToolContextMiddleware(AgentMiddleware):
             args = model_arguments(getattr(request, "tool", None), call.get("args") or {})
             config = self._config(request)
             name = message.name or call["name"]
-            # (the arguments, the message's own, are encoded now: what the state does with them later is not stored)
+            # (a copy of the call's arguments in the graph's state, encoded now: later changes there are not stored)
             queue_call(session, name, args, content, call_id=call.get("id"), task_id=thread_of(config, or_run=True))
             return message  # (shown as it is: stored with the next ones, in one go)
         stored = content if message.artifact is None else {"content": content, "artifact": message.artifact}

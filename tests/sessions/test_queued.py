@@ -47,12 +47,15 @@ def test_a_queued_call_keeps_its_arguments_as_they_were_when_queued(context_dir:
         def __repr__(self) -> str:
             return "Region(emea)"
 
+    token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"  # a secret deep in the arguments: redacted alike
+
     def arguments() -> dict[str, Any]:
-        return {"zone": Region(), "paths": ["a.py"], "options": {"depth": 1}, "all": True}
+        return {"zone": Region(), "paths": ["a.py"], "options": {"depth": 1, "auth": [token]}, "all": True}
 
     with session(context_dir) as s:
         queued = arguments()
         queue_call(s, "scan", queued, "2 files", call_id="q")
+        assert len(s._saver._later) == 1  # (queued, not stored yet)
         queued["paths"].append("b.py")  # the framework's state changing what the call was given
         queued["options"]["depth"] = 9
         queued["extra"] = 1
@@ -60,9 +63,12 @@ def test_a_queued_call_keeps_its_arguments_as_they_were_when_queued(context_dir:
         pointers = s.get_all_pointers()
         [kept, saved] = s.load_contexts(pointers)
     assert kept.args == saved.args
+    assert kept.notes == saved.notes
+    assert kept.notes  # (the object that is not JSON is noted, the same way)
+    assert token not in str(kept.args)
     assert [list(p.args) for p in pointers] == [["zone", "paths", "options", "all"]] * 2  # (in the order given)
     assert kept.args["paths"] == ["a.py"]
-    assert kept.args["options"] == {"depth": 1}
+    assert kept.args["options"]["depth"] == 1
     assert kept.args_hash == saved.args_hash
 
 
