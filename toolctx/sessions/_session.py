@@ -429,7 +429,9 @@ class ContextSession:
             return
         kept: Mapping[str, Any] | _Encoded = args
         if type(args) is dict:
-            kept = _Encoded(*encode(args, sort_keys=True), tuple(k for k in args if isinstance(k, str)))
+            data, notes = encode(args, sort_keys=True)
+            order = tuple(k for k in args if isinstance(k, str))
+            kept = _Encoded(memoryview(data).tobytes(), notes, order)  # (held a while: not orjson's larger buffer)
         save = functools.partial(
             self._record, tool_name, kept, result, task_id, query_id, call_id=call_id, timestamp_ns=time.time_ns()
         )
