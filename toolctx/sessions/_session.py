@@ -376,13 +376,7 @@ class ContextSession:
         timestamp_ns: int | None = None,
     ) -> Record:
         """:meth:`_save` of a call already checked (``task_id`` as :func:`_checked_call` gives it)."""
-        if isinstance(args, _Encoded):  # (queued: encoded when it was)
-            args_json, args_notes, order = args
-        else:
-            if type(args) is not dict:  # (a mapping of another kind: stored as the dict it reads as)
-                args = dict(args)
-            args_json, args_notes = encode(args, sort_keys=True)
-            order = tuple(k for k in args if isinstance(k, str))
+        args_json, args_notes, order = args if isinstance(args, _Encoded) else _Encoded.of(args)  # (queued: done)
         redactor = self._saver.redactor
         if description is not None and redactor is not None:
             description = redactor.redact_text(description)
@@ -429,9 +423,8 @@ class ContextSession:
             return
         kept: Mapping[str, Any] | _Encoded = args
         if type(args) is dict:
-            data, notes = encode(args, sort_keys=True)
-            order = tuple(k for k in args if isinstance(k, str))
-            kept = _Encoded(memoryview(data).tobytes(), notes, order)  # (held a while: not orjson's larger buffer)
+            encoded = _Encoded.of(args)
+            kept = encoded._replace(json=memoryview(encoded.json).tobytes())  # (held a while: not orjson's buffer)
         save = functools.partial(
             self._record, tool_name, kept, result, task_id, query_id, call_id=call_id, timestamp_ns=time.time_ns()
         )
@@ -718,11 +711,19 @@ def _reseed_after_fork() -> None:
 
 
 class _Encoded(NamedTuple):
-    """A queued call's arguments as stored, encoded when it was queued (what :meth:`ContextSession._record` reads)."""
+    """A call's arguments as stored (a queued call's are encoded when it is queued)."""
 
     json: bytes
     notes: tuple[str, ...]
     order: tuple[str, ...]
+
+    @staticmethod
+    def of(args: Mapping[str, Any]) -> _Encoded:
+        """``args`` as stored: their JSON with sorted keys (as hashed), its notes, and the names in order."""
+        if type(args) is not dict:  # (a mapping of another kind: stored as the dict it reads as)
+            args = dict(args)
+        json, notes = encode(args, sort_keys=True)
+        return _Encoded(json, notes, tuple(k for k in args if isinstance(k, str)))
 
 
 def _checked_call(
