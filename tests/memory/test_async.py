@@ -58,7 +58,8 @@ def test_the_seed_methods_work_awaited_without_blocking_the_loop(db_url: str, cl
                 "tiers": tiers,
                 "flash": flash,
                 "summaries": summaries,
-                "off_loop": all(t != loop_thread for t in threads) and len(threads) == 4,
+                # events: registered, two saves, tiers updated, flash saved
+                "off_loop": all(t != loop_thread for t in threads) and len(threads) == 5,
                 "ticks": ticks,
                 "revision": await store.revision(),
             }

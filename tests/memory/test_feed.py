@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from toolctx.errors import UnknownItemError
-from toolctx.memory import AgentSummary, MemoryConfig, MemoryStore
+from toolctx.memory import AgentMemory, AgentSummary, MemoryConfig, MemoryStore
 
 from .conftest import DAY, FakeClock
 
@@ -38,6 +38,8 @@ def test_every_write_sends_one_event_after_its_commit(store: MemoryStore, clock:
     restored = agent.restore(flash.checkpoint_id)
     archived = agent.archive([ids[0]])
 
+    registered = events.pop(0)
+    assert registered == {"event": "registered", "agent_id": "worker", "revision": registered["revision"]}
     assert [e["event"] for e in events] == [
         "saved",
         "saved",
@@ -56,9 +58,24 @@ def test_every_write_sends_one_event_after_its_commit(store: MemoryStore, clock:
     assert events[4]["items_archived"] == flash.items_archived
     assert sorted(events[5]["item_ids"]) == sorted(item.id for item in restored.items)
     assert events[6]["item_ids"] == archived == [ids[0]]
-    revisions = [e["revision"] for e in events]
+    revisions = [registered["revision"]] + [e["revision"] for e in events]
     assert revisions == sorted(set(revisions)), "each write has a revision of its own, growing"
     assert seen_revisions == revisions
+
+
+def test_registering_an_agent_sends_one_event_and_a_known_agent_none(store: MemoryStore) -> None:
+    events: list[dict[str, Any]] = []
+    store.subscribe(events.append)
+    store.agent("worker")
+    assert events == [{"event": "registered", "agent_id": "worker", "revision": store.revision()}]
+    before = store.revision()
+    store.agent("worker")  # known: nothing is written, nothing told
+    assert (len(events), store.revision()) == (1, before)
+    # An agent added by its first write is announced by that write's event alone.
+    item = AgentMemory(store, "lazy", create_on_write=True).save("TASK", "the first write registers it")
+    assert [(e["event"], e["agent_id"]) for e in events[1:]] == [("saved", "lazy")]
+    assert events[1]["item_ids"] == [item.id]
+    assert store.agent_ids() == ["lazy", "worker"]
 
 
 def test_unsubscribe_stops_events_and_a_failing_subscriber_breaks_nothing(store: MemoryStore) -> None:
@@ -74,7 +91,7 @@ def test_unsubscribe_stops_events_and_a_failing_subscriber_breaks_nothing(store:
     unsubscribe()
     unsubscribe()  # a second call is harmless
     agent.save("TASK", "two")
-    assert kept == ["saved"]
+    assert kept == ["registered", "saved"]
     with pytest.raises(TypeError, match="subscribe takes a function"):
         store.subscribe("not callable")  # type: ignore[arg-type]
 

@@ -105,15 +105,16 @@ class StoreCore:
     def __repr__(self) -> str:
         return f"MemoryStore({self.engine.url.render_as_string(hide_password=True)!r})"
 
-    def _register(self, conn: Connection, agent_id: str) -> None:
-        # Another process may register the same agent at the same moment: the first insert wins.
+    def _register(self, conn: Connection, agent_id: str) -> bool:
+        """Add the agent's row; False if it was there (another process may register it at the same moment)."""
         insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
         now = self.config.clock()
-        conn.execute(
+        added = conn.execute(
             insert(agents)
             .values(agent_id=agent_id, created_at=now, updated_at=now, revision=0)
             .on_conflict_do_nothing(index_elements=[agents.c.agent_id])
         )
+        return bool(added.rowcount)
 
     def agent_ids(self) -> list[str]:
         """Every registered agent id, sorted."""
@@ -144,11 +145,13 @@ class StoreCore:
     def subscribe(self, callback: Callable[[Event], object]) -> Callable[[], None]:
         """Call ``callback(event)`` after every write made through this store; returns the unsubscribe function.
 
-        An event is a dict with ``"event"`` (``"saved"``, ``"deleted"``, ``"tiers_updated"``,
-        ``"flash_saved"``, ``"restored"`` or ``"archived"``), ``"agent_id"``, ``"revision"``
+        An event is a dict with ``"event"`` (``"registered"``, ``"saved"``, ``"deleted"``,
+        ``"tiers_updated"``, ``"flash_saved"``, ``"restored"`` or ``"archived"``), ``"agent_id"``, ``"revision"``
         (the store's :meth:`revision` after the write) and what the write changed: ``"item_ids"``
         for saves, deletions and archiving, the result's fields for tier updates, flash saves
         and restores, and ``"trigger"`` when an automatic trigger made the write.
+        ``"registered"`` comes from :meth:`agent` adding an agent; an agent added by its first
+        write (``create_on_write``) is announced by that write's event.
         Loading items (which counts accesses) sends no event but does change :meth:`revision`.
 
         Callbacks run after the commit, in the thread that wrote (a worker thread for the

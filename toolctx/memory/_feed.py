@@ -29,7 +29,7 @@ __all__ = ["CHANNEL", "EVENTS", "Event", "Feed", "agent_summaries", "read_revisi
 #: The PostgreSQL channel every write notifies, with the agent id as payload.
 CHANNEL = "toolctx_memory"
 #: The kinds of event :meth:`MemoryStore.subscribe` delivers.
-EVENTS = ("saved", "deleted", "tiers_updated", "flash_saved", "restored", "archived")
+EVENTS = ("registered", "saved", "deleted", "tiers_updated", "flash_saved", "restored", "archived")
 
 Event = dict[str, Any]
 
