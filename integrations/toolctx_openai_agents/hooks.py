@@ -11,7 +11,7 @@ from toolctx._internal import internal_error
 from toolctx.compaction import READ_CONTEXT, CompactionSettings, SessionSource, notes, persist_call, session_resolver
 from toolctx.compaction._persist import estimated
 from toolctx.standins import output_text
-from toolctx_openai_agents.tools import conversation_of, parse_arguments
+from toolctx_openai_agents.tools import conversation_of, is_persisted, parse_arguments
 
 __all__ = ["ToolContextHooks"]
 
@@ -23,6 +23,7 @@ class ToolContextHooks(RunHooks[Any]):
     :func:`persist_tools`; tools the agent gets at run time (from MCP servers) get
     theirs from :func:`compact_tool_outputs`, and with these hooks in the run the
     model is offered ``read_context`` in the same call as their first stand-in.
+    Calls of :func:`persist_tools`' copies are left to them (stored once).
     ``settings`` (or its options by keyword) must match the filter's.
     """
 
@@ -35,7 +36,7 @@ class ToolContextHooks(RunHooks[Any]):
         self.session = session_resolver(session)
 
     async def on_tool_end(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object) -> None:
-        if tool.name == READ_CONTEXT:
+        if tool.name == READ_CONTEXT or is_persisted(tool):  # (a persisted tool stored its call itself)
             return
         try:
             arguments = context.tool_arguments if isinstance(context, ToolContext) else ""

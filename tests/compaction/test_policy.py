@@ -167,6 +167,28 @@ def test_errors_and_excluded_tools_are_left_alone(context_dir: Path) -> None:
             CompactionSettings(exclude_tools=(1,))  # type: ignore[arg-type]
 
 
+def test_an_excluded_tool_and_an_output_its_stand_in_would_show_whole_are_shown_as_they_are(
+    context_dir: Path,
+) -> None:
+    settings = CompactionSettings(exclude_tools=("fetch",), cached_price=1.0)
+    with session(context_dir) as s:
+        notes(s).offer_read_context = True  # (a stand-in would pay: only the rules below keep one from being made)
+        page = "".join(f"{n}: a line of the page\n" for n in range(2000))
+        fetched = persist_call(s, "fetch", {"url": "https://example.com"}, page, call_id="f1")
+        assert fetched is not None
+        assert fetched.tool == "fetch"
+        assert shown_output(settings, s, fetched, page) is None
+        assert shown_output(settings, s, s.find_call("f1"), page) is None  # (a pointer names its tool too)
+        other = persist_call(s, "shell", {"command": "cat page"}, page, call_id="s1")
+        assert is_stand_in(shown_output(settings, s, other, page))
+        # Dense text: over max_output_tokens in fewer characters than the stand-in keeps of an output.
+        digits = " ".join(f"{n:04d}" for n in range(380))  # 1,899 characters
+        assert estimate_tokens(digits) > settings.max_output_tokens
+        assert len(digits) <= settings.head_chars + settings.tail_chars
+        dense = persist_call(s, "shell", {"command": "seq"}, digits, call_id="s2")
+        assert shown_output(settings, s, dense, digits) is None
+
+
 def test_long_string_arguments_become_stand_ins_and_the_arguments_stay_json(context_dir: Path) -> None:
     script = "cat <<'EOF' > fix.py\n" + "def handler(request):\n    return 1\n" * 40 + "EOF"
     with session(context_dir) as s:

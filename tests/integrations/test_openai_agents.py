@@ -383,6 +383,22 @@ def test_hooks_only_observe(context_dir: Path) -> None:
     assert outputs(model.calls[1])[0]["output"] == BIG  # the model saw the output unchanged
 
 
+def test_hooks_beside_persisted_tools_store_each_call_once(context_dir: Path) -> None:
+    model = ScriptedModel(
+        [
+            [function_call("fetch_report", {"region": "emea"}, call_id="p1")],
+            [function_call("lookup", {"key": "x"}, call_id="p2")],
+            [assistant_message("ok")],
+        ]
+    )
+    # fetch_report persisted, lookup only observed by the hooks: each call is stored once either way
+    agent = Agent(name="a", model=model, tools=[*persist_tools([fetch_report]), lookup, read_context])
+    with session(context_dir) as s:
+        asyncio.run(Runner.run(agent, "go", hooks=ToolContextHooks(), run_config=RunConfig(tracing_disabled=True)))
+        assert sorted(p.call_id or "" for p in s.get_all_pointers()) == ["p1", "p2"]
+    assert is_stand_in(outputs(model.calls[1])[0]["output"])  # the persisted tool still showed its stand-in
+
+
 def test_a_tool_used_outside_any_session_lands_in_the_default_one() -> None:
     model = ScriptedModel([[function_call("lookup", {"key": "x"}, call_id="d1")], [assistant_message("ok")]])
     agent = Agent(name="a", model=model, tools=persist_tools([lookup]))

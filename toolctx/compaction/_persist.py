@@ -62,6 +62,7 @@ class SavedCall:
     id: str
     stored: bool  # False: the output could not be written, only the call was recorded
     is_error: bool
+    tool: str = ""  # the tool's name, as the adapter gave it
 
     @property
     def handle(self) -> str:
@@ -89,7 +90,7 @@ def persist_call(
         record = session._save(
             tool_name, args, result, task_id, query_id, error=error, call_id=None if call_id is None else str(call_id)
         )
-        return SavedCall(record.id, record.storage is not StorageKind.NONE, record.is_error)
+        return SavedCall(record.id, record.storage is not StorageKind.NONE, record.is_error, tool_name)
     except Exception as exc:
         internal_error(f"could not store a call of tool {tool_name!r}", exc)
         return None
@@ -144,8 +145,11 @@ def shown_output(
 ) -> str | None:
     """The stand-in the model gets instead of a big output ``text``, or None to show the output as it is.
 
-    Only a stored, non-error output gets one, cut from the stored copy (what
-    ``read_context`` returns), so a failure to store always shows the full output.
+    Only a stored, non-error output of a tool not in ``exclude_tools`` gets one,
+    cut from the stored copy (what ``read_context`` returns), so a failure to
+    store always shows the full output; so does an output of at most
+    ``head_chars + tail_chars`` characters, which its stand-in would show whole
+    (dense text over ``max_output_tokens`` in fewer characters: digits, CJK).
     The conversation's first stand-in brings ``read_context`` into the tool list,
     which breaks the provider's prompt cache for the whole prompt once: it is made
     only for an output that frees enough to pay for that
@@ -153,7 +157,9 @@ def shown_output(
     """
     if pointer is None or not pointer.stored or pointer.is_error:
         return None
-    if _short_ascii(settings, text):
+    if _short_ascii(settings, text) or len(text) <= settings.head_chars + settings.tail_chars:
+        return None
+    if (pointer.tool if isinstance(pointer, SavedCall) else pointer.tool_name) in settings.exclude_tools:
         return None
     tokens = estimated(text)
     if tokens <= settings.max_output_tokens:
