@@ -6,6 +6,7 @@ with a handle (``ctx:<id>``), older results are compacted the same way once the
 conversation grows, and the ``read_context`` tool lets the model read anything
 back::
 
+    import toolctx
     from langchain.agents import create_agent
     from toolctx_langchain import ToolContextMiddleware
 

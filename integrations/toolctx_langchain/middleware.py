@@ -72,7 +72,7 @@ class ToolContextMiddleware(AgentMiddleware):
     function returning one; by default the session current when the agent runs.
     ``read_tool`` (on): register the ``read_context`` tool with the agent.
     ``before_model_call``: called before each model call with the estimated tokens
-    of the messages sent, for a tiered memory's trigger:
+    of the prompt sent (system prompt, tools and messages), for a tiered memory's trigger:
     ``before_model_call=lambda tokens: store.before_model_call(agent_id, tokens, window)``.
     """
 

@@ -190,8 +190,9 @@ def persist_tool(
 ) -> BaseTool:
     """A copy of ``tool`` whose calls are stored in toolctx, with big outputs replaced by stand-ins.
 
-    For tools used without :class:`~toolctx_langchain.ToolContextMiddleware`. The
-    wrapped tool keeps the name, description, argument schema and error handling;
+    For tools used without :class:`~toolctx_langchain.ToolContextMiddleware`: give
+    the agent :func:`read_context_tool` too, so the model can read the stand-ins
+    back. The wrapped tool keeps the name, description, argument schema and error handling;
     parameters LangChain injects (runtime, state, store, call id) are passed on but
     never stored. A failure to store is logged and warned, and the model gets the
     whole output. Options: those of :class:`~toolctx.compaction.CompactionSettings`

@@ -5,6 +5,7 @@ session, with big outputs shown to the model as a restorable stand-in
 (``ctx:<id>``) it can read back with the ``read_context`` tool; a model input
 filter compacts older outputs the same way::
 
+    import toolctx
     from agents import Agent, RunConfig, Runner
     from toolctx_openai_agents import compact_tool_outputs, persist_tools, read_context, record_tool_errors
 

@@ -151,7 +151,7 @@ def compact_tool_outputs(
     ``after``: your own input filter (sync or async), run first; toolctx compacts
     what it returns, so the two never edit the same item twice. Its errors are
     yours and propagate. ``before_model_call``: called before each model call with
-    the estimated tokens of the input sent, for a tiered memory's trigger
+    the estimated tokens of the prompt sent (instructions, tools and input), for a tiered memory's trigger
     (``lambda tokens: store.before_model_call(agent_id, tokens, window)``).
     """
     if settings is not None and options:

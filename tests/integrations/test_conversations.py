@@ -234,6 +234,25 @@ def test_beside_langchains_context_editing(context_dir: Path, toolctx_first: boo
         assert is_stand_in(last["f1"])
 
 
+def test_context_editing_listed_after_toolctx_clears_what_toolctx_left_whole(context_dir: Path) -> None:
+    """The documented order: toolctx first; LangChain's context editing still clears by its own rules."""
+
+    @tool
+    def shell(command: str) -> str:
+        """Run a shell command."""
+        return "".join(f"{command}: src/module_{i}.py ok\n" for i in range(60))
+
+    model = chat(*[call("shell", f"s{i}", command=f"pytest -k t{i}") for i in range(4)], AIMessage("done"))
+    theirs = ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger=500, keep=1)])
+    agent = create_agent(model, [shell], middleware=[ToolContextMiddleware(), theirs])  # (toolctx: no batch yet)
+    with toolctx.session(context_dir) as s:
+        agent.invoke({"messages": [HumanMessage("Run the tests.")]})
+        assert len(s) == 4
+    last = [str(m.content) for m in model.received[-1] if isinstance(m, ToolMessage)]
+    assert last[:3] == ["[cleared]"] * 3
+    assert last[3].startswith("pytest -k t3: ")
+
+
 def test_the_before_model_call_hook_sees_every_call_and_never_breaks_it(context_dir: Path) -> None:
     seen: list[int] = []
 

@@ -11,6 +11,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from toolctx_openai_agents import compact_tool_outputs, persist_tools, read_context
 
 import toolctx
+from toolctx.tokens import estimate_tokens
 
 
 def test_a_tiered_memory_flash_saves_before_a_model_call_that_nears_the_window(
@@ -38,12 +39,14 @@ def test_a_tiered_memory_flash_saves_before_a_model_call_that_nears_the_window(
             [assistant_message("done")],
         ]
     )
-    agent = Agent(name="coder", model=model, tools=[*persist_tools([shell]), read_context])
+    rules = "Work in small steps and run the tests after every change. " * 20
+    agent = Agent(name="coder", instructions=rules, model=model, tools=[*persist_tools([shell]), read_context])
     config = RunConfig(tracing_disabled=True, call_model_input_filter=compact_tool_outputs(before_model_call=trigger))
     try:
         with toolctx.session(context_dir):
             asyncio.run(Runner.run(agent, "Run the tests.", run_config=config))
         assert len(seen) == len(model.calls)  # once per model call, with the prompt's growing size
+        assert seen[0] > estimate_tokens(rules)  # the whole prompt: instructions and tools count too
         assert seen == sorted(seen)
         assert seen[-1] > 1_600  # past 80 % of the window...
         assert store.agent("coder").checkpoints()  # ...so the memory flash-saved

@@ -101,7 +101,8 @@ def notes(session: ContextSession) -> Notes:
 
 
 BeforeModelCall = Callable[[int], object]
-"""Called before each model call with the estimated tokens of the messages about to be sent."""
+"""Called before each model call with the estimated tokens of the prompt about to be sent (system prompt, tools
+and messages)."""
 
 
 def before_model_call(hook: BeforeModelCall | None, session: ContextSession) -> None:
@@ -112,6 +113,7 @@ def before_model_call(hook: BeforeModelCall | None, session: ContextSession) -> 
     if hook is None:
         return
     try:
-        hook(notes(session).shown_tokens)
+        found = notes(session)
+        hook(found.prefix_tokens + found.shown_tokens)
     except Exception as exc:
         internal_error("the before_model_call hook raised; the model call goes on", exc)

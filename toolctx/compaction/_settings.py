@@ -22,7 +22,8 @@ class CompactionSettings:
 
     ``max_output_tokens`` (1,000): a result estimated over this many tokens reaches
     the model as a stand-in of its first ``head_chars`` (1,500) and last
-    ``tail_chars`` (500) characters with its handle.
+    ``tail_chars`` (500) characters with its handle (one of at most that many
+    characters, or of ``exclude_tools``, is shown as it is).
 
     Model calls (one measure: the tokens of the conversation's messages as the
     model would be shown them, by :func:`~toolctx.tokens.estimate_tokens`):
