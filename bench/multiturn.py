@@ -7,8 +7,11 @@ checkpointer (the conversation's own state) and the context directory carried ov
 and the turn's sessions closed at its end. After every turn, every handle shown to the
 model so far (results and arguments) is read back through ``read_context`` by a fresh
 ``Conversations`` and compared with the recorded output; and read from another
-conversation, where it must be refused. ``tests/integrations/test_conversations.py``
-runs turns in real subprocesses; this replays the recorded sessions at scale.
+conversation, where it must be refused. It also counts the model calls sent
+``read_context``'s definition, those of them whose messages hold no stand-in (nothing
+to read back), and the definition's share of all tokens sent (exact ``o200k_base``
+counts). ``tests/integrations/test_conversations.py`` runs turns in real
+subprocesses; this replays the recorded sessions at scale.
 
     python bench/multiturn.py --traces ../shared/traces/dev.jsonl [--stress]
 
@@ -30,7 +33,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _replay_langchain import ScriptedChatModel, _Replay
-from _replay_measure import _tool_texts, argument_stand_ins, read_back_text, text_stand_ins
+from _replay_measure import (
+    TOOLCTX_DEFINITIONS,
+    TokenCounter,
+    _tool_texts,
+    argument_stand_ins,
+    memoized,
+    o200k_counter,
+    read_back_text,
+    text_stand_ins,
+)
 from _replay_trace import Trace, load_traces, recorded_texts
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
@@ -39,7 +51,7 @@ from toolctx_langchain import ToolContextMiddleware
 
 from toolctx import Conversations
 from toolctx.redaction import resolve_redactor
-from toolctx.standins import handle_of, is_stand_in
+from toolctx.standins import STAND_IN_MARK, handle_of, is_stand_in
 
 STRESS: dict[str, Any] = {
     "max_output_tokens": 100,
@@ -74,7 +86,7 @@ def verdict(back: str | None, original: str | None, texts: set[str], redact: Cal
     return "failed"
 
 
-def replay(trace: Trace, directory: Path, options: dict[str, Any]) -> dict[str, int]:
+def replay(trace: Trace, directory: Path, options: dict[str, Any], count: TokenCounter) -> dict[str, int]:
     figures = {"turns": len(trace.turns), "handles": 0, "checks": 0, "exact": 0, "redacted": 0, "failed": 0}
     figures["refused_elsewhere"] = 0
     replay = _Replay(trace)
@@ -123,6 +135,18 @@ def replay(trace: Trace, directory: Path, options: dict[str, Any]) -> dict[str, 
         if read(directory, trace.id + "-other", handle, part) is None:
             figures["refused_elsewhere"] += 1
     figures["refusal_checks"] = min(5, len(shown))
+    # What read_context's definition cost: the model calls it was sent to, and those with nothing to read back
+    for model_input in replay.inputs:
+        figures["model_calls"] = figures.get("model_calls", 0) + 1
+        parts = [(kind, text) for unit in model_input.units for kind, text in unit.parts]
+        figures["tokens"] = figures.get("tokens", 0) + sum(count(text) for _, text in parts)
+        definition = sum(count(text) for kind, text in parts if kind == TOOLCTX_DEFINITIONS)
+        if definition:
+            figures["offered"] = figures.get("offered", 0) + 1
+            figures["definition_tokens"] = figures.get("definition_tokens", 0) + definition
+            messages = (text for unit in model_input.units if unit.role != "tools" for _, text in unit.parts)
+            if not any(STAND_IN_MARK in text for text in messages):
+                figures["offered_needlessly"] = figures.get("offered_needlessly", 0) + 1
     return figures
 
 
@@ -135,10 +159,11 @@ def main() -> None:
     traces = [t for t in load_traces(args.traces) if len(t.turns) > 1][: args.limit]
     options = STRESS if args.stress else {}
     totals: dict[str, int] = {}
+    count = memoized(o200k_counter())
     started = time.perf_counter()
     for trace in traces:
         with tempfile.TemporaryDirectory() as tmp:
-            for key, value in replay(trace, Path(tmp), options).items():
+            for key, value in replay(trace, Path(tmp), options, count).items():
                 totals[key] = totals.get(key, 0) + value
     mode = "stress settings " + ", ".join(f"{k}={v}" for k, v in STRESS.items()) if args.stress else "default settings"
     print(f"### Multi-turn sessions, every turn as a new process ({mode})\n")
@@ -156,6 +181,13 @@ def main() -> None:
         f"| read from another conversation: refused | {totals.get('refused_elsewhere', 0):,} of "
         f"{totals.get('refusal_checks', 0):,} |"
     )
+    calls, tokens = totals.get("model_calls", 0), totals.get("tokens", 0)
+    print(
+        f"| model calls sent read_context / of them with no stand-in in their messages | "
+        f"{totals.get('offered', 0):,} of {calls:,} / {totals.get('offered_needlessly', 0):,} |"
+    )
+    share = totals.get("definition_tokens", 0) / tokens if tokens else 0.0
+    print(f"| read_context's definition, share of all tokens sent (o200k_base) | {share:.1%} |")
 
 
 if __name__ == "__main__":
