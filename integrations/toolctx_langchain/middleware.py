@@ -224,10 +224,7 @@ class ToolContextMiddleware(AgentMiddleware):
             session_notes = notes(session)
             session_notes.prefix_tokens = self._prefix(request.system_message, request.tools)
             offer = session_notes.offer_read_context  # as the Agents SDK does: decided before this call's edits
-            guessed = session_notes.guessed  # (a resumed session: this call's view of the conversation decides)
             messages, edits = self.compactor.view(request.messages, thread_of(config, or_run=True), session)
-            if guessed:
-                offer = session_notes.offer_read_context
             changed = (
                 [m for m, before in zip(messages, request.messages, strict=True) if m is not before] if edits else []
             )

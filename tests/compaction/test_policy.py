@@ -16,7 +16,7 @@ from toolctx import session
 from toolctx.compaction import CompactionSettings, Compactor, ToolCall, notes, persist_call, shown_output
 from toolctx.errors import ConfigError
 from toolctx.models import StorageKind
-from toolctx.standins import argument_stand_in, handle_of, is_stand_in, read_context, text_marker
+from toolctx.standins import handle_of, is_stand_in, read_context
 from toolctx.tokens import estimate_tokens
 
 from .conftest import DictAdapter, Message, answer, asks, says, user
@@ -612,51 +612,6 @@ def test_the_arguments_of_a_call_sent_short_are_never_read_for_long_ones(context
         )
         assert is_stand_in(written["calls"][0]["args"]["body"])  # a long one is still found and stood in for
         assert _CountingArgs.reads > 0
-
-
-def test_a_resumed_session_offers_read_context_until_a_model_call_has_read_its_conversation(
-    context_dir: Path,
-) -> None:
-    """A later turn in a new process: read_context stays only if the conversation shows a stand-in."""
-
-    def turn(run: Any) -> Any:
-        conversations = toolctx.Conversations(context_dir)
-        try:
-            return run(conversations)
-        finally:
-            conversations.close()
-
-    def first_turn(conversations: toolctx.Conversations) -> tuple[list[Message], list[Message], list[Message]]:
-        loop = Loop(conversations.get("chat"))
-        for _ in range(2):
-            loop.step(("ls", {"command": "ls"}, "a.py b.py"))  # small: no stand-in yet
-        small = list(loop.messages)
-        while not any(loop.edits):
-            loop.step(("run", {"command": "pytest"}, output(loop.steps)))
-        # as LangChain writes the stand-ins back, and as an Agents SDK session keeps the history
-        return small, loop.views[-1], list(loop.messages)
-
-    small, compacted, originals = turn(first_turn)
-
-    def resumed(history: list[Message], settings: CompactionSettings = SMALL) -> tuple[bool, bool, int]:
-        def run(conversations: toolctx.Conversations) -> tuple[bool, bool, int]:
-            s = conversations.get("chat")
-            guessed = notes(s).offer_read_context  # (what this call's tool list was made with)
-            _, edits = Compactor(DictAdapter(), settings, s).view(history)
-            return guessed, notes(s).offer_read_context, len(edits)
-
-        return turn(run)
-
-    assert resumed(small) == (True, False, 0)  # offered on a guess, then found needless
-    assert resumed(compacted)[:2] == (True, True)  # the conversation shows handles: offered from now on
-    # a handle in an old call's arguments, or in a marker of old assistant text, counts as much
-    written = argument_stand_in("0a1", "body", "x = 1\n" * 100)
-    assert resumed([*small, asks(90, ("w", "shell", {"body": written})), answer("w", "ok")])[:2] == (True, True)
-    assert resumed([*small, says(91, text_marker("0a2", "I will now " * 50))])[:2] == (True, True)
-    # The history without its stand-ins, over the high-water mark: its batch is made at once, not a call later
-    _, offered, edits = resumed(originals)
-    assert offered
-    assert edits > 0
 
 
 def test_notes_belong_to_their_session(context_dir: Path) -> None:

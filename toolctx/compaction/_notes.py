@@ -70,8 +70,6 @@ class Notes:
     """
 
     offer_read_context: bool = False
-    # A resumed session's offer is a guess until a model call has read its conversation (see notes()).
-    guessed: bool = False
     query_id: str | None = None
     shown_tokens: int = 0  # the conversation as the model was last shown it, estimated
     prefix_tokens: int = 0  # what the model is sent before it (tool definitions, system prompt), estimated
@@ -96,10 +94,8 @@ def notes(session: ContextSession) -> Notes:
     found = _NOTES.get(session)
     if found is None:
         # A session that already holds calls was resumed (a later turn, maybe in a new process): the
-        # conversation may show handles from before, so read_context is offered in its first model call,
-        # whose view of the conversation then decides (Compactor.view).
-        resumed = len(session) > 0
-        found = _NOTES.setdefault(session, Notes(offer_read_context=resumed, guessed=resumed))
+        # conversation may show handles from before, so read_context is offered from its first call.
+        found = _NOTES.setdefault(session, Notes(offer_read_context=len(session) > 0))
     _last = (weakref.ref(session), found)
     return found
 

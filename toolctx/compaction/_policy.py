@@ -182,28 +182,14 @@ class Compactor(Generic[T]):
         if not reuse:
             conversation = self._conversations[key] = _Conversation()
         session_notes = notes(session)
-        # A resumed session was offered read_context on a guess: this call read the whole conversation
-        # decides whether it shows a stand-in (or gets one now). Read in part, the guess stands.
-        guessed = session_notes.guessed and conversation.length == 0
-        if guessed:
-            session_notes.guessed = session_notes.offer_read_context = False
         for position in range(conversation.length, n):
             conversation.emitted.append(self._add(conversation, session, session_notes, position, items[position]))
         if n:
             conversation.length, conversation.first, conversation.last = n, first, fingerprint(items[-1])
         conversation.model_calls += 1
-        shows_stand_in = session_notes.offer_read_context or (guessed and self._shows_argument_stand_in(conversation))
-        if guessed:
-            session_notes.offer_read_context = True  # (offered in this call: a batch need not wait for it)
         edits = self._compact(conversation, session, session_notes, now)
-        if guessed and not shows_stand_in and not edits:
-            session_notes.offer_read_context = False
         session_notes.shown_tokens, session_notes.model_calls = conversation.shown, conversation.model_calls
         return list(conversation.emitted), edits
-
-    def _shows_argument_stand_in(self, conversation: _Conversation) -> bool:
-        """Whether a call of the conversation shows an argument stand-in (read once, on resuming a session)."""
-        return any(is_stand_in(value) for _, call in conversation.calls.values() for value in call.args.values())
 
     def _conversation(self, key: Hashable) -> _Conversation:
         found = self._conversations.get(key)
@@ -231,8 +217,6 @@ class Compactor(Generic[T]):
         result = None
         call_id = described.result_of
         if call_id is None and described.text and described.question is None:  # an assistant's text
-            if is_stand_in(described.text):  # (a marker written back before: read_context reads it)
-                session_notes.offer_read_context = True
             result = self.texts.get((self.adapter.fingerprint(item), described.text))
             if result is None and len(described.text) > self.settings.text_chars and not is_stand_in(described.text):
                 conversation.texts.append((position, described.text))
