@@ -9,9 +9,9 @@ from agents.tool_context import ToolContext
 
 from toolctx._internal import internal_error
 from toolctx.compaction import READ_CONTEXT, CompactionSettings, SessionSource, notes, persist_call, session_resolver
-from toolctx.compaction._persist import estimated
+from toolctx.compaction._persist import over_limit
 from toolctx.standins import output_text
-from toolctx_openai_agents.tools import conversation_of, is_persisted, parse_arguments
+from toolctx_openai_agents.tools import _Persisted, conversation_of, parse_arguments
 
 __all__ = ["ToolContextHooks"]
 
@@ -36,7 +36,8 @@ class ToolContextHooks(RunHooks[Any]):
         self.session = session_resolver(session)
 
     async def on_tool_end(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object) -> None:
-        if tool.name == READ_CONTEXT or is_persisted(tool):  # (a persisted tool stored its call itself)
+        # A persisted tool (or the SDK's copy of one: namespaced, say) stored its call itself.
+        if tool.name == READ_CONTEXT or isinstance(getattr(tool, "on_invoke_tool", None), _Persisted):
             return
         try:
             arguments = context.tool_arguments if isinstance(context, ToolContext) else ""
@@ -44,11 +45,7 @@ class ToolContextHooks(RunHooks[Any]):
             session = self.session(None)
             args = parse_arguments(arguments)
             pointer = persist_call(session, tool.name, args, result, call_id=call_id, task_id=conversation_of(context))
-            if (
-                pointer is not None
-                and pointer.stored
-                and estimated(output_text(result)) > self.settings.max_output_tokens
-            ):
+            if pointer is not None and pointer.stored and over_limit(self.settings, tool.name, output_text(result)):
                 # compact_tool_outputs shows this output as a stand-in: offer read_context in the same model call
                 notes(session).offer_read_context = True
         except Exception as exc:  # observing never breaks the run

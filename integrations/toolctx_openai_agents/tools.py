@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import copy
 import json
-import weakref
 from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from importlib import metadata
@@ -325,17 +324,7 @@ def persist_tools(
         if isinstance(tool, FunctionTool) and tool.name != READ_CONTEXT:
             persisted = copy.copy(tool)
             persisted.on_invoke_tool = _Persisted(tool, get_session, chosen)
-            _persisted[id(persisted)] = persisted
             wrapped.append(persisted)
         else:
             wrapped.append(tool)
     return wrapped
-
-
-# The copies persist_tools made, by identity (FunctionTool compares by value): their calls are stored already.
-_persisted: weakref.WeakValueDictionary[int, FunctionTool] = weakref.WeakValueDictionary()
-
-
-def is_persisted(tool: object) -> bool:
-    """Whether ``tool`` is one of :func:`persist_tools`' copies, which store their own calls."""
-    return _persisted.get(id(tool)) is tool

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import re
 from importlib import metadata
@@ -25,6 +26,7 @@ from toolctx_openai_agents import (
 
 import toolctx
 from toolctx import ConfigError, session
+from toolctx.compaction import notes
 from toolctx.standins import is_stand_in
 
 # openai-agents shows a tool's exception to RunConfig.tool_error_formatter from 0.24 on.
@@ -391,12 +393,26 @@ def test_hooks_beside_persisted_tools_store_each_call_once(context_dir: Path) ->
             [assistant_message("ok")],
         ]
     )
-    # fetch_report persisted, lookup only observed by the hooks: each call is stored once either way
-    agent = Agent(name="a", model=model, tools=[*persist_tools([fetch_report]), lookup, read_context])
+    # fetch_report persisted (the agent holds a copy of it, as the SDK's namespacing makes), lookup only
+    # observed by the hooks: each call is stored once either way
+    [persisted] = persist_tools([fetch_report])
+    agent = Agent(name="a", model=model, tools=[copy.copy(persisted), lookup, read_context])
     with session(context_dir) as s:
         asyncio.run(Runner.run(agent, "go", hooks=ToolContextHooks(), run_config=RunConfig(tracing_disabled=True)))
         assert sorted(p.call_id or "" for p in s.get_all_pointers()) == ["p1", "p2"]
     assert is_stand_in(outputs(model.calls[1])[0]["output"])  # the persisted tool still showed its stand-in
+
+
+@pytest.mark.parametrize("excluded", [False, True])
+def test_hooks_offer_read_context_only_for_an_output_the_rules_stand_in_for(context_dir: Path, excluded: bool) -> None:
+    asked = [function_call("fetch_report", {"region": "emea"}, call_id="x1")]
+    model = ScriptedModel([asked, [assistant_message("ok")]])
+    agent = Agent(name="a", model=model, tools=[fetch_report])
+    hooks = ToolContextHooks(exclude_tools={"fetch_report"} if excluded else set())
+    with session(context_dir) as s:
+        asyncio.run(Runner.run(agent, "go", hooks=hooks, run_config=RunConfig(tracing_disabled=True)))
+        assert notes(s).offer_read_context is not excluded  # (an excluded tool's output is shown whole)
+        assert len(s) == 1
 
 
 def test_a_tool_used_outside_any_session_lands_in_the_default_one() -> None:

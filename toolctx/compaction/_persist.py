@@ -15,7 +15,7 @@ from toolctx.sessions import ContextSession
 from toolctx.standins import stand_in, stored_text
 from toolctx.tokens import estimate_tokens
 
-__all__ = ["SavedCall", "estimated", "persist_call", "queue_call", "shown_output", "shown_whole"]
+__all__ = ["SavedCall", "estimated", "over_limit", "persist_call", "queue_call", "shown_output", "shown_whole"]
 
 _KEPT = 512  # recent texts whose estimate is remembered
 _KEPT_CHARS = 4096  # ...if they are this short (so at most about 2 MB is held)
@@ -140,6 +140,22 @@ def shown_whole(settings: CompactionSettings, text: str) -> bool:
     return _remembered(text) and estimated(text) <= settings.max_output_tokens
 
 
+def over_limit(settings: CompactionSettings, tool: str, text: str) -> int:
+    """The estimated tokens of an output that the rules give a stand-in (0 if they show it as it is).
+
+    Over ``max_output_tokens``, longer than the ``head_chars + tail_chars`` its
+    stand-in would keep (else it would show it all), not of ``exclude_tools``.
+    Whether the first stand-in pays for bringing ``read_context`` in is
+    :func:`shown_output`'s to decide.
+    """
+    if _short_ascii(settings, text) or len(text) <= settings.head_chars + settings.tail_chars:
+        return 0
+    if tool in settings.exclude_tools:
+        return 0
+    tokens = estimated(text)
+    return tokens if tokens > settings.max_output_tokens else 0
+
+
 def shown_output(
     settings: CompactionSettings, session: ContextSession, pointer: SavedCall | ContextPointer | None, text: str
 ) -> str | None:
@@ -157,12 +173,8 @@ def shown_output(
     """
     if pointer is None or not pointer.stored or pointer.is_error:
         return None
-    if _short_ascii(settings, text) or len(text) <= settings.head_chars + settings.tail_chars:
-        return None
-    if (pointer.tool if isinstance(pointer, SavedCall) else pointer.tool_name) in settings.exclude_tools:
-        return None
-    tokens = estimated(text)
-    if tokens <= settings.max_output_tokens:
+    tokens = over_limit(settings, pointer.tool if isinstance(pointer, SavedCall) else pointer.tool_name, text)
+    if not tokens:
         return None
     session_notes = notes(session)
     freed = tokens - settings.stand_in_tokens
