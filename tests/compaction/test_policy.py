@@ -614,6 +614,28 @@ def test_the_arguments_of_a_call_sent_short_are_never_read_for_long_ones(context
         assert _CountingArgs.reads > 0
 
 
+def test_read_context_once_offered_is_offered_from_the_first_call_when_the_session_is_resumed(
+    context_dir: Path,
+) -> None:
+    first = toolctx.Conversations(context_dir)
+    quiet, busy = first.get("quiet"), first.get("busy")
+    persist_call(quiet, "shell", {"command": "ls"}, "a.py", call_id="q1")
+    persist_call(busy, "shell", {"command": "ls"}, "a.py", call_id="b1")
+    notes(busy).offer_read_context = True  # (a stand-in was shown)
+    first.close()
+    again = toolctx.Conversations(context_dir)  # a later turn, as a new process would run it
+    assert not notes(again.get("quiet")).offer_read_context  # nothing to read back: not offered
+    assert notes(again.get("busy")).offer_read_context
+    again.close()
+    # A session kept before toolctx noted this holds calls: its conversation may show handles
+    marker = context_dir / toolctx.Conversations.session_id("quiet") / ".toolctx-session"
+    written = json.loads(marker.read_text())
+    marker.write_text(json.dumps({k: v for k, v in written.items() if k != "notes"}))
+    third = toolctx.Conversations(context_dir)
+    assert notes(third.get("quiet")).offer_read_context
+    third.close()
+
+
 def test_notes_belong_to_their_session(context_dir: Path) -> None:
     with session(context_dir / "a") as a, session(context_dir / "b") as b:
         notes(a).offer_read_context = True

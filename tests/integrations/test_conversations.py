@@ -26,7 +26,7 @@ import toolctx.testing
 from toolctx import Conversations
 from toolctx.standins import handle_of, is_stand_in
 
-from .test_langchain import BIG, call, chat, fetch_report, handle_in
+from .test_langchain import BIG, ScriptedChat, call, chat, fetch_report, handle_in, lookup
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,6 +72,41 @@ def test_a_handle_from_turn_one_reads_back_in_turn_two_after_a_restart(context_d
     assert read_back(other).startswith("No stored output")
     # the thread's outputs are in its own kept session, named from its id (thread-b stored nothing)
     assert [p.name for p in context_dir.iterdir()] == [Conversations.session_id("thread-a")]
+
+
+def test_a_later_turn_is_offered_read_context_only_if_its_conversation_shows_a_stand_in(context_dir: Path) -> None:
+    """Each turn as a new process runs it: read_context is offered again only where a stand-in was shown before."""
+    saver = InMemorySaver()
+
+    class ToolsSeen(ScriptedChat):
+        """The scripted chat, recording the names of the tools each call was sent."""
+
+        tools_seen: list[list[str]]
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            self.tools_seen.append(sorted(getattr(t, "name", "") for t in tools))
+            return self
+
+    def turn(steps: list[Any], thread: str) -> list[list[str]]:
+        conversations = Conversations(context_dir)
+        model = ToolsSeen(responses=[AIMessage(content="")], steps=steps, received=[], tools_seen=[])
+        agent = create_agent(
+            model, [fetch_report, lookup], middleware=[ToolContextMiddleware(session=conversations)], checkpointer=saver
+        )
+        try:
+            agent.invoke({"messages": [HumanMessage("Look it up.")]}, {"configurable": {"thread_id": thread}})
+        finally:
+            conversations.close()
+        return model.tools_seen
+
+    small = [call("lookup", "l1", key="a"), AIMessage("done")]
+    assert turn(small, "quiet") == [["fetch_report", "lookup"]] * 2
+    again = [call("lookup", "l2", key="b"), AIMessage("done")]
+    assert turn(again, "quiet") == [["fetch_report", "lookup"]] * 2  # resumed, and still nothing to read back
+    big = [call("fetch_report", "f1", region="emea"), AIMessage("done")]
+    assert turn(big, "busy")[-1] == ["fetch_report", "lookup", "read_context"]  # (a stand-in: offered)
+    later = turn(again, "busy")
+    assert all("read_context" in tools for tools in later)  # from its first call: offered before
 
 
 def test_a_shared_session_still_keeps_threads_apart(context_dir: Path) -> None:

@@ -354,15 +354,42 @@ def test_the_marker_is_written_first_and_says_whether_the_directory_is_kept(tmp_
         "format": "toolctx-session/1",
         "session_id": "s1",
         "kept": False,
+        "notes": [],
     }
-    assert read_marker(tmp_path / "s1") == Marker("s1", kept=False)
+    assert read_marker(tmp_path / "s1") == Marker("s1", kept=False, notes=frozenset())
     store.close()
-    assert read_marker(tmp_path / "s1") == Marker("s1", kept=True)
+    assert read_marker(tmp_path / "s1") == Marker("s1", kept=True, notes=frozenset())
     reopened = LocalStore(tmp_path / "s1", existing=True)
-    assert read_marker(tmp_path / "s1") == Marker("s1", kept=False)  # in use again
+    assert read_marker(tmp_path / "s1") == Marker("s1", kept=False, notes=frozenset())  # in use again
     reopened.delete("a.json")
     reopened.close(remove=True)
     assert not (tmp_path / "s1").exists()
+
+
+def test_a_note_stays_with_the_session_directory(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "s1", keep=True)
+    store.put("a.json", [b"1"])
+    assert store.noted("offered") is False
+    store.note("offered")
+    store.note("offered")  # (written once)
+    assert store.noted("offered") is True
+    store.close()
+    assert read_marker(tmp_path / "s1") == Marker("s1", kept=True, notes=frozenset({"offered"}))
+    reopened = LocalStore(tmp_path / "s1", existing=True, keep=True)
+    assert (reopened.noted("offered"), reopened.noted("other")) == (True, False)
+    reopened.close()
+    # A marker written before notes were kept cannot tell, until something is noted
+    marker = tmp_path / "s1" / MARKER_NAME
+    marker.write_bytes(orjson.dumps({"format": "toolctx-session/1", "session_id": "s1", "kept": True}) + b"\n")
+    older = LocalStore(tmp_path / "s1", existing=True, keep=True)
+    assert older.noted("offered") is None
+    older.close()
+    assert read_marker(tmp_path / "s1") == Marker("s1", kept=True)  # (closing does not claim to know)
+    older = LocalStore(tmp_path / "s1", existing=True, keep=True)
+    older.note("offered")
+    assert (older.noted("offered"), older.noted("other")) == (True, False)
+    older.close(remove=True)
+    assert not any(p.name.endswith(".tmp") for p in (tmp_path / "s1").iterdir())
 
 
 @pytest.mark.parametrize(
@@ -452,7 +479,7 @@ def test_removing_while_a_write_is_under_way_keeps_the_marker(tmp_path: Path, mo
     writing.wait()
     store.delete("a.json")
     store.close(remove=True)
-    assert read_marker(tmp_path / "s") == Marker("s", kept=False)  # an orphan gc will recognise
+    assert read_marker(tmp_path / "s") == Marker("s", kept=False, notes=frozenset())  # an orphan gc will recognise
     release.set()
     late.join()
     assert (tmp_path / "s" / "late.json").read_bytes() == b"late"

@@ -67,19 +67,36 @@ class Notes:
     The adapters set ``prefix_tokens`` on each model call: the first stand-in
     brings ``read_context`` into the tool list, which comes first in the prompt,
     so the whole prompt is sent again uncached once, not only the messages.
+    Once offered, ``read_context`` is noted with the session itself, so a later
+    turn that resumes it (in a new process, say) offers it from its first call.
     """
 
-    offer_read_context: bool = False
+    _offer: bool = False
+    _session: weakref.ref[ContextSession] | None = None
     query_id: str | None = None
     shown_tokens: int = 0  # the conversation as the model was last shown it, estimated
     prefix_tokens: int = 0  # what the model is sent before it (tool definitions, system prompt), estimated
     model_calls: int = 0  # model calls the conversation has had
+
+    @property
+    def offer_read_context(self) -> bool:
+        """Whether the model is offered ``read_context`` (a stand-in exists, or is about to)."""
+        return self._offer
+
+    @offer_read_context.setter
+    def offer_read_context(self, value: bool) -> None:
+        if value and not self._offer:
+            session = self._session() if self._session is not None else None
+            if session is not None:
+                session._note(_OFFERED)  # (once per session: it only ever goes from False to True)
+        self._offer = bool(value)
 
     def question(self, text: str | None) -> None:
         self.query_id = None if text is None else hash_query(text)
 
 
 _NOTES: weakref.WeakKeyDictionary[ContextSession, Notes] = weakref.WeakKeyDictionary()
+_OFFERED = "read_context_offered"  # noted with a session once it offered read_context
 
 
 _last: tuple[weakref.ref[ContextSession], Notes] | None = None  # the session asked for last, and its notes
@@ -93,9 +110,11 @@ def notes(session: ContextSession) -> Notes:
         return last[1]
     found = _NOTES.get(session)
     if found is None:
-        # A session that already holds calls was resumed (a later turn, maybe in a new process): the
-        # conversation may show handles from before, so read_context is offered from its first call.
-        found = _NOTES.setdefault(session, Notes(offer_read_context=len(session) > 0))
+        # A resumed session (a later turn, maybe in a new process) offers read_context if it did before;
+        # one kept before that was noted offers it if it holds calls (its conversation may show handles).
+        offered = session._noted(_OFFERED)
+        offer = offered if offered is not None else len(session) > 0
+        found = _NOTES.setdefault(session, Notes(offer, weakref.ref(session)))
     _last = (weakref.ref(session), found)
     return found
 

@@ -474,6 +474,20 @@ class ContextSession:
             return None
         return next(iter(self.load_contexts([record.id])), None)
 
+    def _note(self, word: str) -> None:
+        """Remember ``word`` about this session with it, so a resumed session still knows it (never raises)."""
+        try:
+            self._saver.store.note(word)
+        except Exception as exc:
+            internal_error(f"could not note {word!r} with session {self.session_id}; a resumed session will guess", exc)
+
+    def _noted(self, word: str) -> bool | None:
+        """Whether ``word`` was noted about this session (:meth:`_note`); None if it cannot tell."""
+        try:
+            return self._saver.store.noted(word)
+        except Exception:  # (an unreadable store: the caller guesses)
+            return None
+
     def _call_parts(self, call_id: str) -> CallParts | None:
         """What :meth:`load_call` gives of the call, read straight from memory while its output is there.
 

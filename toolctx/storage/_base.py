@@ -40,6 +40,8 @@ def raise_storage_error(action: str, name: str, where: object, exc: OSError) -> 
 class BlobStore(ABC):
     """Named blobs for one session: put, get, delete, list, append, close (and head, built on get)."""
 
+    _noted_words: set[str] | None = None  # what note() was told (in memory: see note())
+
     @abstractmethod
     def put(self, name: str, chunks: Sequence[bytes]) -> None:
         """Store the concatenation of ``chunks`` under ``name``, atomically."""
@@ -70,6 +72,19 @@ class BlobStore(ABC):
     def path(self, name: str) -> str | None:
         """A filesystem path for ``name`` when the store has one, else None."""
         return None
+
+    def note(self, word: str) -> None:
+        """Remember ``word`` about this session, with the session: a store reopened later still knows it.
+
+        Kept in memory here; a store that can be reopened (a session directory) keeps it there.
+        """
+        if self._noted_words is None:
+            self._noted_words = set()
+        self._noted_words.add(word)
+
+    def noted(self, word: str) -> bool | None:
+        """Whether ``word`` was noted; None if the store cannot tell (one kept before notes were)."""
+        return self._noted_words is not None and word in self._noted_words
 
     def after_fork(self) -> None:  # noqa: B027 - optional hook, nothing to reset by default
         """Called in a child process forked while the store was open (it has only the forking thread)."""

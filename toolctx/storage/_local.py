@@ -69,6 +69,8 @@ class Marker(NamedTuple):
     """Meant to be kept (``keep=True``), to be resumed: ``toolctx.gc`` spares it, even after a crash."""
     legacy: bool = False
     """Written before markers existed: recognised by its lock file."""
+    notes: frozenset[str] | None = None
+    """What the session noted about itself (:meth:`LocalStore.note`); None if its marker predates notes."""
 
 
 class NotRegularFileError(OSError):
@@ -108,6 +110,8 @@ class LocalStore(BlobStore):
         self._created = False
         self._closed = False
         self._writing = 0  # puts under way, so that close() never strands one in an unmarked directory
+        self._notes: set[str] | None = set()  # what note() was told, in the marker (None: an older marker)
+        self._marker_kept = keep
         if existing:
             self._open_existing()
 
@@ -130,6 +134,8 @@ class LocalStore(BlobStore):
             )
         with self._lock:
             self._acquire()
+            self._notes = None if marker.notes is None else set(marker.notes)
+            self._marker_kept = marker.kept
             if marker.legacy or marker.kept != self._keep:  # a crash from now on leaves it as this store means
                 self._write_marker(kept=self._keep)
             self._ready = True
@@ -175,8 +181,25 @@ class LocalStore(BlobStore):
         overwrite(fd, owner)
 
     def _write_marker(self, *, kept: bool) -> None:
-        marker = {"format": MARKER_FORMAT, "session_id": self.directory.name, "kept": kept}
+        marker: dict[str, object] = {"format": MARKER_FORMAT, "session_id": self.directory.name, "kept": kept}
+        if self._notes is not None:  # (an older marker stays without: what it would have said is unknown)
+            marker["notes"] = sorted(self._notes)
         self._replace(self._prefix + MARKER_NAME, MARKER_NAME, [orjson.dumps(marker) + b"\n"])
+        self._marker_kept = kept
+
+    def note(self, word: str) -> None:
+        """Remember ``word`` in the session directory's marker (written once per word)."""
+        if self._notes is not None and word in self._notes:
+            return
+        self._ensure()
+        with self._lock:
+            if self._closed:
+                raise self._closed_error()
+            self._notes = {word} if self._notes is None else self._notes | {word}
+            self._write_marker(kept=self._marker_kept)
+
+    def noted(self, word: str) -> bool | None:
+        return None if self._notes is None else word in self._notes
 
     def close(self, *, remove: bool = False) -> None:
         """Release the directory; the store writes nothing more.
@@ -432,7 +455,9 @@ def read_marker(directory: str | os.PathLike[str]) -> Marker | None:
         marker = _json_object(data)
         if marker is None or marker.get("format") != MARKER_FORMAT or marker.get("session_id") != name:
             return None
-        return Marker(name, kept=marker.get("kept") is True)
+        notes = marker.get("notes")
+        words = frozenset(w for w in notes if isinstance(w, str)) if isinstance(notes, list) else None
+        return Marker(name, kept=marker.get("kept") is True, notes=words)
     owner = read_owner(directory)
     if owner is None or not _is_legacy_owner(owner):
         return None
