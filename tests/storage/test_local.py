@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from unittest.mock import ANY
@@ -390,6 +391,26 @@ def test_a_note_stays_with_the_session_directory(tmp_path: Path) -> None:
     assert (older.noted("offered"), older.noted("other")) == (True, False)
     older.close(remove=True)
     assert not any(p.name.endswith(".tmp") for p in (tmp_path / "s1").iterdir())
+
+
+def test_a_note_waits_for_the_directory_and_a_forked_child_leaves_the_marker_alone(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "s1", keep=True)
+    store.note("offered")  # nothing stored yet: no directory is made for a note
+    assert not (tmp_path / "s1").exists()
+    store.put("a.json", [b"1"])
+    assert read_marker(tmp_path / "s1") == Marker("s1", kept=True, notes=frozenset({"offered"}))
+    if hasattr(os, "fork"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # the child's copy notes in memory only: the marker stays the parent's
+            store.after_fork()
+            store.note("in the child")
+            os._exit(0 if store.noted("in the child") else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert read_marker(tmp_path / "s1") == Marker("s1", kept=True, notes=frozenset({"offered"}))
+    store.close()
 
 
 @pytest.mark.parametrize(

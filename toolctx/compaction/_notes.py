@@ -60,7 +60,7 @@ def _takes_key(factory: Callable[..., ContextSession]) -> bool:
     return any(p.kind in positional for p in parameters)
 
 
-@dataclass
+@dataclass(init=False)
 class Notes:
     """Per session: whether the model may need ``read_context``, the question tool calls answer, the prompt's size.
 
@@ -77,6 +77,26 @@ class Notes:
     shown_tokens: int = 0  # the conversation as the model was last shown it, estimated
     prefix_tokens: int = 0  # what the model is sent before it (tool definitions, system prompt), estimated
     model_calls: int = 0  # model calls the conversation has had
+
+    def __init__(
+        self,
+        offer_read_context: bool = False,
+        query_id: str | None = None,
+        shown_tokens: int = 0,
+        prefix_tokens: int = 0,
+        model_calls: int = 0,
+        *,
+        session: ContextSession | None = None,
+    ) -> None:
+        """``session``: the session whose first offer of ``read_context`` is noted with it."""
+        self._offer = offer_read_context
+        self._session = None if session is None else weakref.ref(session)
+        self.query_id, self.shown_tokens, self.prefix_tokens, self.model_calls = (
+            query_id,
+            shown_tokens,
+            prefix_tokens,
+            model_calls,
+        )
 
     @property
     def offer_read_context(self) -> bool:
@@ -114,7 +134,7 @@ def notes(session: ContextSession) -> Notes:
         # one kept before that was noted offers it if it holds calls (its conversation may show handles).
         offered = session._noted(_OFFERED)
         offer = offered if offered is not None else len(session) > 0
-        found = _NOTES.setdefault(session, Notes(offer, weakref.ref(session)))
+        found = _NOTES.setdefault(session, Notes(offer, session=session))
     _last = (weakref.ref(session), found)
     return found
 

@@ -112,6 +112,7 @@ class LocalStore(BlobStore):
         self._writing = 0  # puts under way, so that close() never strands one in an unmarked directory
         self._notes: set[str] | None = set()  # what note() was told, in the marker (None: an older marker)
         self._marker_kept = keep
+        self._forked = False  # a forked child's copy: never rewrites the marker for a note
         if existing:
             self._open_existing()
 
@@ -188,15 +189,20 @@ class LocalStore(BlobStore):
         self._marker_kept = kept
 
     def note(self, word: str) -> None:
-        """Remember ``word`` in the session directory's marker (written once per word)."""
+        """Remember ``word`` in the session directory's marker (written once per word).
+
+        A directory not made yet gets it in its first marker (a session whose outputs
+        all stay in memory makes none for it); a forked child keeps it in memory only,
+        the parent's marker being the parent's to write.
+        """
         if self._notes is not None and word in self._notes:
             return
-        self._ensure()
         with self._lock:
             if self._closed:
                 raise self._closed_error()
             self._notes = {word} if self._notes is None else self._notes | {word}
-            self._write_marker(kept=self._marker_kept)
+            if self._ready and not self._forked:
+                self._write_marker(kept=self._marker_kept)
 
     def noted(self, word: str) -> bool | None:
         return None if self._notes is None else word in self._notes
@@ -257,6 +263,7 @@ class LocalStore(BlobStore):
     def after_fork(self) -> None:
         # Writes under way in the parent's other threads are not the child's to wait for.
         self._writing = 0
+        self._forked = True
 
     def _closed_error(self) -> StorageError:
         return StorageError(errno.EBADF, f"the store in {str(self.directory)!r} is closed: its session has ended")
