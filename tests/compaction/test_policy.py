@@ -636,6 +636,21 @@ def test_read_context_once_offered_is_offered_from_the_first_call_when_the_sessi
     third.close()
 
 
+def test_an_offer_that_could_not_be_noted_is_noted_when_the_session_is_opened_again(context_dir: Path) -> None:
+    conversations = toolctx.Conversations(context_dir, max_open=1)
+    held = conversations.get("x")  # an adapter holds it...
+    persist_call(held, "shell", {"command": "ls"}, "a.py", call_id="x1")
+    conversations.get("y")  # ...while another conversation closes it (at most one open)
+    with pytest.warns(toolctx.ToolctxWarning, match="could not note 'read_context_offered'"):
+        notes(held).offer_read_context = True
+    assert notes(conversations.get("x")).offer_read_context  # opened again: offered, and noted now
+    conversations.close()
+    later = toolctx.Conversations(context_dir)  # (another process would read it from the marker)
+    assert notes(later.get("x")).offer_read_context
+    assert not notes(later.get("y")).offer_read_context
+    later.close()
+
+
 def test_notes_belong_to_their_session(context_dir: Path) -> None:
     with session(context_dir / "a") as a, session(context_dir / "b") as b:
         notes(a).offer_read_context = True

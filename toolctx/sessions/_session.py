@@ -475,14 +475,26 @@ class ContextSession:
         return next(iter(self.load_contexts([record.id])), None)
 
     def _note(self, word: str) -> None:
-        """Remember ``word`` about this session with it, so a resumed session still knows it (never raises)."""
+        """Remember ``word`` about this session with it, so a resumed session still knows it (never raises).
+
+        A note that cannot be written (the session closed under its caller, a full
+        disk) is written when this process opens the session again.
+        """
         try:
             self._saver.store.note(word)
         except Exception as exc:
-            internal_error(f"could not note {word!r} with session {self.session_id}; a resumed session will guess", exc)
+            _unwritten_notes.add((self.session_id, word))
+            internal_error(
+                f"could not note {word!r} with session {self.session_id}; it is noted when this process resumes it",
+                exc,
+            )
 
     def _noted(self, word: str) -> bool | None:
         """Whether ``word`` was noted about this session (:meth:`_note`); None if it cannot tell."""
+        if (self.session_id, word) in _unwritten_notes:  # (noted by an earlier session of this id here)
+            _unwritten_notes.discard((self.session_id, word))
+            self._note(word)
+            return True
         try:
             return self._saver.store.noted(word)
         except Exception:  # (an unreadable store: the caller guesses)
@@ -722,6 +734,10 @@ def _store_queues_before_fork() -> None:
 def _reseed_after_fork() -> None:
     for live in list(_live_sessions):
         live._saver.after_fork()
+
+
+# (session id, word) of notes this process could not write with their session: written when it resumes it.
+_unwritten_notes: set[tuple[str, str]] = set()
 
 
 class _Encoded(NamedTuple):
