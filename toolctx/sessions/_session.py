@@ -343,7 +343,7 @@ class ContextSession:
     def _save(
         self,
         tool_name: str,
-        args: Mapping[str, Any],
+        args: Mapping[str, Any] | _Encoded,
         result: Any,
         task_id: int | str | None = None,
         query_id: str | None = None,
@@ -354,28 +354,13 @@ class ContextSession:
         call_id: str | None = None,
         timestamp_ns: int | None = None,
     ) -> Record:
-        """:meth:`save_context` without making the pointer (the adapters' path: they need the id only)."""
+        """:meth:`save_context` without making the pointer (the adapters' path: they need the id only).
+
+        ``args`` may come encoded already (a queued call's, see :meth:`_save_later`).
+        """
         task_id = _checked_call(tool_name, args, task_id, query_id, call_id)
         if description is not None and not isinstance(description, str):
             raise ConfigError(f"description must be a str, got {type(description).__name__}")
-        return self._record(
-            tool_name, args, result, task_id, query_id, description, error, threshold, call_id, timestamp_ns
-        )
-
-    def _record(
-        self,
-        tool_name: str,
-        args: Mapping[str, Any] | _Encoded,
-        result: Any,
-        task_id: int | str | None,
-        query_id: str | None,
-        description: str | None = None,
-        error: BaseException | ErrorInfo | None = None,
-        threshold: int | None = None,
-        call_id: str | None = None,
-        timestamp_ns: int | None = None,
-    ) -> Record:
-        """:meth:`_save` of a call already checked (``task_id`` as :func:`_checked_call` gives it)."""
         args_json, args_notes, order = args if isinstance(args, _Encoded) else _Encoded.of(args)  # (queued: done)
         redactor = self._saver.redactor
         if description is not None and redactor is not None:
@@ -419,14 +404,14 @@ class ContextSession:
         saver = self._saver
         # (its JSON may go to disk at once: at most 6 bytes a character, an escaped control character)
         if not saver.memory_budget or 6 * len(result) + 2 >= saver.threshold:
-            self._record(tool_name, args, result, task_id, query_id, call_id=call_id)  # (kept there now, as before)
+            self._save(tool_name, args, result, task_id, query_id, call_id=call_id)  # (kept there now, as before)
             return
         kept: Mapping[str, Any] | _Encoded = args
         if type(args) is dict:
             encoded = _Encoded.of(args)
             kept = encoded._replace(json=memoryview(encoded.json).tobytes())  # (held a while: not orjson's buffer)
         save = functools.partial(
-            self._record, tool_name, kept, result, task_id, query_id, call_id=call_id, timestamp_ns=time.time_ns()
+            self._save, tool_name, kept, result, task_id, query_id, call_id=call_id, timestamp_ns=time.time_ns()
         )
         saver.queue(save)
 
@@ -762,7 +747,7 @@ def _checked_call(
     """A call as saving it needs (a non-empty name, a mapping, str ids or None); returns its task id as stored."""
     if not isinstance(tool_name, str) or not tool_name:
         raise ConfigError(f"tool_name must be a non-empty str, got {tool_name!r:.80}")
-    if not isinstance(args, Mapping):
+    if not isinstance(args, (Mapping, _Encoded)):  # (_Encoded: a queued call's, checked when queued)
         raise ConfigError(f"args must be a mapping of argument names to values, got {type(args).__name__}")
     for name, value in (("query_id", query_id), ("call_id", call_id)):
         if value is not None and not isinstance(value, str):
