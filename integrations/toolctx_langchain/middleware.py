@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from langchain.agents.middleware import (
@@ -25,6 +26,7 @@ from toolctx.compaction import (
     BeforeModelCall,
     CompactionSettings,
     Compactor,
+    SavedCall,
     SessionSource,
     notes,
     persist_call,
@@ -37,7 +39,7 @@ from toolctx.compaction import before_model_call as run_hook
 from toolctx.compaction._prefix import PrefixSize
 from toolctx.standins import output_text
 from toolctx_langchain._messages import MessageAdapter, as_sent, model_arguments, stand_in_metadata
-from toolctx_langchain.tools import read_context_tool, run_config, thread_of
+from toolctx_langchain.tools import read_context_tool, run_config, thread_and_task, thread_of
 
 __all__ = ["ToolContextMiddleware"]
 
@@ -130,53 +132,49 @@ class ToolContextMiddleware(AgentMiddleware):
         return self._finished(request, result)
 
     def _save(
-        self, session: ContextSession, request: ToolCallRequest, name: str | None, result: Any, error: Any
-    ) -> Any:
+        self, where: _Where, request: ToolCallRequest, name: str | None, result: Any, error: Any
+    ) -> SavedCall | None:
         call = request.tool_call
         args = model_arguments(getattr(request, "tool", None), call.get("args") or {})
         return persist_call(
-            session,
-            name or call["name"],
-            args,
-            result,
-            error=error,
-            call_id=call.get("id"),
-            task_id=thread_of(self._config(request), or_run=True),
+            where[0], name or call["name"], args, result, error=error, call_id=call.get("id"), task_id=where[1]
         )
 
-    @staticmethod
-    def _config(request: ToolCallRequest) -> Any:
-        return getattr(request.runtime, "config", None)
+    def _where(self, request: ToolCallRequest) -> _Where:
+        """The session a tool call is stored in, and its task (the thread, else the run id)."""
+        thread, task = thread_and_task(getattr(request.runtime, "config", None))
+        return self.session(thread), task
 
     def _failed(self, request: ToolCallRequest, error: Exception) -> None:
         try:
-            self._save(self.session(thread_of(self._config(request))), request, None, None, error)
+            self._save(self._where(request), request, None, None, error)
         except Exception as exc:
             internal_error(f"could not store the failed call of tool {request.tool_call['name']!r}", exc)
 
     def _finished(self, request: ToolCallRequest, result: ToolMessage | Command[Any]) -> ToolMessage | Command[Any]:
         try:
-            session = self.session(thread_of(self._config(request)))
+            where = self._where(request)
             if isinstance(result, ToolMessage):
-                return self._message(session, request, result)
+                return self._message(where, request, result)
             call_id = request.tool_call.get("id")
             if isinstance(result, Command) and isinstance(result.update, dict):
                 messages = result.update.get("messages")
                 if isinstance(messages, list):
                     shown = [
-                        self._message(session, request, m)
+                        self._message(where, request, m)
                         if isinstance(m, ToolMessage) and m.tool_call_id == call_id
                         else m
                         for m in messages
                     ]
                     return dataclasses.replace(result, update={**result.update, "messages": shown})
-            self._save(session, request, None, result, None)
+            self._save(where, request, None, result, None)
         except Exception as exc:
             internal_error(f"could not store a call of tool {request.tool_call['name']!r}", exc)
         return result
 
-    def _message(self, session: ContextSession, request: ToolCallRequest, message: ToolMessage) -> ToolMessage:
+    def _message(self, where: _Where, request: ToolCallRequest, message: ToolMessage) -> ToolMessage:
         content = message.content
+        session = where[0]
         if (
             isinstance(content, str)
             and message.artifact is None
@@ -185,15 +183,15 @@ class ToolContextMiddleware(AgentMiddleware):
         ):
             call = request.tool_call
             args = model_arguments(getattr(request, "tool", None), call.get("args") or {})
-            config = self._config(request)
             name = message.name or call["name"]
-            # (a copy of the call's arguments in the graph's state, encoded now: later changes there are not stored)
-            queue_call(session, name, args, content, call_id=call.get("id"), task_id=thread_of(config, or_run=True))
-            return message  # (shown as it is: stored with the next ones, in one go)
+            # (stored with the next ones, in one go: from a copy of the call's arguments in the graph's state,
+            # taken now, so later changes there are not stored)
+            queue_call(session, name, _snapshot(args), content, call_id=call.get("id"), task_id=where[1])
+            return message  # (shown as it is)
         stored = content if message.artifact is None else {"content": content, "artifact": message.artifact}
         text = output_text(content)
         error = ErrorInfo(type="ToolError", message=text[:20_000]) if message.status == "error" else None
-        pointer = self._save(session, request, message.name, stored, error)
+        pointer = self._save(where, request, message.name, stored, error)
         if pointer is None:
             return message
         shown = shown_output(self.settings, session, pointer, text)
@@ -246,6 +244,19 @@ class ToolContextMiddleware(AgentMiddleware):
         if not keep_ids:
             return response
         return ExtendedModelResponse(model_response=response, command=Command(update={"messages": keep_ids}))
+
+
+_Where = tuple[ContextSession, str | None]  # a tool call's session and its task
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _snapshot(args: dict[str, Any]) -> Mapping[str, Any]:
+    """The model's arguments (a fresh dict) as a call is queued with them: encoded now unless nothing in them
+    can change later (``queue_call`` encodes a plain dict at once, and reads another mapping when it stores it)."""
+    for value in args.values():
+        if type(value) not in _SCALARS:
+            return args  # (a list or dict of the graph's state: encoded now)
+    return MappingProxyType(args)
 
 
 def _system_text(message: SystemMessage) -> str:

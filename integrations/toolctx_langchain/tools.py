@@ -25,7 +25,7 @@ from toolctx.compaction import (
 from toolctx.standins import DEFAULT_READ_LIMIT, output_text, read_context
 from toolctx_langchain._messages import model_arguments
 
-__all__ = ["READ_CONTEXT", "persist_tool", "read_context_tool", "thread_of"]
+__all__ = ["READ_CONTEXT", "persist_tool", "read_context_tool", "thread_and_task", "thread_of"]
 
 READ_CONTEXT_DESCRIPTION = (
     'Read back a stored tool output (or, with part="args.<name>", an argument) by the handle ctx:<id> '
@@ -53,6 +53,21 @@ def thread_of(config: Any = None, *, or_run: bool = False) -> str | None:
     if tag is None and or_run:
         tag = config.get("run_id")
     return None if tag is None else str(tag)
+
+
+def thread_and_task(config: Any = None) -> tuple[str | None, str | None]:
+    """:func:`thread_of` ``config``, and the task its calls are stored under: the thread, else the run id.
+
+    (Both from one read of the config, for the tool hooks.)
+    """
+    if not isinstance(config, dict):
+        config = run_config()
+    thread = (config.get("configurable") or {}).get("thread_id")
+    if thread is not None:
+        thread = str(thread)
+        return thread, thread
+    run = config.get("run_id")
+    return None, None if run is None else str(run)
 
 
 class _PersistedTool:
@@ -143,9 +158,10 @@ class _PersistedTool:
         """Store the call; ``text`` (what the model reads) or its stand-in, None after an error."""
         tool = self.tool
         try:
-            current = self.get_session(thread_of(config))
+            thread, task = thread_and_task(config)
+            current = self.get_session(thread)
             args = model_arguments(tool, kwargs)
-            saved = persist_call(current, tool.name, args, output, error=error, task_id=thread_of(config, or_run=True))
+            saved = persist_call(current, tool.name, args, output, error=error, task_id=task)
             if error is not None or not stand_in:
                 return None
             shown = shown_output(self.settings, current, saved, output_text(text))  # measured as the model reads it

@@ -555,7 +555,8 @@ def test_a_call_shown_whole_is_stored_later_with_its_arguments_as_they_were(cont
         return middleware._finished(request, ToolMessage(content, tool_call_id=call_id, name="grep"))  # type: ignore[arg-type]
 
     with session(context_dir) as s:
-        finished("scalars", {"pattern": "todo", "limit": 3})
+        scalars: dict[str, Any] = {"pattern": "todo", "limit": 3}
+        finished("scalars", scalars)
         assert len(s._saver._later) == 1  # queued: stored in one go with the next ones
         # longer than max_output_tokens characters, or not ASCII, but estimated within it: queued too
         finished("long", {"pattern": "def"}, "src/app.py:12: def run(self):\n" * 70)
@@ -565,7 +566,9 @@ def test_a_call_shown_whole_is_stored_later_with_its_arguments_as_they_were(cont
         finished("a-list", {"paths": paths, "options": {"depth": 1}})  # nested arguments: queued as well
         assert len(s._saver._later) == 4
         paths.append("b.py")  # the graph's state changing what the call was given: the stored copy stays
+        scalars["pattern"], scalars["extra"] = "changed", True
         stored = {c.call_id: c for c in s.load_contexts(s.get_all_pointers())}
         assert [p.call_id for p in s.get_all_pointers()] == ["scalars", "long", "accented", "a-list"]
         assert stored["a-list"].args == {"paths": ["a.py"], "options": {"depth": 1}}
         assert stored["scalars"].result == "3 matches"
+        assert stored["scalars"].args == {"pattern": "todo", "limit": 3}
