@@ -223,3 +223,30 @@ def test_hook_parts_replays_every_variant_in_a_process_of_its_own(
         hook_parts.take_out("no-such-part")
     with pytest.raises(SystemExit):
         hook_parts.main(["--traces", str(tmp_path / "missing.jsonl")])
+
+
+def test_batch_parts_times_the_batches_of_each_min_gain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    import batch_parts
+
+    long = coding_session()  # 30 calls of about 500 tokens each: past the high-water mark, batches follow
+    step = long["turns"][0]["steps"][1]
+    long["turns"][0]["steps"] = [
+        {**step, "calls": [{**step["calls"][0], "id": f"call_{i}", "output": f"line {i} of a test log\n" * 80}]}
+        for i in range(30)
+    ]
+    traces = tmp_path / "made.jsonl"
+    traces.write_text(json.dumps(long) + "\n")
+    common = ["--traces", str(traces), "--source", "made-coding", "--runs", "1", "--longest", "1"]
+    assert batch_parts.main([*common, "--min-gain", "0", "1000000"]) == 0
+    table = capsys.readouterr().out
+    every = next(line for line in table.splitlines() if line.startswith("| 0 |")).split("|")
+    assert float(every[2]) > 0  # batches were made, and timed
+    assert float(every[6]) > 0  # model calls with a batch and without, both timed
+    assert float(every[5]) > 0
+    never = next(line for line in table.splitlines() if line.startswith("| 1,000,000 |")).split("|")
+    assert float(never[2]) == 0  # a gain never reached: no batch, nothing to time
+    assert never[6].strip() == never[7].strip() == "–"
+    with pytest.raises(SystemExit):
+        batch_parts.main(["--traces", str(tmp_path / "missing.jsonl")])
