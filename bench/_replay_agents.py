@@ -124,6 +124,7 @@ class _Replay:
         self._definitions: dict[int, tuple[Tool, str]] = {}
         self._inner_cpu = self._inner_wall = 0.0  # the recorded tool's own time, inside a timed call
         self.filter_inputs: list[tuple[list[Any], Any]] | None = None  # (items, instructions) the filter got
+        self.options: dict[str, Any] = {}  # CompactionSettings options for the tools and the filter (defaults)
 
     def script(self, index: int) -> list[tuple[list[Any], bool]]:
         """The model's answers for turn ``index``: one per recorded step, then the final reply."""
@@ -174,7 +175,7 @@ class _Replay:
         ]
         if not self.with_toolctx:
             return tools
-        persisted = persist_tools(tools)
+        persisted = persist_tools(tools, **self.options)
         for tool in persisted:
             assert isinstance(tool, FunctionTool)
             tool.on_invoke_tool = self._timed_tool(tool.on_invoke_tool)
@@ -203,7 +204,7 @@ class _Replay:
     def input_filter(self) -> Any:
         if not self.with_toolctx:
             return None
-        compact = compact_tool_outputs()
+        compact = compact_tool_outputs(**self.options)
 
         def timed(data: Any) -> Any:
             if self.filter_inputs is not None:

@@ -7,9 +7,10 @@ exactly as ``bench/replay.py`` does with toolctx (``--source``: the coding ones 
 default), once per ``--min-gain`` value
 and run (alternating, each in a process of its own), and times every model hook
 call's ``Compactor.view`` in thread CPU. For the calls that made a batch it splits
-the time: taking in the new items, storing the calls the tool hooks queued (the
-queue's drain), the rest of the edits of old calls, the edits of old assistant
-text, and applying the edits; and fits ``time = fixed + per edit x edits`` over
+the time (each part without the others it runs): taking in the new items,
+storing the calls the tool hooks queued (the queue's drain, wherever it runs),
+the rest of the edits of old calls, the edits of old assistant text, and applying
+the edits; and fits ``time = fixed + per edit x edits`` over
 the batches (least squares). Also: the batches per tool call, and both hooks'
 CPU per tool call (median over sessions, as ``bench/replay.py`` reports it).
 
@@ -35,20 +36,24 @@ DEFAULT_SOURCE = "mini-swe-agent-swebench"
 PARTS = ("intake", "drain", "edits", "texts", "apply")
 
 
-def _timed(owner: Any, name: str, part: str, spent: dict[str, int]) -> None:
-    """Add the thread CPU of ``owner.name`` (outermost calls only: the drain re-enters itself) to ``spent[part]``."""
+def _timed(owner: Any, name: str, part: str, spent: dict[str, int], running: list[list[int]]) -> None:
+    """Add the thread CPU of ``owner.name`` to ``spent[part]``, less that of the timed parts it runs (``running``
+    is the stack of parts under way); a part that re-enters itself (the drain) counts once."""
     original = getattr(owner, name)
-    depth = [0]
 
     def timed(*args: Any, **kwargs: Any) -> Any:
-        depth[0] += 1
-        started = time.thread_time_ns() if depth[0] == 1 else 0
+        if running and running[-1][0] == id(timed):  # (re-entered: already timed)
+            return original(*args, **kwargs)
+        frame = [id(timed), time.thread_time_ns(), 0]  # (which part, its start, its timed parts' time)
+        running.append(frame)
         try:
             return original(*args, **kwargs)
         finally:
-            depth[0] -= 1
-            if not depth[0]:
-                spent[part] += time.thread_time_ns() - started
+            running.pop()
+            elapsed = time.thread_time_ns() - frame[1]
+            spent[part] += elapsed - frame[2]
+            if running:
+                running[-1][2] += elapsed
 
     setattr(owner, name, timed)
 
@@ -68,11 +73,12 @@ def one_run(traces_path: Path, source: str, longest: int, min_gain: int) -> dict
 
     _replay_agents.compact_tool_outputs = with_min_gain  # type: ignore[attr-defined,assignment]
     spent: dict[str, int] = defaultdict(int)
-    _timed(Compactor, "_add", "intake", spent)
-    _timed(SavePath, "store_queued", "drain", spent)
-    _timed(Compactor, "_edit", "edit", spent)
-    _timed(Compactor, "_text_edit", "texts", spent)
-    _timed(Compactor, "_apply", "apply", spent)
+    running: list[list[int]] = []
+    _timed(Compactor, "_add", "intake", spent, running)
+    _timed(SavePath, "store_queued", "drain", spent, running)
+    _timed(Compactor, "_edit", "edits", spent, running)  # (old calls: old assistant text is timed apart)
+    _timed(Compactor, "_text_edit", "texts", spent, running)
+    _timed(Compactor, "_apply", "apply", spent, running)
     batches: list[dict[str, float]] = []
     others: list[float] = []
     view = Compactor._view
@@ -85,14 +91,14 @@ def one_run(traces_path: Path, source: str, longest: int, min_gain: int) -> dict
         if not edits:
             others.append(total)
             return shown, edits
-        parts = {part: spent[part] / 1000 for part in ("intake", "drain", "texts", "apply")}
-        parts["edits"] = (spent["edit"] - spent["drain"]) / 1000  # (the drain runs inside the first edit)
-        batches.append({"total": total, "count": len(edits), **parts})
+        batches.append({"total": total, "count": len(edits), **{part: spent[part] / 1000 for part in PARTS}})
         return shown, edits
 
     Compactor._view = timed_view  # type: ignore[method-assign]
     traces = [trace for trace in load_traces(traces_path, [source]) if trace.calls]
     traces = sorted(traces, key=lambda trace: -len(trace.calls))[:longest]
+    if not traces:
+        raise SystemExit(f"no session of source {source!r} with tool calls in {traces_path}")
     per_call, tool_calls = [], 0
     for trace in traces:
         figures = _replay_agents.replay_agents(trace, True, len)
@@ -148,7 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs[gain].append(json.loads(done.stdout.splitlines()[-1]))
     first = runs[args.min_gain[0]][0]
     print(f"the {first['sessions']} longest {args.source} sessions ({first['tool_calls']:,} tool calls), Agents SDK,")
-    print(f"{args.runs} runs of each min_gain, alternating (µs of thread CPU; medians over runs)\n")
+    print(f"{args.runs} runs of each min_gain, alternating (µs of thread CPU; medians over runs; the batches")
+    print("and edits are the first run's: the replay makes the same ones every time)\n")
     print(
         "| `min_gain` | batches per 100 tool calls | edits per batch | both hooks per tool call, each run | "
         "a model call without a batch | with one | fixed per batch | per edit |"

@@ -245,6 +245,9 @@ def test_batch_parts_times_the_batches_of_each_min_gain(tmp_path: Path, capsys: 
     assert float(every[2]) > 0  # batches were made, and timed
     assert float(every[6]) > 0  # model calls with a batch and without, both timed
     assert float(every[5]) > 0
+    parts = [line for line in table.splitlines() if line.startswith("| 0 |")][1].split("|")[2:-1]
+    assert len(parts) == len(batch_parts.PARTS)
+    assert float(parts[batch_parts.PARTS.index("drain")]) > 0  # the queued calls, stored by the batches
     never = next(line for line in table.splitlines() if line.startswith("| 1,000,000 |")).split("|")
     assert float(never[2]) == 0  # a gain never reached: no batch, nothing to time
     assert never[6].strip() == never[7].strip() == "–"

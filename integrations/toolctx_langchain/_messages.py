@@ -94,7 +94,8 @@ def _schema(tool: BaseTool) -> _Schema:
 
 
 def model_arguments(tool: BaseTool | None, args: Mapping[str, Any]) -> dict[str, Any]:
-    """The arguments the model gave, without anything the framework injects."""
+    """The arguments the model gave, without anything the framework injects: always a new dict (the caller may
+    keep it as its own copy)."""
     drop = _schema(tool).injected(args) if tool is not None else frozenset()
     return {k: v for k, v in args.items() if k not in drop and not isinstance(v, _INJECTED_TYPES)}
 

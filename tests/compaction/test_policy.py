@@ -456,6 +456,43 @@ def test_old_assistant_text_goes_in_the_batch_as_a_restorable_marker(context_dir
                 assert after["calls"][0]["id"] == before["calls"][0]["id"]  # the calls stay, paired
 
 
+def _renamed(message: Message, prefix: str) -> Message:
+    """The same message in another conversation: its ids (and its calls') prefixed."""
+    renamed = {**message, "id": prefix + message["id"]}
+    if "call_id" in message:
+        renamed["call_id"] = prefix + message["call_id"]
+    if message.get("calls"):
+        renamed["calls"] = [{**c, "id": prefix + c["id"]} for c in message["calls"]]
+    return renamed
+
+
+def test_a_later_turn_shows_old_assistant_text_with_the_same_marker(context_dir: Path) -> None:
+    # The Agents SDK keeps the original items in its session: a later turn's filter (a new process, a new
+    # compactor) compacts the same old text again. It must find the stored copy, not store a second one:
+    # the same marker keeps the prompt prefix the provider cached, and the store does not grow.
+    with session(context_dir) as s:
+        loop = Loop(s)
+        loop.task = "conversation-1"
+        while not any(loop.edits):
+            loop.step(("run", {"command": "pytest"}, output(loop.steps)), thought=thought(loop.steps))
+        first = loop.views[-1]
+        stored = len(s)
+        later = Compactor(DictAdapter(), SMALL, s).view(list(loop.messages))[0]
+        assert [m["text"] for m in later] == [m["text"] for m in first]
+        assert any(m["role"] == "assistant" and is_stand_in(m["text"]) for m in later)
+        assert len(s) == stored
+        # the same text in another conversation of the session is stored under that one's scope
+        other = Compactor(DictAdapter(), SMALL, s)
+        renamed = [_renamed(m, "other-") for m in loop.messages]
+        for m in renamed:  # its calls, stored as its tool hooks would, under its task
+            if m["role"] == "tool":
+                persist_call(s, "run", {"command": "pytest"}, m["text"], call_id=m["call_id"], task_id="conversation-2")
+        theirs = other.view(renamed)[0]
+        markers = {m["text"] for m in later if m["role"] == "assistant" and is_stand_in(m["text"])}
+        assert markers
+        assert markers.isdisjoint(m["text"] for m in theirs if m["role"] == "assistant")
+
+
 def test_short_assistant_text_and_text_only_messages(context_dir: Path) -> None:
     with session(context_dir) as s:
         loop = Loop(s)

@@ -18,6 +18,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
+import xxhash
+
 from toolctx._internal import internal_error
 from toolctx.compaction._notes import Notes, Resolver, SessionSource, notes, session_resolver
 from toolctx.compaction._persist import SavedCall, estimated, persist_call, shown_output
@@ -32,6 +34,13 @@ _MARKER_TOKENS = 25  # a result marker without preview, in tokens
 _ARG_STAND_IN_TOKENS = 35  # an argument stand-in without its preview
 _TEXT_MARKER_TOKENS = 25  # a marker for old assistant text
 _CONVERSATIONS = 64  # conversations remembered per compactor, least recently used dropped
+
+
+def _text_key(task: int | str | None, text: str) -> str:
+    """The call id old assistant ``text`` of a conversation (its ``task``) is stored under."""
+    scope = "" if task is None else f"{type(task).__name__}:{task}"
+    digest = xxhash.xxh3_128_hexdigest(f"{scope}\0{text}".encode("utf-8", "surrogatepass"))
+    return f"{ASSISTANT_TEXT}:{digest}"
 
 
 class ToolCall(NamedTuple):  # (named tuples: made for every message, faster to build than frozen dataclasses)
@@ -402,14 +411,19 @@ class Compactor(Generic[T]):
                 parts = session._call_parts(newest) if newest is not None else None
                 if parts is not None and parts.task_id is not None:
                     conversation.task, conversation.task_known = parts.task_id, True
-            record = session._save(ASSISTANT_TEXT, {}, said, conversation.task)  # (no pointer: the id is enough)
-            stored = session._parts(record)
+            # Keyed by the text and the conversation's task: a later turn (another process, say) that compacts
+            # the same old text again finds it, and shows the same marker (the prompt prefix stays the same).
+            key = _text_key(conversation.task, said)
+            stored = session._call_parts(key)
+            if stored is None:
+                record = session._save(ASSISTANT_TEXT, {}, said, conversation.task, call_id=key)
+                stored = session._parts(record)
         except Exception as exc:  # compaction is an optimisation: never break the model call
             internal_error("could not store old assistant text to compact it; it stays as it is", exc)
             return None
         if stored is None:
             return None
-        marker = text_marker(record.id, stored_text(stored))
+        marker = text_marker(stored.id, stored_text(stored))
         return Edit(None, marker, text=said, position=position) if len(marker) < len(said) else None
 
     @staticmethod

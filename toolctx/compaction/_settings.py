@@ -75,10 +75,11 @@ class CompactionSettings:
     sessions (12 sessions: tokens x0.42 to x0.33, cache-weighted x0.60 to x0.53);
     ``text_chars`` matches ``args_chars``, so a one-line remark stays. ``min_gain``
     2,000 rather than 1,000 (all 59 coding sessions, both frameworks): cache-weighted
-    tokens x0.529 / x0.524 instead of x0.532 / x0.527, the lowest of 1,000 to
-    3,000, for tokens over the session x0.356 / x0.351 instead of x0.342 / x0.337;
-    a third fewer batches, each a cache break and about 230 microseconds of CPU
-    whatever its size (``bench/batch_parts.py``). Most customer-service sessions
+    tokens x0.529 / x0.524 instead of x0.532 / x0.527, the lowest of 1,000, 2,000
+    and 3,000 (1,500, measured apart, was as low), for tokens over the session
+    x0.356 / x0.351 instead of x0.342 / x0.337; a third fewer batches, each a cache
+    break and a few hundred microseconds of CPU beyond its edits
+    (``bench/batch_parts.py``). Most customer-service sessions
     never reach 6,000 tokens of messages and are sent unchanged, without even the
     ``read_context`` definition (over all 137: x0.98 tokens).
     """
