@@ -31,7 +31,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -236,13 +236,13 @@ def replay(
     return figures
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", type=Path, required=True)
     parser.add_argument("--limit", type=int, default=None, help="at most N sessions")
     parser.add_argument("--stress", action="store_true", help="stand-ins for almost every output")
     parser.add_argument("--framework", choices=[*FRAMEWORKS, "both"], default="both")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     for framework in FRAMEWORKS if args.framework == "both" else (args.framework,):
         report(args.traces, args.limit, args.stress, framework)
 

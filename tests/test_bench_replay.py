@@ -253,3 +253,37 @@ def test_batch_parts_times_the_batches_of_each_min_gain(tmp_path: Path, capsys: 
     assert never[6].strip() == never[7].strip() == "–"
     with pytest.raises(SystemExit):
         batch_parts.main(["--traces", str(tmp_path / "missing.jsonl")])
+
+
+@pytest.mark.parametrize("framework", ["langchain", "agents"])
+def test_multiturn_reads_every_handle_back_in_later_turns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, framework: str
+) -> None:
+    import json
+
+    import multiturn
+
+    monkeypatch.setattr(multiturn, "o200k_counter", lambda: len)  # (token shares only: characters will do)
+
+    session = service_session()  # with results big enough for stand-ins in every turn
+    for turn in session["turns"]:
+        for step in turn["steps"]:
+            for call in step["calls"]:
+                call["output"] = json.dumps(
+                    {"id": call["id"], "history": [f"event {n} of {call['id']}" for n in range(60)]}
+                )
+    traces = tmp_path / "made.jsonl"
+    traces.write_text(json.dumps(session) + "\n")
+    multiturn.main(["--traces", str(traces), "--stress", "--framework", framework])
+    table = capsys.readouterr().out
+    assert ("Agents SDK" if framework == "agents" else "LangChain") in table
+
+    def cell(label: str) -> str:
+        return next(line for line in table.splitlines() if line.startswith(f"| {label}")).split("|")[2].strip()
+
+    assert int(cell("distinct handles shown")) > 0  # the stress settings make stand-ins
+    exact, _, failed = (int(n) for n in cell("...exact").split(" / "))
+    assert exact > 0
+    assert failed == 0
+    refused, checked = cell("read from another conversation").split(" of ")
+    assert refused == checked != "0"
