@@ -162,6 +162,8 @@ class _AgentsTurns:
                 await Runner.run(
                     agent, turn.user, session=sdk_session, run_config=config, max_turns=len(turn.steps) + 2
                 )
+            if replay.model.script:  # (the turn ended early: its answers left would run in the next one)
+                raise RuntimeError(f"{self.trace.id}: {len(replay.model.script)} recorded answers were not asked for")
         finally:
             sdk_session.close()
             conversations.close()

@@ -265,13 +265,17 @@ def test_multiturn_reads_every_handle_back_in_later_turns(
 
     monkeypatch.setattr(multiturn, "o200k_counter", lambda: len)  # (token shares only: characters will do)
 
-    session = service_session()  # with results big enough for stand-ins in every turn
+    # with results big enough for stand-ins, and what the agent says between its calls, in every turn
+    session = service_session()
     for turn in session["turns"]:
         for step in turn["steps"]:
+            name = step["calls"][0]["name"]  # (long enough that its marker is shorter)
+            step["text"] = f"I will call {name} first: the policy asks me to check the record before I answer. " * 3
             for call in step["calls"]:
                 call["output"] = json.dumps(
                     {"id": call["id"], "history": [f"event {n} of {call['id']}" for n in range(60)]}
                 )
+    session["turns"].append({"user": "Thanks.", "steps": [], "final": "You are welcome."})  # read back once more
     traces = tmp_path / "made.jsonl"
     traces.write_text(json.dumps(session) + "\n")
     multiturn.main(["--traces", str(traces), "--stress", "--framework", framework])
@@ -281,7 +285,10 @@ def test_multiturn_reads_every_handle_back_in_later_turns(
     def cell(label: str) -> str:
         return next(line for line in table.splitlines() if line.startswith(f"| {label}")).split("|")[2].strip()
 
-    assert int(cell("distinct handles shown")) > 0  # the stress settings make stand-ins
+    handles = int(cell("distinct handles shown"))
+    assert handles > 0  # the stress settings make stand-ins...
+    assert int(cell("...of which assistant text")) > 0  # ...of old assistant text too
+    assert int(cell("read-backs in later turns")) > handles  # each read back after more than one turn
     exact, _, failed = (int(n) for n in cell("...exact").split(" / "))
     assert exact > 0
     assert failed == 0

@@ -491,6 +491,35 @@ def test_a_later_turn_shows_old_assistant_text_with_the_same_marker(context_dir:
         markers = {m["text"] for m in later if m["role"] == "assistant" and is_stand_in(m["text"])}
         assert markers
         assert markers.isdisjoint(m["text"] for m in theirs if m["role"] == "assistant")
+        for m in theirs:  # each conversation reads its own markers back, and not the other's
+            if m["role"] == "assistant" and is_stand_in(m["text"]):
+                ref = f"ctx:{handle_of(m['text'])}"
+                assert read_context(s, ref, 0, 10**9, scope="conversation-2").startswith("[ctx:")
+                assert not read_context(s, ref, 0, 10**9, scope="conversation-1").startswith("[ctx:")
+
+
+def test_old_assistant_text_is_keyed_by_its_redacted_form(context_dir: Path) -> None:
+    # The key is kept with the stored call: made from the text before redaction, it would let anyone holding
+    # the store test guesses of the secret against it.
+    from toolctx.compaction._policy import _text_key
+
+    secret = "Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123456789"
+    with session(context_dir) as s:
+        loop = Loop(s)
+        while not any(loop.edits):
+            loop.step(("run", {"command": "pytest"}, output(loop.steps)), thought=f"{secret} {thought(loop.steps)}")
+        marker = next(m["text"] for m in loop.views[-1] if m["role"] == "assistant" and is_stand_in(m["text"]))
+        pointer = s.get_pointer(handle_of(marker) or "")
+        assert pointer is not None
+        assert pointer.call_id is not None
+        said = f"{secret} {thought(1)}"
+        assert pointer.call_id != _text_key(None, said)  # not from the text as the model wrote it...
+        assert s.redactor is not None
+        assert pointer.call_id == _text_key(None, s.redactor.redact_text(said))  # ...but as stored
+        assert "abcdefghijklmnopqrstuvwxyz0123456789" not in restored(s, marker)
+        stored = len(s)  # and a later turn still finds it
+        Compactor(DictAdapter(), SMALL, s).view(list(loop.messages))
+        assert len(s) == stored
 
 
 def test_short_assistant_text_and_text_only_messages(context_dir: Path) -> None:

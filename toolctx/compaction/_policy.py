@@ -37,7 +37,8 @@ _CONVERSATIONS = 64  # conversations remembered per compactor, least recently us
 
 
 def _text_key(task: int | str | None, text: str) -> str:
-    """The call id old assistant ``text`` of a conversation (its ``task``) is stored under."""
+    """The call id old assistant ``text`` of a conversation (its ``task``) is stored under (``text`` as stored:
+    redacted, so the key, kept with the call, tells nothing about a secret)."""
     scope = "" if task is None else f"{type(task).__name__}:{task}"
     digest = xxhash.xxh3_128_hexdigest(f"{scope}\0{text}".encode("utf-8", "surrogatepass"))
     return f"{ASSISTANT_TEXT}:{digest}"
@@ -411,10 +412,14 @@ class Compactor(Generic[T]):
                 parts = session._call_parts(newest) if newest is not None else None
                 if parts is not None and parts.task_id is not None:
                     conversation.task, conversation.task_known = parts.task_id, True
-            # Keyed by the text and the conversation's task: a later turn (another process, say) that compacts
-            # the same old text again finds it, and shows the same marker (the prompt prefix stays the same).
-            key = _text_key(conversation.task, said)
+            # Keyed by the text as stored (redacted: the key is kept too) and the conversation's task: a later
+            # turn (another process, say) that compacts the same old text again finds it, and shows the same
+            # marker (the prompt prefix stays the same).
+            redactor = session.redactor
+            key = _text_key(conversation.task, said if redactor is None else redactor.redact_text(said))
             stored = session._call_parts(key)
+            if stored is not None and (stored.tool_name != ASSISTANT_TEXT or stored.task_id != conversation.task):
+                stored = None  # (not this conversation's own: never shown a marker it could not read back)
             if stored is None:
                 record = session._save(ASSISTANT_TEXT, {}, said, conversation.task, call_id=key)
                 stored = session._parts(record)
