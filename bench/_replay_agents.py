@@ -47,7 +47,7 @@ from agents.tool_context import ToolContext
 from toolctx_openai_agents import compact_tool_outputs, persist_tools, read_context
 
 import toolctx
-from toolctx.standins import handle_of
+from toolctx.compaction import handle_of
 
 __all__ = ["replay_agents"]
 

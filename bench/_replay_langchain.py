@@ -43,7 +43,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from toolctx_langchain import ToolContextMiddleware
 
 import toolctx
-from toolctx.standins import output_text
+from toolctx.compaction import output_text
 
 __all__ = ["replay_langchain"]
 

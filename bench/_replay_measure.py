@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolctx.standins import STAND_IN_MARK, handle_of, is_stand_in
+from toolctx.compaction import STAND_IN_MARK, handle_of, is_stand_in
 
 __all__ = [
     "FRAMING",

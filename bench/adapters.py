@@ -40,7 +40,7 @@ from toolctx_langchain import ToolContextMiddleware
 from toolctx_openai_agents import compact_tool_outputs, persist_tools
 
 import toolctx
-from toolctx.standins import read_context
+from toolctx.compaction import read_context
 from toolctx.tokens import estimate_tokens
 
 CALLS = 60

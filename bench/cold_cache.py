@@ -45,8 +45,8 @@ from toolctx_openai_agents.tools import parse_arguments
 
 import toolctx
 from toolctx.compaction import CompactionSettings, notes
-from toolctx.compaction._persist import persist_call, shown_output
-from toolctx.standins import output_text
+from toolctx.compaction import persist_call, shown_output
+from toolctx.compaction import output_text
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "dev.jsonl"
 MODES = ("warm", "evicted")

@@ -62,7 +62,7 @@ from toolctx_openai_agents import read_context
 
 from toolctx import Conversations
 from toolctx.redaction import resolve_redactor
-from toolctx.standins import STAND_IN_MARK, handle_of, is_stand_in
+from toolctx.compaction import STAND_IN_MARK, handle_of, is_stand_in
 
 STRESS: dict[str, Any] = {
     "max_output_tokens": 100,

@@ -67,7 +67,7 @@ PUBLIC_MODULES = {
     "toolctx.server",
     "toolctx.server.__main__",
     "toolctx.sessions",
-    "toolctx.standins",
+    "toolctx.compaction",
     "toolctx.storage",
     "toolctx.testing",
     "toolctx.tokens",

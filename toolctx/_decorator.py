@@ -39,9 +39,7 @@ from toolctx._naming import sanitize_tool_name
 from toolctx._serialize import clean_text, encode
 from toolctx.errors import ConfigError, SessionClosedError
 from toolctx.redaction import REDACTED
-from toolctx.sessions import ContextSession, current_session
-from toolctx.sessions._records import Call
-from toolctx.sessions._saving import SavePath
+from toolctx.sessions import Call, ContextSession, SavePath, current_session
 
 __all__ = ["persist_context"]
 
@@ -182,7 +180,7 @@ class _Tool:
             session = current_session()
             description = self._description(bound, session) if self.custom_description else None
             call = Call(self.name, self.safe_name, args_json, notes, self.order, description, self.threshold)
-            return session._saver, call
+            return session.save_path, call
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # even a BaseException from the arguments' own code stays in here
@@ -212,11 +210,11 @@ class _Tool:
         saver, call = started
         try:
             if saver.closed:  # the block ended while the tool ran: keep the call anyway
-                saver = current_session()._saver
+                saver = current_session().save_path
             try:
                 saver.save(call, result, error)
             except SessionClosedError:  # it ended just now, between the check and the save
-                current_session()._saver.save(call, result, error)
+                current_session().save_path.save(call, result, error)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a result's or exception's own code may raise anything

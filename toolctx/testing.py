@@ -48,8 +48,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
-import types
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -57,8 +55,7 @@ from typing import Any
 from toolctx._checks import real_number
 from toolctx._internal import escalated
 from toolctx.models import ContextPointer, StoredContext
-from toolctx.sessions import ContextSession, _saving, reset_default_session
-from toolctx.sessions._session import active_session, entered_sessions
+from toolctx.sessions import ContextSession, open_sessions, reset_default_session, stamping_clock
 
 __all__ = [
     "CapturedContexts",
@@ -73,15 +70,6 @@ __all__ = [
 #: The id :func:`fixed_session` gives its session, and the random part of its contexts' ids.
 FIXED_SESSION_ID = "test-session"
 FIXED_RAND = "000000"
-
-
-def open_sessions() -> list[ContextSession]:
-    """Sessions whose ``with`` block is still open: entered anywhere, or active in this context."""
-    found = entered_sessions()
-    active = active_session.get()
-    if active is not None and not active.closed and all(active is not s for s in found):
-        found.append(active)
-    return found
 
 
 def escalated_warnings() -> list[str]:
@@ -167,17 +155,9 @@ def fixed_session(
     clock of every session in the process while the block runs: use one at a time.
     """
     clock = clock or FixedClock()
-    stand_in = types.SimpleNamespace(**{name: getattr(time, name) for name in dir(time) if not name.startswith("_")})
-    stand_in.time_ns = clock.time_ns
-    module = vars(_saving)  # the module that stamps each call with time.time_ns()
-    original = module["time"]
-    module["time"] = stand_in
-    try:
-        with session_for_test(context_dir, session_id=session_id, **options) as opened:
-            opened._saver.rand = FIXED_RAND
-            yield opened
-    finally:
-        module["time"] = original
+    with stamping_clock(clock.time_ns), session_for_test(context_dir, session_id=session_id, **options) as opened:
+        opened.save_path.rand = FIXED_RAND
+        yield opened
 
 
 class CapturedContexts:

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from toolctx.compaction import Item, ToolCall
 from toolctx.compaction._persist import estimated
-from toolctx.standins import output_text
+from toolctx.compaction import output_text
 
 __all__ = ["META", "MessageAdapter", "as_sent", "model_arguments", "stand_in_metadata"]
 

@@ -37,7 +37,7 @@ from toolctx.compaction import (
 )
 from toolctx.compaction import before_model_call as run_hook
 from toolctx.compaction._prefix import PrefixSize
-from toolctx.standins import output_text
+from toolctx.compaction import output_text
 from toolctx_langchain._messages import MessageAdapter, as_sent, model_arguments, stand_in_metadata
 from toolctx_langchain.tools import read_context_tool, run_config, thread_and_task, thread_of
 

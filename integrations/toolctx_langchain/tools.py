@@ -22,7 +22,7 @@ from toolctx.compaction import (
     session_resolver,
     shown_output,
 )
-from toolctx.standins import DEFAULT_READ_LIMIT, output_text, read_context
+from toolctx.compaction import DEFAULT_READ_LIMIT, output_text, read_context
 from toolctx_langchain._messages import model_arguments
 
 __all__ = ["READ_CONTEXT", "persist_tool", "read_context_tool", "thread_and_task", "thread_of"]

@@ -18,7 +18,7 @@ from agents.run_config import CallModelData, ModelInputData
 
 from toolctx.assembly import CONTEXT_ID, SYSTEM_ID, ContextAssembler, HistoryMessage, PreparedContext
 from toolctx.assembly._adapting import start_over
-from toolctx.standins import output_text
+from toolctx.compaction import output_text
 from toolctx_openai_agents.compaction import InputItemAdapter, _as_dict, _get
 from toolctx_openai_agents.tools import arguments_json, parse_arguments
 

@@ -26,7 +26,7 @@ from toolctx.compaction import (
 from toolctx.compaction import before_model_call as run_hook
 from toolctx.compaction._persist import estimated
 from toolctx.compaction._prefix import PrefixSize
-from toolctx.standins import output_text
+from toolctx.compaction import output_text
 from toolctx_openai_agents._tokens import tool_definition
 from toolctx_openai_agents.tools import _Arguments, arguments_json
 

@@ -10,7 +10,7 @@ from agents.tool_context import ToolContext
 from toolctx._internal import internal_error
 from toolctx.compaction import READ_CONTEXT, CompactionSettings, SessionSource, notes, persist_call, session_resolver
 from toolctx.compaction._persist import over_limit
-from toolctx.standins import output_text
+from toolctx.compaction import output_text
 from toolctx_openai_agents.tools import _Persisted, conversation_of, parse_arguments
 
 __all__ = ["ToolContextHooks"]

@@ -31,8 +31,8 @@ from toolctx.compaction import (
     shown_output,
     shown_whole,
 )
-from toolctx.standins import DEFAULT_READ_LIMIT, output_text
-from toolctx.standins import read_context as read_stored
+from toolctx.compaction import DEFAULT_READ_LIMIT, output_text
+from toolctx.compaction import read_context as read_stored
 
 __all__ = [
     "conversation_of",

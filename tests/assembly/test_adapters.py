@@ -19,8 +19,8 @@ from toolctx_openai_agents import assembled_input, persist_tools, read_context
 
 import toolctx
 from toolctx.assembly import ContextAssembler, PlanPlugin, ToolOutputPlugin
-from toolctx.standins import handle_of, is_stand_in
-from toolctx.standins import read_context as read_stored
+from toolctx.compaction import handle_of, is_stand_in
+from toolctx.compaction import read_context as read_stored
 
 from .conftest import orphans
 

@@ -17,7 +17,7 @@ from toolctx.assembly import (
     StrategyInput,
     ToolOutputPlugin,
 )
-from toolctx.standins import handle_of, is_stand_in, read_context
+from toolctx.compaction import handle_of, is_stand_in, read_context
 from toolctx.tokens import TokenCounter
 
 from .conftest import CharCounter, orphans, recount, run, tool_turn

@@ -16,7 +16,7 @@ from toolctx import session
 from toolctx.compaction import CompactionSettings, Compactor, ToolCall, notes, persist_call, shown_output
 from toolctx.errors import ConfigError
 from toolctx.models import StorageKind
-from toolctx.standins import handle_of, is_stand_in, read_context
+from toolctx.compaction import handle_of, is_stand_in, read_context
 from toolctx.tokens import estimate_tokens
 
 from .conftest import DictAdapter, Message, answer, asks, says, user
@@ -571,14 +571,14 @@ def test_old_assistant_text_is_stored_under_the_task_of_the_conversations_calls(
 
 def test_assistant_text_left_whole_when_it_cannot_be_stored(context_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with session(context_dir) as s:
-        original = s._save  # the session's save, under save_context and the adapters' path alike
+        original = s._record  # the session's save, under save_context and the adapters' path alike
 
         def failing(tool_name: str, *args: Any, **kwargs: Any) -> Any:
             if tool_name == "assistant_text":
                 raise OSError("disk full")
             return original(tool_name, *args, **kwargs)
 
-        monkeypatch.setattr(s, "_save", failing)
+        monkeypatch.setattr(s, "_record", failing)
         loop = Loop(s)
         while not any(loop.edits):
             loop.step(("run", {"command": "pytest"}, output(loop.steps)), thought=thought(loop.steps))
@@ -622,7 +622,7 @@ def test_now_makes_a_batch_below_the_high_water_mark(context_dir: Path) -> None:
 
 
 def test_remembered_estimates_are_the_estimates() -> None:
-    from toolctx.compaction._persist import estimated
+    from toolctx.tokens import estimate_tokens_cached as estimated
     from toolctx.tokens import estimate_tokens
 
     texts = ["bash", "ls -la\n" * 50, "x" * 5000, '{"a": 1}', "日本語のテキスト" * 20, ""]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolctx import ToolctxWarning
-from toolctx.compaction._prefix import PrefixSize
+from toolctx.compaction import PrefixSize
 from toolctx.tokens import estimate_tokens
 
 SYSTEM = "You help customers change their flights. " * 40

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from toolctx import session
 from toolctx.compaction import CompactionSettings, Compactor, persist_call
-from toolctx.standins import handle_of, is_stand_in, read_context
+from toolctx.compaction import handle_of, is_stand_in, read_context
 
 from .conftest import DictAdapter, Message, answer, asks, user
 

@@ -15,7 +15,7 @@ from agents.testing import ModelStep, ScriptedModel, assistant_message, function
 from toolctx_openai_agents import ToolContextHooks, compact_tool_outputs, persist_tools, read_context
 
 import toolctx
-from toolctx.standins import handle_of, is_stand_in, stored_text
+from toolctx.compaction import handle_of, is_stand_in, stored_text
 
 from .test_langchain import BIG
 

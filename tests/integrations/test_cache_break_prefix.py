@@ -22,7 +22,7 @@ from toolctx_openai_agents import compact_tool_outputs, persist_tools
 
 from toolctx import session
 from toolctx.compaction import CompactionSettings, notes
-from toolctx.standins import is_stand_in
+from toolctx.compaction import is_stand_in
 from toolctx.tokens import estimate_tokens
 
 from .test_langchain import chat

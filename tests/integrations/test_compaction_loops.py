@@ -20,7 +20,7 @@ from toolctx_openai_agents import compact_tool_outputs, persist_tools, read_cont
 
 import toolctx
 from toolctx import session
-from toolctx.standins import handle_of, is_stand_in
+from toolctx.compaction import handle_of, is_stand_in
 
 from .test_langchain import ScriptedChat
 

@@ -24,7 +24,7 @@ from toolctx_openai_agents import compact_tool_outputs, persist_tools, read_cont
 import toolctx
 import toolctx.testing
 from toolctx import Conversations
-from toolctx.standins import handle_of, is_stand_in
+from toolctx.compaction import handle_of, is_stand_in
 
 from .test_langchain import BIG, ScriptedChat, call, chat, fetch_report, handle_in, lookup
 
@@ -135,7 +135,7 @@ def test_a_shared_session_still_keeps_threads_apart(context_dir: Path) -> None:
 
     refused = [m for m in model.received[-1] if isinstance(m, ToolMessage)][-1]
     unknown = "ctx:ffffffff"
-    assert refused.content == toolctx.standins.read_context(toolctx.ContextSession(context_dir), unknown).replace(
+    assert refused.content == toolctx.compaction.read_context(toolctx.ContextSession(context_dir), unknown).replace(
         repr(unknown), repr(shown["handle"])
     )  # the same answer as a handle that never existed: nothing learnt about the other thread
     allowed = [m for m in again.received[-1] if isinstance(m, ToolMessage)][-1]

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from toolctx import ContextSession, StorageKind, ToolctxWarning, hash_query, session
-from toolctx.compaction import CompactionSettings, _persist, notes, persist_call, queue_call, shown_output, shown_whole
-from toolctx.tokens import estimate_tokens
+from toolctx.compaction import CompactionSettings, notes, persist_call, queue_call, shown_output, shown_whole
+from toolctx.tokens import _estimate, estimate_tokens
 
 
 def test_a_queued_call_is_there_for_every_reader_at_once(context_dir: Path) -> None:
@@ -178,8 +178,8 @@ def estimates(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         made.append(len(text))
         return estimate_tokens(text)
 
-    monkeypatch.setattr(_persist, "estimate_tokens", counted)
-    monkeypatch.setattr(_persist, "_estimates", {})
+    monkeypatch.setattr(_estimate, "estimate_tokens", counted)
+    monkeypatch.setattr(_estimate, "_estimates", {})
     return made
 
 
@@ -241,7 +241,7 @@ def test_calls_are_listed_by_the_time_they_were_made_whenever_they_were_stored(c
     with session(context_dir) as s:
         s.save_context("now", {}, "made now", call_id="now")
         made_before = time.time_ns() - 10**9
-        s._save("earlier", {}, "made a second ago, stored after", call_id="earlier", timestamp_ns=made_before)
+        s._record("earlier", {}, "made a second ago, stored after", call_id="earlier", timestamp_ns=made_before)
         assert [p.call_id for p in s.get_all_pointers()] == ["earlier", "now"]
 
 
@@ -298,7 +298,7 @@ def test_ending_a_session_waits_at_most_its_close_timeout_for_another_thread_sto
     held, release = threading.Event(), threading.Event()
 
     def storing_forever() -> None:  # (stands for a thread whose store hangs while it stores the queue)
-        with s._saver._later_lock:
+        with s._saver._later._lock:
             held.set()
             release.wait(60)
 

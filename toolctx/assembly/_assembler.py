@@ -27,9 +27,9 @@ from toolctx.assembly._types import (
     Role,
     config_error,
 )
+from toolctx.compaction import output_text
 from toolctx.errors import ConfigError
 from toolctx.sessions import ContextSession
-from toolctx.standins import output_text
 from toolctx.tokens import TokenCounter
 
 __all__ = ["ContextAssembler", "Summarizer"]

@@ -14,8 +14,8 @@ from toolctx.assembly._events import Events
 from toolctx.assembly._history import HistorySpan
 from toolctx.assembly._render import CONTEXT_ID, SYSTEM_ID
 from toolctx.assembly._types import HistoryMessage, Role, ToolCallSpec, any_json, config_error
+from toolctx.compaction import output_text
 from toolctx.errors import ConfigError
-from toolctx.standins import output_text
 
 __all__ = ["HistoryMixin", "text_value"]
 

@@ -20,8 +20,8 @@ from toolctx._internal import internal_error
 from toolctx.assembly._measure import Measure
 from toolctx.assembly._pairing import blocks
 from toolctx.assembly._types import HistoryMessage
+from toolctx.compaction import STAND_IN_MARK
 from toolctx.sessions import ContextSession
-from toolctx.standins import STAND_IN_MARK
 
 __all__ = ["HISTORY_TOOL", "MARKER_BOUND", "HistorySpan", "make_span", "marker", "merge_spans", "shown_with_spans"]
 

@@ -22,44 +22,24 @@ import orjson
 from toolctx.assembly._measure import arguments_json
 from toolctx.assembly._types import HistoryMessage, ToolCallSpec
 from toolctx.compaction import (
-    READ_CONTEXT,
+    DEFAULT_READ_LIMIT,
+    READ_CONTEXT_DEFINITION,
     CompactionSettings,
     Compactor,
     Item,
     ToolCall,
+    at_tool_time,
+    is_stand_in,
     notes,
-    persist_call,
-    shown_output,
+    output_text,
+    read_context,
 )
 from toolctx.errors import ConfigError
 from toolctx.models import ErrorInfo
 from toolctx.sessions import ContextSession, current_session
-from toolctx.standins import DEFAULT_READ_LIMIT, is_stand_in, output_text, read_context
 from toolctx.tokens import TokenCounter, estimate_tokens
 
 __all__ = ["READ_CONTEXT_DEFINITION", "HistoryItemAdapter", "ToolOutputPlugin", "resolve_session"]
-
-READ_CONTEXT_DEFINITION: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": READ_CONTEXT,
-        # the adapters' words: a compacted span's marker is a stand-in too, and names its handle and this tool
-        "description": (
-            'Read back a stored tool output (or, with part="args.<name>", an argument) by the handle ctx:<id> '
-            "named in a [toolctx stand-in]; offset and limit are in characters."
-        ),
-        "parameters": {  # in the order LangChain writes its schema, which is one token shorter
-            "properties": {
-                "id": {"type": "string"},
-                "offset": {"default": 0, "type": "integer"},
-                "limit": {"default": DEFAULT_READ_LIMIT, "type": "integer"},
-                "part": {"default": "result", "type": "string"},
-            },
-            "required": ["id"],
-            "type": "object",
-        },
-    },
-}
 
 
 def resolve_session(session: ContextSession | Callable[[], ContextSession] | None) -> Callable[[], ContextSession]:
@@ -177,13 +157,13 @@ class ToolOutputPlugin:
             failure = error
         elif error:
             failure = ErrorInfo(type="ToolError", message=text[:20_000])
-        pointer = persist_call(session, call.name, call.arguments, output, error=failure, call_id=call.id)
+        outcome = at_tool_time(
+            self.settings, session, call.name, call.arguments, output, text, error=failure, call_id=call.id
+        )
         meta: dict[str, Any] = {"is_error": True} if failure is not None else {}
-        if pointer is None:
-            return text, meta
-        meta["toolctx"] = pointer.id
-        shown = shown_output(self.settings, session, pointer, text)
-        return (text if shown is None else shown), meta
+        if outcome.saved is not None:
+            meta["toolctx"] = outcome.saved.id
+        return (text if outcome.shown is None else outcome.shown), meta
 
     def history_view(self, messages: Sequence[HistoryMessage]) -> list[HistoryMessage]:
         """The history with the policy's stand-ins (making a batch when the policy says so).
@@ -229,7 +209,7 @@ class ToolOutputPlugin:
     def read(self, ref: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result") -> str:
         """The body of a ``read_context`` tool call: the stored text behind a handle.
 
-        See :func:`toolctx.standins.read_context` for the arguments.
+        See :func:`toolctx.compaction.read_context` for the arguments.
         """
         return read_context(self.session(), ref, offset, limit, part)
 

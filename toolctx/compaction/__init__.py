@@ -1,18 +1,32 @@
 """The one policy deciding what a model sees of tool calls: stand-ins and batched, cache-aware compaction.
 
-Framework adapters (``toolctx_langchain``, ``toolctx_openai_agents``) only
-translate their framework's messages; everything they decide comes from here:
+"Compaction" in toolctx means this: outputs, arguments and text replaced by
+restorable stand-ins, each naming the handle ``read_context`` reads back. (The
+context assembler's priority shedding, :meth:`toolctx.assembly.ContextAssembler.compact`,
+keeps seed 004's word for its own job and uses this policy for tool outputs.)
 
-- :class:`CompactionSettings`: every option and its default, with the reasons;
-- :func:`persist_call` and :func:`shown_output`: storing a call without ever
-  breaking the tool, and the stand-in for a big output (only when it was stored);
-  :func:`queue_call` stores a call whose output is :func:`shown_whole` later,
-  with the others queued, as soon as anything reads the session;
-- :class:`Compactor`: per model call, which old results and long arguments become
-  stand-ins, in batches from a high-water to a low-water mark, incrementally;
-- :func:`notes`: per session, whether ``read_context`` is worth offering yet and
-  the question tool calls are tagged with; :func:`session_resolver` finds the
-  session an adapter uses.
+Framework adapters (``toolctx_langchain``, ``toolctx_openai_agents``) and the
+assembler only translate their objects; everything they decide comes from here.
+From need to door:
+
+- every option and its default, with the reasons: :class:`CompactionSettings`;
+- a tool returned (store it, then show it whole, queue it, or stand it in):
+  :func:`at_tool_time`, built of :func:`persist_call`, :func:`queue_call`,
+  :func:`shown_whole`, :func:`over_limit` and :func:`shown_output`;
+- a model call is about to be sent (old results and long arguments become
+  stand-ins, in batches from a high-water to a low-water mark): :class:`Compactor`
+  with an :class:`ItemAdapter` for the framework's messages; :class:`PrefixSize`
+  estimates the system prompt and tools sent before them;
+- the ``read_context`` tool: :data:`READ_CONTEXT` (its name),
+  :data:`READ_CONTEXT_DESCRIPTION`, :data:`READ_CONTEXT_PARAMETERS`,
+  :data:`READ_CONTEXT_DEFINITION`, and :func:`read_context`, its body;
+- the stand-ins themselves: :func:`stand_in`, :func:`result_marker`,
+  :func:`argument_stand_in`, :func:`text_marker`, :func:`is_stand_in`,
+  :func:`handle_of`, :func:`stored_text`, :func:`output_text`;
+- per session, whether ``read_context`` is worth offering yet and the question
+  tool calls are tagged with: :func:`notes`; the session an adapter uses:
+  :func:`session_resolver`; a memory's trigger before each model call:
+  :func:`before_model_call`.
 """
 
 from __future__ import annotations
@@ -26,12 +40,46 @@ from toolctx.compaction._notes import (
     notes,
     session_resolver,
 )
-from toolctx.compaction._persist import SavedCall, persist_call, queue_call, shown_output, shown_whole
 from toolctx.compaction._policy import Compactor, Edit, Item, ItemAdapter, ToolCall
+from toolctx.compaction._prefix import PrefixSize
 from toolctx.compaction._settings import READ_CONTEXT, CompactionSettings, pays_for_cache_break
+from toolctx.compaction._standins import (
+    ASSISTANT_TEXT,
+    DEFAULT_READ_LIMIT,
+    READ_CONTEXT_DEFINITION,
+    READ_CONTEXT_DESCRIPTION,
+    READ_CONTEXT_PARAMETERS,
+    STAND_IN_MARK,
+    argument_stand_in,
+    argument_text,
+    handle_of,
+    is_stand_in,
+    output_text,
+    read_context,
+    result_marker,
+    stand_in,
+    stored_text,
+    text_marker,
+)
+from toolctx.compaction._tooltime import (
+    ToolTime,
+    at_tool_time,
+    over_limit,
+    persist_call,
+    queue_call,
+    shown_output,
+    shown_whole,
+)
+from toolctx.sessions import SavedCall
 
 __all__ = [
+    "ASSISTANT_TEXT",
+    "DEFAULT_READ_LIMIT",
     "READ_CONTEXT",
+    "READ_CONTEXT_DEFINITION",
+    "READ_CONTEXT_DESCRIPTION",
+    "READ_CONTEXT_PARAMETERS",
+    "STAND_IN_MARK",
     "BeforeModelCall",
     "CompactionSettings",
     "Compactor",
@@ -39,16 +87,30 @@ __all__ = [
     "Item",
     "ItemAdapter",
     "Notes",
+    "PrefixSize",
     "Resolver",
     "SavedCall",
     "SessionSource",
     "ToolCall",
+    "ToolTime",
+    "argument_stand_in",
+    "argument_text",
+    "at_tool_time",
     "before_model_call",
+    "handle_of",
+    "is_stand_in",
     "notes",
+    "output_text",
+    "over_limit",
     "pays_for_cache_break",
     "persist_call",
     "queue_call",
+    "read_context",
+    "result_marker",
     "session_resolver",
     "shown_output",
     "shown_whole",
+    "stand_in",
+    "stored_text",
+    "text_marker",
 ]

@@ -108,35 +108,26 @@ class Notes:
         if value and not self._offer:
             session = self._session() if self._session is not None else None
             if session is not None:
-                session._note(_OFFERED)  # (once per session: it only ever goes from False to True)
+                session.note(_OFFERED)  # (once per session: it only ever goes from False to True)
         self._offer = bool(value)
 
     def question(self, text: str | None) -> None:
         self.query_id = None if text is None else hash_query(text)
 
 
-_NOTES: weakref.WeakKeyDictionary[ContextSession, Notes] = weakref.WeakKeyDictionary()
 _OFFERED = "read_context_offered"  # noted with a session once it offered read_context
 
 
-_last: tuple[weakref.ref[ContextSession], Notes] | None = None  # the session asked for last, and its notes
-
-
 def notes(session: ContextSession) -> Notes:
-    """The notes kept for ``session`` (made on first use, gone with the session)."""
-    global _last
-    last = _last  # (one read: another thread may replace it, never half)
-    if last is not None and session is not None and last[0]() is session:  # (a dead ref gives None)
-        return last[1]
-    found = _NOTES.get(session)
-    if found is None:
-        # A resumed session (a later turn, maybe in a new process) offers read_context if it did before;
-        # one kept before that was noted offers it if it holds calls (its conversation may show handles).
-        offered = session._noted(_OFFERED)
-        offer = offered if offered is not None else len(session) > 0
-        found = _NOTES.setdefault(session, Notes(offer, session=session))
-    _last = (weakref.ref(session), found)
-    return found
+    """The notes kept with ``session`` (made on first use, gone with the session)."""
+    return session.attached(Notes, _first_notes)
+
+
+def _first_notes(session: ContextSession) -> Notes:
+    # A resumed session (a later turn, maybe in a new process) offers read_context if it did before;
+    # one kept before that was noted offers it if it holds calls (its conversation may show handles).
+    offered = session.noted(_OFFERED)
+    return Notes(offered if offered is not None else len(session) > 0, session=session)
 
 
 BeforeModelCall = Callable[[int], object]

@@ -22,10 +22,18 @@ import xxhash
 
 from toolctx._internal import internal_error
 from toolctx.compaction._notes import Notes, Resolver, SessionSource, notes, session_resolver
-from toolctx.compaction._persist import SavedCall, estimated, persist_call, shown_output
 from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
-from toolctx.sessions import ContextSession
-from toolctx.standins import ASSISTANT_TEXT, argument_stand_in, is_stand_in, result_marker, stored_text, text_marker
+from toolctx.compaction._standins import (
+    ASSISTANT_TEXT,
+    argument_stand_in,
+    is_stand_in,
+    result_marker,
+    stored_text,
+    text_marker,
+)
+from toolctx.compaction._tooltime import persist_call, shown_output
+from toolctx.sessions import ContextSession, SavedCall
+from toolctx.tokens import estimate_tokens_cached as estimated
 
 __all__ = ["Compactor", "Item", "ItemAdapter", "ToolCall"]
 
@@ -372,12 +380,12 @@ class Compactor(Generic[T]):
         result = conversation.results[call_id][1]
         call = self._call(conversation, call_id)
         try:
-            stored = session._call_parts(call_id)  # (load_call's parts, without its metadata: once per call)
+            stored = session.call_parts(call_id)  # (load_call's parts, without its metadata: once per call)
             if stored is None and session.find_call(call_id) is None:  # no hook stored it: store it now
                 saved = self._store_late(session, call, result, conversation.task)
                 if saved is None or not saved.stored:
                     return None
-                stored = session._call_parts(call_id)
+                stored = session.call_parts(call_id)
             elif stored is not None and stored.task_id is not None and not conversation.task_known:
                 # late stores of this conversation go under the same task
                 conversation.task, conversation.task_known = stored.task_id, True
@@ -409,7 +417,7 @@ class Compactor(Generic[T]):
         try:
             if not conversation.task_known:  # read back under the same scope as the conversation's calls
                 newest = next(reversed(conversation.results), None)
-                parts = session._call_parts(newest) if newest is not None else None
+                parts = session.call_parts(newest) if newest is not None else None
                 if parts is not None and parts.task_id is not None:
                     conversation.task, conversation.task_known = parts.task_id, True
             # Keyed by the text as stored (redacted: the key is kept too) and the conversation's task: a later
@@ -417,12 +425,12 @@ class Compactor(Generic[T]):
             # marker (the prompt prefix stays the same).
             redactor = session.redactor
             key = _text_key(conversation.task, said if redactor is None else redactor.redact_text(said))
-            stored = session._call_parts(key)
+            stored = session.call_parts(key)
             if stored is not None and (stored.tool_name != ASSISTANT_TEXT or stored.task_id != conversation.task):
                 stored = None  # (not this conversation's own: never shown a marker it could not read back)
             if stored is None:
-                record = session._save(ASSISTANT_TEXT, {}, said, conversation.task, call_id=key)
-                stored = session._parts(record)
+                session.record_call(ASSISTANT_TEXT, {}, said, conversation.task, call_id=key)
+                stored = session.call_parts(key)
         except Exception as exc:  # compaction is an optimisation: never break the model call
             internal_error("could not store old assistant text to compact it; it stays as it is", exc)
             return None

@@ -13,7 +13,7 @@ into the pointers to load (minimum-score cut, ``k``, token budget). The session'
 
 from __future__ import annotations
 
-from toolctx.selection._base import Scored, SelectionState, Strategy, as_strategy
+from toolctx.selection._base import Candidates, Scored, SelectionState, Strategy, as_strategy, pointer_tokens, utc_now
 from toolctx.selection._bm25 import BM25, bm25, document_text
 from toolctx.selection._index import SearchIndex
 from toolctx.selection._keyword import Keyword, keyword, keyword_terms
@@ -27,6 +27,7 @@ __all__ = [
     "LLM",
     "MIN_SCORE_RATIO",
     "SYSTEM_PROMPT",
+    "Candidates",
     "InQuery",
     "InTask",
     "Keyword",
@@ -44,7 +45,9 @@ __all__ = [
     "keyword_terms",
     "llm",
     "parse_context_ids",
+    "pointer_tokens",
     "recency",
     "select",
     "tokenize",
+    "utc_now",
 ]

@@ -1,26 +1,51 @@
 """Sessions: where tool calls are stored, and which session a call lands in.
 
+Users:
+
 - :class:`ContextSession` (also spelled :func:`session`) stores calls, selects and
   loads them, and cleans up when it ends;
 - :func:`current_session` is the session calls made here go to;
 - :func:`reset_default_session` ends the process-wide default session;
 - :class:`Conversations` keeps one session per conversation, across turns and processes.
+
+Neighbours (the decorator, compaction, the adapters, the testing helpers) use the
+session's recorder doors, and nothing behind them:
+
+- record a call now: :meth:`ContextSession.record_call` (a :class:`SavedCall`
+  receipt), or later with the calls queued before it:
+  :meth:`ContextSession.record_call_later`; the decorator hands a :class:`Call` to
+  :attr:`ContextSession.save_path` (a :class:`SavePath`) directly;
+- read a call's parts by its framework id: :meth:`ContextSession.call_parts`
+  (:class:`CallParts`);
+- keep per-session state: :meth:`ContextSession.attached` (in this process),
+  :meth:`ContextSession.note` / :meth:`ContextSession.noted` (stored with the session);
+- :func:`open_sessions` and :func:`stamping_clock` for tests.
 """
 
 from __future__ import annotations
 
+from toolctx.sessions._clock import stamping_clock
 from toolctx.sessions._conversations import Conversations, conversation_key
 from toolctx.sessions._current import current_session, reset_default_session, session
 from toolctx.sessions._loading import ContextRef
-from toolctx.sessions._session import ContextSession, OnDebug
+from toolctx.sessions._recording import OnDebug, SavedCall
+from toolctx.sessions._records import Call, CallParts
+from toolctx.sessions._saving import SavePath
+from toolctx.sessions._session import ContextSession, open_sessions
 
 __all__ = [
+    "Call",
+    "CallParts",
     "ContextRef",
     "ContextSession",
     "Conversations",
     "OnDebug",
+    "SavePath",
+    "SavedCall",
     "conversation_key",
     "current_session",
+    "open_sessions",
     "reset_default_session",
     "session",
+    "stamping_clock",
 ]

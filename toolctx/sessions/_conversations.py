@@ -143,11 +143,11 @@ class Conversations:
         session = self.get(conversation)
         with self._lock:
             self._active[session.session_id] = self._active.get(session.session_id, 0) + 1
-        token = session._activate()
+        token = session.activate()
         try:
             yield session
         finally:
-            session._deactivate(token)
+            session.deactivate(token)
             with self._lock:
                 left = self._active[session.session_id] - 1
                 if left:

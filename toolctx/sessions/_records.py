@@ -306,6 +306,20 @@ class Record:
         """What the search index weighs most: tool name, description and arguments."""
         return f"{self.call.tool_name} {self.describe()} {shorten_args(self.call.args_json).decode()}"
 
+    def leaving_memory(self, preview: str, tokens: int) -> None:
+        """Keep what the index and the pointer need of an output that goes to the store at once."""
+        self._preview = preview
+        self._tokens = tokens
+
+    def in_file(self, filename: str) -> None:
+        """The output is in ``filename``, written already (a repeated identical call shares it)."""
+        self._filename = filename
+        self.on_disk()
+
+    def unwritten(self, args_json: bytes) -> None:
+        """Back to unstored with its full arguments (the store was cleared while it was being written)."""
+        self._filename, self.call.args_json, self.storage = None, args_json, StorageKind.NONE
+
     def on_disk(self) -> None:
         """The document is now in the store: drop the in-memory copy and keep small args only."""
         if self._preview is None:

@@ -19,10 +19,8 @@ built later, when something asks for them.
 
 from __future__ import annotations
 
-import contextvars
 import itertools
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -33,22 +31,23 @@ import xxhash
 from toolctx._defaults import INDEX_PREVIEW_CHARS, PREVIEW_CHARS
 from toolctx._hashing import hash_bytes
 from toolctx._internal import DEBUG, internal_error, log_enabled
-from toolctx._naming import HEAD_BYTES, MANIFEST_NAME, is_own_file, new_rand, pointer_id, sanitize_tool_name
+from toolctx._naming import HEAD_BYTES, MANIFEST_NAME, is_own_file, new_rand, pointer_id
 from toolctx._platform import fork_safe_lock
 from toolctx._serialize import encode
 from toolctx.errors import SessionClosedError
 from toolctx.models import ErrorInfo, StorageKind
 from toolctx.redaction import Redactor
 from toolctx.selection import SearchIndex
-from toolctx.sessions._echoes import redacted_values, scrub_json, scrub_text
+from toolctx.sessions._clock import clock
+from toolctx.sessions._queue import LaterSaves
 from toolctx.sessions._records import Call, Payload, Record, error_info, preview_of
+from toolctx.sessions._screening import CallScreen
 from toolctx.storage import BlobStore
 from toolctx.tokens import estimate_tokens
 
 __all__ = ["SavePath", "Tags", "current_tags"]
 
 _MEMORY, _DISK, _NONE = StorageKind.MEMORY, StorageKind.DISK, StorageKind.NONE
-_NAMES_KEPT = 10_000  # distinct tool names and tags whose redacted form is remembered
 _LONG_PREVIEWS = 4096  # unsearched calls whose long index preview is queued (about 4 MB)
 _QUEUED = 64  # calls queue() holds at most: the next one stores them (a session nothing reads stays bounded)
 
@@ -92,17 +91,14 @@ class SavePath:
         self._saving: list[None] = []  # one entry per call between save()'s (or queue()'s) start and end
         self._idle = threading.Condition(self.lock)
         self._closing = False  # close() has begun: queue() refuses, save() still stores
-        # Calls queue() took, stored in order before anything reads the records: (their context, the save).
-        self._later: deque[tuple[contextvars.Context, Callable[[], object]]] = deque()
-        self._later_lock = threading.RLock()  # one thread stores the queue at a time (re-entered by its saves)
-        self._draining = False
+        self._later = LaterSaves()  # calls queue() took, stored in order before anything reads the records
         self._records: dict[str, Record] = {}
         self._calls: dict[str, str] = {}  # framework call id -> record id
         self.memory_bytes = 0
         self._generation = 0  # changes each time the store is cleared
         self._memory: deque[Record] = deque()  # outputs held in memory, oldest first
         self._written: dict[str, str] = {}  # identical-output key -> file already holding it
-        self._redacted_names: dict[str, str] = {}  # tool name or tag -> its redacted form
+        self._screen = None if redactor is None else CallScreen(redactor)
         self._ids = itertools.count()
         # Ids begin, and file names end, with this per-session random part; a forked child gets its own.
         self.rand = new_rand()
@@ -133,6 +129,13 @@ class SavePath:
             self.store_queued()
         return self._index
 
+    def records_as_now(self) -> tuple[dict[str, Record], list[str]]:
+        """The records as they stand now, and their ids: a later clear replaces the dict, never empties it."""
+        self.store_queued()  # (not under the lock below: storing takes it)
+        with self.lock:
+            records = self._records
+            return records, list(records)
+
     def queue(self, save: Callable[[], object]) -> None:
         """Take a call to store later: with the others queued, in order, before anything reads the records.
 
@@ -147,13 +150,13 @@ class SavePath:
         try:
             if self._closing or self.closed:
                 raise SessionClosedError(f"session {self.session_id} has ended; open a new one with toolctx.session()")
-            self._later.append((contextvars.copy_context(), save))
+            queued = self._later.put(save)
         finally:
             saving.pop()
             if (self._closing or self.closed) and not saving:
                 with self.lock:
                     self._idle.notify_all()
-        if len(self._later) >= _QUEUED:
+        if queued >= _QUEUED:
             self.store_queued()
 
     def store_queued(self, timeout: float | None = None) -> None:
@@ -164,26 +167,7 @@ class SavePath:
         """
         if self.closed:  # (what is left could only be refused: close() said so when it gave up)
             return
-        if not self._later_lock.acquire(timeout=-1 if timeout is None else timeout):
-            return
-        try:
-            if self._draining:  # (a queued save reading the records: it is one of them)
-                return
-            self._draining = True
-            later = self._later
-            try:
-                while later:
-                    context, save = later[0]  # (left in the queue until stored: a reader sees it and waits)
-                    try:
-                        context.run(save)
-                    except Exception as exc:
-                        internal_error("could not store a queued tool call; the model was shown it whole", exc)
-                    finally:
-                        later.popleft()
-            finally:
-                self._draining = False
-        finally:
-            self._later_lock.release()
+        self._later.run(timeout)
 
     def save(
         self, call: Call, result: Any, error: BaseException | ErrorInfo | None, timestamp_ns: int | None = None
@@ -216,8 +200,8 @@ class SavePath:
             args_json = call.args_json
             redactor = self.redactor
             echoes: tuple[str, ...] = ()
-            if redactor is not None:
-                args_json, data, echoes = self._redact(call, redactor, data)
+            if self._screen is not None:
+                args_json, data, echoes = self._screen.screen(call, data)
             # Kept for the record's life: an exact-size copy, not orjson's over-allocated buffer.
             args_json = call.args_json = memoryview(args_json).tobytes()
             if error is not None:
@@ -231,7 +215,7 @@ class SavePath:
                 pointer_id(self.rand, next(self._ids)),  # next() is atomic under the GIL
                 call,
                 hash_bytes(args_json),
-                time.time_ns() if timestamp_ns is None else timestamp_ns,
+                clock.time_ns() if timestamp_ns is None else timestamp_ns,
                 size,
                 error is not None,
                 None,  # estimated when first needed: most calls kept in memory never are
@@ -245,9 +229,8 @@ class SavePath:
                 # The output leaves memory: capture what the index and the pointer need now. Past a
                 # backlog of calls never searched, the index gets only the pointer's 200 characters.
                 preview = preview_of(result if plain else None, data, INDEX_PREVIEW_CHARS)
-                record._preview = preview[:PREVIEW_CHARS]
-                record._tokens = estimate_tokens(data)
-                indexed = preview if self._index.backlog < _LONG_PREVIEWS else record._preview
+                record.leaving_memory(preview[:PREVIEW_CHARS], estimate_tokens(data))
+                indexed = preview if self._index.backlog < _LONG_PREVIEWS else record.preview
                 self._keep_on_disk(record, (data, error, notes), indexed)
             if call.call_id is not None:
                 self._calls[call.call_id] = record.id
@@ -265,45 +248,6 @@ class SavePath:
             if (self._closing or self.closed) and not saving:
                 with self.lock:
                     self._idle.notify_all()
-
-    def _redact(self, call: Call, redactor: Redactor, data: bytes) -> tuple[bytes, bytes, tuple[str, ...]]:
-        """The call's redacted arguments and result, and the secret argument values to remove elsewhere."""
-        args_json = call.args_json
-        redacted_args, data, call_id = redactor._redact_call(args_json, data, call.call_id)
-        call.call_id = call_id
-        echoes: tuple[str, ...] = ()
-        if redacted_args != args_json:  # a secret argument: find where the tool echoed it
-            echoes = redacted_values(args_json, redacted_args)
-            data = scrub_json(data, echoes)
-        self._redact_fields(call, redactor, echoes)
-        return redacted_args, data, echoes
-
-    def _redact_fields(self, call: Call, redactor: Redactor, echoes: tuple[str, ...]) -> None:
-        """Redact the call's name, tags and description, the other places a secret can hide (the id is done).
-
-        Names and tags repeat from call to call: each distinct one is redacted once.
-        """
-        seen = self._redacted_names
-
-        def redact(text: str) -> str:
-            clean = seen.get(text)
-            if clean is None:
-                clean = redactor.redact_text(text)
-                if len(seen) < _NAMES_KEPT:
-                    seen[text] = clean
-            return scrub_text(clean, echoes) if echoes else clean
-
-        name = redact(call.tool_name)
-        if name != call.tool_name:
-            call.tool_name, call.safe_name = name, sanitize_tool_name(name)
-        if isinstance(call.task_id, str):
-            call.task_id = redact(call.task_id)
-        if call.query_id is not None:
-            call.query_id = redact(call.query_id)
-        if call.call_id is not None and echoes:  # (redacted with the arguments and result)
-            call.call_id = scrub_text(call.call_id, echoes)
-        if echoes and call.description is not None:
-            call.description = scrub_text(call.description, echoes)
 
     def _keep_in_memory(self, record: Record, payload: Payload) -> None:
         record.storage = _MEMORY
@@ -336,8 +280,7 @@ class SavePath:
             generation = self._generation
             existing = self._written.get(same) if same is not None else None
             if existing is not None:
-                record._filename = existing
-                record.on_disk()
+                record.in_file(existing)
                 self._append_manifest(record)
             else:
                 self._write(record, payload)
@@ -349,7 +292,7 @@ class SavePath:
                     self._index.add(record.id, record.search_text, indexed, record.tokens)
                     return
             # The store was cleared while this was written, perhaps deleting the file: write it again.
-            record._filename, record.call.args_json, record.storage = None, full_args, _NONE
+            record.unwritten(full_args)
 
     def _evict_over_budget(self) -> list[Record]:
         """Pop the oldest in-memory records until the budget holds (caller holds the lock)."""
@@ -436,7 +379,7 @@ class SavePath:
             if self.closed:
                 return None
             self.closed = True
-            left, self._later = len(self._later), deque()  # (another thread storing them took too long)
+            left = self._later.drop()  # (another thread storing them took too long)
         if left:
             internal_error(
                 f"session {self.session_id} ended while another thread was still storing its queue; "
@@ -540,9 +483,7 @@ class SavePath:
         """
         self.rand = new_rand()
         self._saving = []
-        self._later = deque()  # (the parent stores what it queued)
-        self._later_lock = threading.RLock()
-        self._draining = False
+        self._later.after_fork()  # (the parent stores what it queued)
         self._idle = threading.Condition(self.lock)
         self._index = index = SearchIndex()
         for record in list(self._records.values()):

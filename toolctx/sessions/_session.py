@@ -17,51 +17,44 @@ carries the marker for its id.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import threading
-import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar, Token
-from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NamedTuple, Self
-
-import orjson
+from typing import Any, Self, TypeVar
 
 from toolctx._checks import real_number
 from toolctx._defaults import DEFAULT_MEMORY_BUDGET, DEFAULT_THRESHOLD, byte_count, resolve_context_dir
 from toolctx._hashing import hash_query
-from toolctx._internal import DEBUG, WARNING, internal_error, log
-from toolctx._naming import (
-    new_session_id,
-    sanitize_tool_name,
-    validate_session_id,
-)
+from toolctx._internal import DEBUG, internal_error
+from toolctx._naming import new_session_id, validate_session_id
 from toolctx._platform import fork_safe_lock
-from toolctx._serialize import clean_text, encode
 from toolctx.errors import ConfigError, SessionClosedError
-from toolctx.models import ContextPointer, ErrorInfo, StorageKind, StoredContext
 from toolctx.redaction import Redactor, resolve_redactor
-from toolctx.selection import MIN_SCORE_RATIO, SelectionState, as_strategy, select
-from toolctx.selection._base import Candidates, pointer_tokens, utc_now
-from toolctx.sessions._loading import ContextRef, Loader
-from toolctx.sessions._records import Call, CallParts, Record
+from toolctx.sessions._loading import Loader
+from toolctx.sessions._lookups import Lookups
+from toolctx.sessions._recording import OnDebug, checked_task_id
 from toolctx.sessions._resume import recover
 from toolctx.sessions._saving import SavePath, current_tags
 from toolctx.storage import BlobStore, LocalStore
 
-__all__ = ["DEFAULT_CLOSE_TIMEOUT", "ContextRef", "ContextSession", "OnDebug", "active_session", "sole_entered_session"]
+__all__ = [
+    "DEFAULT_CLOSE_TIMEOUT",
+    "ContextSession",
+    "active_session",
+    "entered_sessions",
+    "open_sessions",
+    "sole_entered_session",
+]
 
+T = TypeVar("T")
 
-OnDebug = Callable[[str, dict[str, Any]], None]
 
 DEFAULT_CLOSE_TIMEOUT = 5.0
 """Seconds a session that ends waits for calls other threads are still saving."""
-
-_DISK = StorageKind.DISK
 
 active_session: ContextVar[ContextSession | None] = ContextVar("toolctx_session", default=None)
 """The session of the innermost ``with session()`` block in this context."""
@@ -82,19 +75,22 @@ def sole_entered_session() -> ContextSession | None:
         return _entered[-1][0]
 
 
+def open_sessions() -> list[ContextSession]:
+    """Sessions whose ``with`` block is still open: entered anywhere, or active in this context."""
+    found = entered_sessions()
+    active = active_session.get()
+    if active is not None and not active.closed and all(active is not s for s in found):
+        found.append(active)
+    return found
+
+
 def entered_sessions() -> list[ContextSession]:
     """Sessions whose ``with`` block has been entered and not yet left, outermost first."""
     with _entered_lock:
         return [s for s, _ in _entered]
 
 
-@functools.lru_cache(maxsize=256)
-def _tool_names(tool_name: str) -> tuple[str, str]:
-    """A tool's name as stored and in its file-name-safe form (the same few names come on every call)."""
-    return clean_text(tool_name), sanitize_tool_name(tool_name)
-
-
-class ContextSession:
+class ContextSession(Lookups):
     """One agent session's stored tool calls.
 
     Use it as ``with toolctx.session(...) as s:`` (or ``async with``) so decorated
@@ -160,6 +156,7 @@ class ContextSession:
         )
         self._loader = Loader(self._saver, self.session_id, self.session_dir, self._skip)
         self._tokens: list[Any] = []
+        self._attached: dict[type[Any], Any] = {}
         _track(self)
 
     def __repr__(self) -> str:
@@ -177,6 +174,11 @@ class ContextSession:
     def session_dir(self) -> Path:
         """Where this session's files go: ``<context_dir>/<session_id>/``."""
         return self._context_dir / self.session_id
+
+    @property
+    def save_path(self) -> SavePath:
+        """Where this session's calls are stored: ``save_path.save(call, result, error)`` is the decorator's door."""
+        return self._saver
 
     @property
     def store(self) -> BlobStore:
@@ -220,18 +222,22 @@ class ContextSession:
     # -- activation ------------------------------------------------------------
 
     def __enter__(self) -> Self:
-        self._tokens.append(self._activate())
+        self._tokens.append(self.activate())
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._deactivate(self._tokens.pop())
+        self.deactivate(self._tokens.pop())
         if not self._tokens:
             self.close()
 
-    def _activate(self) -> Token[ContextSession | None]:
-        """Make this the current session (what ``with`` does, without ending it afterwards)."""
+    def activate(self) -> Token[ContextSession | None]:
+        """Make this the current session, as entering ``with`` does, without ending it afterwards.
+
+        For code that holds a session across turns (:class:`~toolctx.Conversations`):
+        give the token back to :meth:`deactivate` in the same context.
+        """
         if self.closed:
             raise SessionClosedError(f"session {self.session_id} has ended; open a new one with toolctx.session()")
         token = active_session.set(self)
@@ -239,7 +245,8 @@ class ContextSession:
             _entered.append((self, threading.get_ident()))
         return token
 
-    def _deactivate(self, token: Token[ContextSession | None]) -> None:
+    def deactivate(self, token: Token[ContextSession | None]) -> None:
+        """Undo :meth:`activate` (the session stays open)."""
         active_session.reset(token)
         with _entered_lock:
             for index in range(len(_entered) - 1, -1, -1):
@@ -295,7 +302,7 @@ class ContextSession:
     @contextlib.contextmanager
     def task(self, task_id: int | str) -> Iterator[int | str]:
         """Tag calls made inside the block with ``task_id``."""
-        task_id = _task_id(task_id)
+        task_id = checked_task_id(task_id)
         token = current_tags.set(current_tags.get()._replace(task_id=task_id))
         try:
             yield task_id
@@ -304,162 +311,9 @@ class ContextSession:
 
     hash_query = staticmethod(hash_query)
 
-    # -- saving ----------------------------------------------------------------
+    # -- what neighbours keep with the session -----------------------------------------
 
-    def save_context(
-        self,
-        tool_name: str,
-        args: Mapping[str, Any],
-        result: Any,
-        task_id: int | str | None = None,
-        query_id: str | None = None,
-        *,
-        description: str | None = None,
-        error: BaseException | ErrorInfo | None = None,
-        threshold: int | None = None,
-        call_id: str | None = None,
-    ) -> ContextPointer:
-        """Store one tool call and return its pointer.
-
-        ``task_id`` and ``query_id`` default to the tags of the enclosing
-        :meth:`task` and :meth:`query` blocks. If the output cannot be written, a
-        :class:`~toolctx.ToolctxWarning` says why and the pointer's ``storage`` is
-        ``"none"``. ``call_id`` is the framework's id for the call (adapters set it),
-        found again with :meth:`find_call`.
-        """
-        record = self._save(
-            tool_name,
-            args,
-            result,
-            task_id,
-            query_id,
-            description=description,
-            error=error,
-            threshold=threshold,
-            call_id=call_id,
-        )
-        return self._pointer(record)
-
-    def _save(
-        self,
-        tool_name: str,
-        args: Mapping[str, Any] | _Encoded,
-        result: Any,
-        task_id: int | str | None = None,
-        query_id: str | None = None,
-        *,
-        description: str | None = None,
-        error: BaseException | ErrorInfo | None = None,
-        threshold: int | None = None,
-        call_id: str | None = None,
-        timestamp_ns: int | None = None,
-    ) -> Record:
-        """:meth:`save_context` without making the pointer (the adapters' path: they need the id only).
-
-        ``args`` may come encoded already (a queued call's, see :meth:`_save_later`).
-        """
-        task_id = _checked_call(tool_name, args, task_id, query_id, call_id)
-        if description is not None and not isinstance(description, str):
-            raise ConfigError(f"description must be a str, got {type(description).__name__}")
-        args_json, args_notes, order = args if isinstance(args, _Encoded) else _Encoded.of(args)  # (queued: done)
-        redactor = self._saver.redactor
-        if description is not None and redactor is not None:
-            description = redactor.redact_text(description)
-        call = Call(
-            *_tool_names(tool_name),
-            args_json,
-            args_notes,
-            order=order,
-            description=None if description is None else clean_text(description),
-            threshold=None if threshold is None else byte_count("threshold", threshold),
-            task_id=task_id,
-            query_id=None if query_id is None else clean_text(query_id),
-            call_id=None if call_id is None else clean_text(call_id),
-        )
-        return self._saver.save(call, result, error, timestamp_ns)
-
-    def _save_later(
-        self,
-        tool_name: str,
-        args: Mapping[str, Any],
-        result: str,
-        task_id: int | str | None = None,
-        query_id: str | None = None,
-        *,
-        call_id: str | None = None,
-    ) -> None:
-        """:meth:`_save`, done with the calls queued before it as soon as anything reads the session.
-
-        For a tool hook whose output the model is shown whole: storing the calls of
-        a few hooks in one go costs less than storing each on its own while the
-        agent loop has left the caches cold. The call keeps its tags and time of
-        now. A plain dict of arguments is encoded now (it may be the framework's
-        own, changed later); another mapping must not change until it is stored
-        (arguments parsed for the call when first read). A result whose JSON may
-        go to disk at once (up to 6 bytes a character may reach ``threshold``; a
-        session with ``threshold=0``, as :class:`~toolctx.Conversations` opens) is
-        stored now.
-        """
-        task_id = _checked_call(tool_name, args, task_id, query_id, call_id)  # (said now, not when stored)
-        saver = self._saver
-        # (its JSON may go to disk at once: at most 6 bytes a character, an escaped control character)
-        if not saver.memory_budget or 6 * len(result) + 2 >= saver.threshold:
-            self._save(tool_name, args, result, task_id, query_id, call_id=call_id)  # (kept there now, as before)
-            return
-        kept: Mapping[str, Any] | _Encoded = args
-        if type(args) is dict:
-            encoded = _Encoded.of(args)
-            kept = encoded._replace(json=memoryview(encoded.json).tobytes())  # (held a while: not orjson's buffer)
-        save = functools.partial(
-            self._save, tool_name, kept, result, task_id, query_id, call_id=call_id, timestamp_ns=time.time_ns()
-        )
-        saver.queue(save)
-
-    # -- reading -----------------------------------------------------------------
-
-    def _pointer(self, record: Record) -> ContextPointer:
-        path = self._saver.store.path(record.filename) if record.storage is _DISK else None
-        return record.pointer(self.session_id, path)
-
-    def _snapshot(self) -> list[Record]:
-        return self._saver.snapshot()
-
-    def get_all_pointers(self) -> list[ContextPointer]:
-        """Every stored call, oldest first (fresh copies)."""
-        return [self._pointer(r) for r in self._snapshot()]
-
-    def get_pointers_for_query(self, query_id: str) -> list[ContextPointer]:
-        """Calls tagged with ``query_id`` (see :meth:`query` and :meth:`hash_query`)."""
-        return [self._pointer(r) for r in self._snapshot() if r.call.query_id == query_id]
-
-    def get_pointers_for_task(self, task_id: int | str) -> list[ContextPointer]:
-        """Calls tagged with ``task_id`` (see :meth:`task`)."""
-        return [self._pointer(r) for r in self._snapshot() if r.call.task_id == task_id]
-
-    def find_call(self, call_id: str) -> ContextPointer | None:
-        """The pointer stored with this framework call id (the latest, if several), or None."""
-        if not isinstance(call_id, str):
-            raise ConfigError(f"call_id must be a str, got {type(call_id).__name__}: {call_id!r:.80}")
-        saver = self._saver
-        record = saver.records.get(saver.calls.get(call_id, ""))
-        return None if record is None else self._pointer(record)
-
-    def load_call(self, call_id: str) -> StoredContext | None:
-        """The call stored with this framework call id (the latest), loaded in full; None if none was stored.
-
-        ``load_contexts([find_call(call_id)])`` without making the pointer. A call whose
-        output could not be written, or whose file cannot be read, is None too: tell
-        the two apart with :meth:`find_call`.
-        """
-        if not isinstance(call_id, str):
-            raise ConfigError(f"call_id must be a str, got {type(call_id).__name__}: {call_id!r:.80}")
-        saver = self._saver
-        record = saver.records.get(saver.calls.get(call_id, ""))
-        if record is None or record.storage is StorageKind.NONE:
-            return None
-        return next(iter(self.load_contexts([record.id])), None)
-
-    def _note(self, word: str) -> None:
+    def note(self, word: str) -> None:
         """Remember ``word`` about this session with it, so a resumed session still knows it (never raises).
 
         A note that cannot be written (the session closed under its caller, a full
@@ -474,138 +328,28 @@ class ContextSession:
                 exc,
             )
 
-    def _noted(self, word: str) -> bool | None:
-        """Whether ``word`` was noted about this session (:meth:`_note`); None if it cannot tell."""
+    def noted(self, word: str) -> bool | None:
+        """Whether ``word`` was noted about this session (:meth:`note`); None if it cannot tell."""
         if (self.session_id, word) in _unwritten_notes:  # (noted by an earlier session of this id here)
             _unwritten_notes.discard((self.session_id, word))
-            self._note(word)
+            self.note(word)
             return True
         try:
             return self._saver.store.noted(word)
         except Exception:  # (an unreadable store: the caller guesses)
             return None
 
-    def _call_parts(self, call_id: str) -> CallParts | None:
-        """What :meth:`load_call` gives of the call, read straight from memory while its output is there.
+    def attached(self, kind: type[T], make: Callable[[ContextSession], T]) -> T:
+        """The ``kind`` object kept with this session in this process, made by ``make(self)`` on first use.
 
-        Compaction reads every call it stands in for back: this is its path, without
-        the context's metadata (description, timestamp) it does not use.
+        Where a neighbour keeps its per-session state (compaction's notes, say), so it
+        lives and dies with the session instead of in a table beside it. Unlike
+        :meth:`note`, it is not stored: a resumed session starts without it.
         """
-        saver = self._saver
-        record = saver.records.get(saver.calls.get(call_id, ""))
-        return None if record is None else self._parts(record)
-
-    def _parts(self, record: Record) -> CallParts | None:
-        """:meth:`_call_parts` of a record of this session (None if its output is not stored)."""
-        if record.storage is StorageKind.NONE:
-            return None
-        args_json = record.call.args_json  # read before the payload: moving it to the store shortens it after
-        payload = record.payload
-        if payload is None:
-            context = next(iter(self.load_contexts([record.id])), None)
-            if context is None:
-                return None
-            return CallParts(
-                context.id, context.tool_name, context.task_id, context.args, context.result, context.error
-            )
-        call = record.call
-        return CallParts(
-            record.id, call.tool_name, call.task_id, orjson.loads(args_json), orjson.loads(payload[0]), payload[1]
-        )
-
-    def get_pointer(self, ref: ContextRef) -> ContextPointer | None:
-        """The current pointer for a pointer, id or path of this session, or None."""
-        record = self._loader.resolve(ref)
-        return None if record is None else self._pointer(record)
-
-    def select_relevant_contexts(
-        self,
-        query: str,
-        k: int | None = None,
-        budget_tokens: int | None = None,
-        strategy: object = None,
-        *,
-        pointers: Iterable[ContextPointer] | None = None,
-        min_score_ratio: float = MIN_SCORE_RATIO,
-        token_counter: Callable[[ContextPointer], int] | None = None,
-        clock: Callable[[], datetime] | None = None,
-    ) -> list[ContextPointer]:
-        """The stored calls relevant to ``query``, best first.
-
-        ``strategy`` is ``"bm25"`` (the default: BM25 over tool name, description,
-        arguments and the start of each result), ``"keyword"`` (the seed's keyword
-        overlap, falling back to all pointers), ``"recency"``, a strategy from
-        :mod:`toolctx.selection` (combinable: ``bm25() * 0.8 + recency() * 0.2``) or
-        any callable taking the selection state.
-
-        ``k`` caps the count; without it, pointers scoring under ``min_score_ratio``
-        of the best are left out. ``budget_tokens`` caps the sum of the chosen
-        pointers' token estimates. A query of stop words only (nothing to match)
-        returns the most recent pointers first. ``pointers`` narrows the candidates;
-        pointers of another session among them are skipped with a logged warning.
-        """
-        if not isinstance(query, str):
-            raise ConfigError(f"query must be a str, got {type(query).__name__}")
-        if not query.strip():
-            raise ConfigError("query is empty: pass the question the stored outputs should answer")
-        chosen_strategy = as_strategy("bm25" if strategy is None else strategy)
-        state = SelectionState(
-            query=query,
-            candidates=self._candidates(pointers),
-            k=k,
-            budget_tokens=budget_tokens,
-            token_counter=token_counter or pointer_tokens,
-            clock=clock or utc_now,
-            index=self._saver.index,
-        )
-        return select(state, chosen_strategy, min_score_ratio)
-
-    def _candidates(self, pointers: Iterable[ContextPointer] | None) -> Candidates:
-        """All of this session's calls (pointers built only when needed), or the given ones."""
-
-        if pointers is None:
-            self._saver.store_queued()  # (not under the lock below: storing takes it)
-            with self._saver.lock:
-                # Clearing replaces the records dict instead of emptying it, so these are the records
-                # as they stood now, whatever a clear() in another thread does while the selection runs.
-                records = self._saver._records
-                ids = list(records)
-
-            def make(pointer_id: str) -> ContextPointer:
-                # (an index search may also find a call saved after a clear: it is in the new records)
-                record = records.get(pointer_id) or self._saver.records[pointer_id]
-                return self._pointer(record)
-
-            return Candidates(ids, make, everything=True)
-        chosen: list[ContextPointer] = []
-        for pointer in pointers:
-            if not isinstance(pointer, ContextPointer):
-                raise ConfigError(f"pointers must be ContextPointer objects, got {type(pointer).__name__}")
-            if pointer.session_id != self.session_id or pointer.id not in self._saver.records:
-                self._skip(pointer.id, f"pointer of session {pointer.session_id} is not a context of this session")
-                continue
-            chosen.append(pointer)
-        return Candidates.of(chosen)
-
-    def load_contexts(self, refs: Iterable[ContextRef]) -> list[StoredContext]:
-        """Load stored calls in full, in the order given.
-
-        Accepts pointers, pointer ids (``"ctx:"`` prefix allowed) and paths of this
-        session's files. Anything missing, unreadable, malformed or belonging to
-        another session is skipped with a logged warning.
-        """
-        if isinstance(refs, (str, bytes, os.PathLike, ContextPointer)):
-            raise ConfigError("load_contexts() takes a list of pointers, ids or paths; wrap a single one in a list")
-        loaded: list[StoredContext] = []
-        for ref in refs:
-            context = self._loader.load(ref)
-            if context is not None:
-                self._event(DEBUG, "loaded", id=context.id, tool=context.tool_name)
-                loaded.append(context)
-        return loaded
-
-    def _skip(self, ref: str, reason: str) -> None:
-        self._event(WARNING, "skipped", ref=ref[:200], reason=reason)
+        found: T | None = self._attached.get(kind)
+        if found is None:
+            found = self._attached.setdefault(kind, make(self))  # (two threads at once: one object wins)
+        return found
 
     # -- cleanup -------------------------------------------------------------------
 
@@ -683,16 +427,6 @@ class ContextSession:
         self._saver.restore(ordered)
         self._event(DEBUG, "resumed", contexts=len(ordered))
 
-    # -- events and forks -------------------------------------------------------------------
-
-    def _event(self, level: int, event: str, **data: Any) -> None:
-        if self._on_debug is not None:
-            try:
-                self._on_debug(event, data)
-            except Exception as exc:
-                internal_error("the on_debug callback raised", exc)
-        log(level, event, session=self.session_id, **data)
-
 
 _live_sessions: weakref.WeakSet[ContextSession] = weakref.WeakSet()
 _fork_hook_registered = False
@@ -711,52 +445,15 @@ def _store_queues_before_fork() -> None:
     """Store the calls the sessions queued, so a forked child has them too (waiting at most a second)."""
     for live in list(_live_sessions):
         try:
-            live._saver.store_queued(timeout=1.0)
+            live.save_path.store_queued(timeout=1.0)
         except Exception as exc:  # (never in the way of the fork)
             internal_error("could not store the queued calls before a fork; the child will not have them", exc)
 
 
 def _reseed_after_fork() -> None:
     for live in list(_live_sessions):
-        live._saver.after_fork()
+        live.save_path.after_fork()
 
 
 # (session id, word) of notes this process could not write with their session: written when it resumes it.
 _unwritten_notes: set[tuple[str, str]] = set()
-
-
-class _Encoded(NamedTuple):
-    """A call's arguments as stored (a queued call's are encoded when it is queued)."""
-
-    json: bytes
-    notes: tuple[str, ...]
-    order: tuple[str, ...]
-
-    @staticmethod
-    def of(args: Mapping[str, Any]) -> _Encoded:
-        """``args`` as stored: their JSON with sorted keys (as hashed), its notes, and the names in order."""
-        if type(args) is not dict:  # (a mapping of another kind: stored as the dict it reads as)
-            args = dict(args)
-        json, notes = encode(args, sort_keys=True)
-        return _Encoded(json, notes, tuple(k for k in args if isinstance(k, str)))
-
-
-def _checked_call(
-    tool_name: object, args: object, task_id: object, query_id: object, call_id: object
-) -> int | str | None:
-    """A call as saving it needs (a non-empty name, a mapping, str ids or None); returns its task id as stored."""
-    if not isinstance(tool_name, str) or not tool_name:
-        raise ConfigError(f"tool_name must be a non-empty str, got {tool_name!r:.80}")
-    if not isinstance(args, (Mapping, _Encoded)):  # (_Encoded: a queued call's, checked when queued)
-        raise ConfigError(f"args must be a mapping of argument names to values, got {type(args).__name__}")
-    for name, value in (("query_id", query_id), ("call_id", call_id)):
-        if value is not None and not isinstance(value, str):
-            raise ConfigError(f"{name} must be a str or None, got {type(value).__name__}: {value!r:.80}")
-    return None if task_id is None else _task_id(task_id)
-
-
-def _task_id(value: object) -> int | str:
-    """A task id as stored: an int, or a str made valid UTF-8."""
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ConfigError(f"task_id must be an int or a str, got {type(value).__name__}: {value!r:.80}")
-    return clean_text(value) if isinstance(value, str) else value

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import zlib
 
-__all__ = ["estimate_tokens"]
+__all__ = ["estimate_tokens", "estimate_tokens_cached", "remembers_estimate"]
 
 # Per content kind: byte weights in 1/32 token (0-63), then the tokens per
 # "punctuation or digit followed by a lower-case letter" and per pair of spaces.
@@ -133,3 +133,30 @@ def estimate_tokens(data: bytes | str) -> int:
         tokens += 1
     tokens = tokens if tokens > 1 else 1
     return size if tokens > size else tokens
+
+
+_KEPT = 512  # recent texts whose estimate is remembered
+_KEPT_CHARS = 4096  # ...if they are this short (so at most about 2 MB is held)
+_estimates: dict[str | bytes, int] = {}
+
+
+def estimate_tokens_cached(text: str | bytes) -> int:
+    """:func:`estimate_tokens` of ``text``, remembered for a few hundred recent texts of at most 4,096 characters.
+
+    An agent loop estimates the same text several times: an output when the tool
+    hook decides how to show it and again when the next model call reads it, a
+    tool's name and its arguments on every call that repeats them.
+    """
+    if len(text) > _KEPT_CHARS:
+        return estimate_tokens(text)
+    found = _estimates.get(text)
+    if found is None:
+        if len(_estimates) >= _KEPT:
+            _estimates.clear()  # (dict operations are atomic: threads sharing it at worst estimate again)
+        found = _estimates[text] = estimate_tokens(text)
+    return found
+
+
+def remembers_estimate(text: str | bytes) -> bool:
+    """Whether :func:`estimate_tokens_cached` remembers the estimate of ``text`` (it is short enough)."""
+    return len(text) <= _KEPT_CHARS

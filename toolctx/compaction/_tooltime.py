@@ -1,4 +1,10 @@
-"""Storing a tool call from an adapter, and what the model is shown of its output right away."""
+"""The tool-time rule: store a tool's call, then show its output whole, queue it, or stand it in.
+
+Every host that sees a tool's output before the model does (the LangChain
+middleware and ``persist_tool``, the Agents SDK's persisted tools, the
+assembler's :class:`~toolctx.assembly.ToolOutputPlugin`) calls :func:`at_tool_time`
+and only translates its framework's objects around it.
+"""
 
 from __future__ import annotations
 
@@ -7,67 +13,86 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolctx._internal import internal_error
-from toolctx._naming import handle
 from toolctx.compaction._notes import notes
 from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
-from toolctx.models import ContextPointer, ErrorInfo, StorageKind
-from toolctx.sessions import ContextSession
-from toolctx.standins import stand_in, stored_text
-from toolctx.tokens import estimate_tokens
+from toolctx.compaction._standins import stand_in, stored_text
+from toolctx.models import ContextPointer, ErrorInfo
+from toolctx.sessions import ContextSession, SavedCall
+from toolctx.tokens import estimate_tokens_cached, remembers_estimate
 
-__all__ = ["SavedCall", "estimated", "over_limit", "persist_call", "queue_call", "shown_output", "shown_whole"]
+__all__ = [
+    "ToolTime",
+    "at_tool_time",
+    "over_limit",
+    "persist_call",
+    "queue_call",
+    "shown_output",
+    "shown_whole",
+]
 
-_KEPT = 512  # recent texts whose estimate is remembered
-_KEPT_CHARS = 4096  # ...if they are this short (so at most about 2 MB is held)
-_estimates: dict[str | bytes, int] = {}
 
+@dataclass(frozen=True, slots=True)
+class ToolTime:
+    """What :func:`at_tool_time` did with a tool's output.
 
-def estimated(text: str | bytes) -> int:
-    """:func:`~toolctx.tokens.estimate_tokens` of ``text``, remembered for a few hundred recent short texts.
-
-    The adapters and the policy estimate the same text several times: an output
-    when the tool hook decides how to show it and again when the next model call
-    reads it, a tool's name and its arguments on every call that repeats them.
+    ``shown``: the stand-in the model gets instead of the output, or None to show
+    the output as it is. ``saved``: the stored call, None when it was queued (it is
+    stored with the next ones) or could not be stored.
     """
-    if not _remembered(text):
-        return estimate_tokens(text)
-    found = _estimates.get(text)
-    if found is None:
-        if len(_estimates) >= _KEPT:
-            _estimates.clear()  # (dict operations are atomic: threads sharing it at worst estimate again)
-        found = _estimates[text] = estimate_tokens(text)
-    return found
+
+    shown: str | None
+    saved: SavedCall | None
 
 
-def _remembered(text: str | bytes) -> bool:
-    """Whether :func:`estimated` remembers the estimate of ``text`` (it is short enough)."""
-    return len(text) <= _KEPT_CHARS
+def at_tool_time(
+    settings: CompactionSettings,
+    session: ContextSession,
+    tool_name: str,
+    args: Mapping[str, Any],
+    output: Any,
+    text: str,
+    *,
+    error: BaseException | ErrorInfo | None = None,
+    call_id: str | None = None,
+    task_id: int | str | None = None,
+    stand_in: bool = True,
+) -> ToolTime:
+    """Store one tool call and decide what the model is shown of its output ``text``. Never raises.
+
+    The rule, the same for every host:
+
+    1. a successful call whose output is the string ``text`` and certainly shown
+       whole (:func:`shown_whole`) is queued: stored with the next ones as soon as
+       anything reads the session, which costs the tool call less;
+    2. any other call is stored now (:func:`persist_call`): an error, an output that
+       is not a plain string (``output`` may carry more than ``text``, an artifact
+       say), or one that may be big;
+    3. a stored, successful, big output is shown as a stand-in cut from the stored
+       copy (:func:`shown_output`); anything else is shown as it is.
+
+    ``text`` is the output as the model reads it. ``stand_in=False``: store the call
+    but never stand in for it (an output the framework does not show the model as
+    text). A plain dict of ``args`` is encoded when the call is queued; another
+    mapping is read when it is stored, and must not change meanwhile.
+    """
+    if error is None and stand_in and output is text and shown_whole(settings, text):
+        queue_call(session, tool_name, args, text, call_id=call_id, task_id=task_id)
+        return ToolTime(None, None)
+    saved = persist_call(session, tool_name, args, output, error=error, call_id=call_id, task_id=task_id)
+    if saved is None or error is not None or not stand_in:
+        return ToolTime(None, saved)
+    try:
+        shown = shown_output(settings, session, saved, text)
+    except Exception as exc:  # (never in the way of the tool's output)
+        internal_error(f"could not make a stand-in for a call of tool {tool_name!r}; the model gets it whole", exc)
+        shown = None
+    return ToolTime(shown, saved)
 
 
 def _short_ascii(settings: CompactionSettings, text: str) -> bool:
     """Whether ``text`` is certainly within ``max_output_tokens`` without an estimate: never more tokens than
     bytes, so ASCII of no more characters than that."""
     return len(text) <= settings.max_output_tokens and text.isascii()
-
-
-@dataclass(frozen=True, slots=True)
-class SavedCall:
-    """A call :func:`persist_call` stored: its id, and what deciding how to show its output needs.
-
-    Lighter than the :class:`~toolctx.ContextPointer` that
-    :meth:`~toolctx.ContextSession.save_context` returns, which takes longer to build than
-    storing a small call; ``session.get_pointer(saved.id)`` gives that pointer.
-    """
-
-    id: str
-    stored: bool  # False: the output could not be written, only the call was recorded
-    is_error: bool
-    tool: str = ""  # the tool's name, as the adapter gave it
-
-    @property
-    def handle(self) -> str:
-        """The handle the model is shown: ``ctx:<id>``."""
-        return handle(self.id)
 
 
 def persist_call(
@@ -86,11 +111,9 @@ def persist_call(
     """
     try:
         query_id = notes(session).query_id
-        # (the session's own save path, without the pointer save_context builds for its callers)
-        record = session._save(
+        return session.record_call(
             tool_name, args, result, task_id, query_id, error=error, call_id=None if call_id is None else str(call_id)
         )
-        return SavedCall(record.id, record.storage is not StorageKind.NONE, record.is_error, tool_name)
     except Exception as exc:
         internal_error(f"could not store a call of tool {tool_name!r}", exc)
         return None
@@ -117,7 +140,7 @@ def queue_call(
     """
     try:
         query_id = notes(session).query_id
-        session._save_later(
+        session.record_call_later(
             tool_name, args, result, task_id, query_id, call_id=None if call_id is None else str(call_id)
         )
         return True
@@ -137,7 +160,7 @@ def shown_whole(settings: CompactionSettings, text: str) -> bool:
     """
     if _short_ascii(settings, text):
         return True
-    return _remembered(text) and estimated(text) <= settings.max_output_tokens
+    return remembers_estimate(text) and estimate_tokens_cached(text) <= settings.max_output_tokens
 
 
 def over_limit(settings: CompactionSettings, tool: str, text: str) -> int:
@@ -152,7 +175,7 @@ def over_limit(settings: CompactionSettings, tool: str, text: str) -> int:
         return 0
     if tool in settings.exclude_tools:
         return 0
-    tokens = estimated(text)
+    tokens = estimate_tokens_cached(text)
     return tokens if tokens > settings.max_output_tokens else 0
 
 

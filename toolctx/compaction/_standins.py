@@ -25,15 +25,18 @@ import orjson
 
 from toolctx._checks import whole_number
 from toolctx._naming import HANDLE_PATTERN, handle
+from toolctx.compaction._settings import READ_CONTEXT
 from toolctx.errors import ConfigError
 from toolctx.models import CallMetadata, StoredContext
-from toolctx.sessions import ContextSession
-from toolctx.sessions._records import CallParts
+from toolctx.sessions import CallParts, ContextSession
 from toolctx.tokens import estimate_tokens
 
 __all__ = [
     "ASSISTANT_TEXT",
     "DEFAULT_READ_LIMIT",
+    "READ_CONTEXT_DEFINITION",
+    "READ_CONTEXT_DESCRIPTION",
+    "READ_CONTEXT_PARAMETERS",
     "STAND_IN_MARK",
     "argument_stand_in",
     "argument_text",
@@ -143,6 +146,32 @@ def argument_text(context: StoredContext, name: str | None = None) -> str | None
         return None
     value = context.args[name]
     return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+READ_CONTEXT_DESCRIPTION = (
+    'Read back a stored tool output (or, with part="args.<name>", an argument) by the handle ctx:<id> '
+    "named in a [toolctx stand-in]; offset and limit are in characters."
+)
+"""What the model is told the ``read_context`` tool does (every adapter sends these words)."""
+
+READ_CONTEXT_PARAMETERS: dict[str, Any] = {
+    "properties": {
+        "id": {"type": "string"},
+        "offset": {"default": 0, "type": "integer"},
+        "limit": {"default": DEFAULT_READ_LIMIT, "type": "integer"},
+        "part": {"default": "result", "type": "string"},
+    },
+    "required": ["id"],
+    "type": "object",
+}
+"""The JSON schema of ``read_context``'s arguments (:func:`read_context`'s ``ref``, ``offset``, ``limit`` and
+``part``; ``ref`` is named ``id`` for the model)."""
+
+READ_CONTEXT_DEFINITION: dict[str, Any] = {
+    "type": "function",
+    "function": {"name": READ_CONTEXT, "description": READ_CONTEXT_DESCRIPTION, "parameters": READ_CONTEXT_PARAMETERS},
+}
+"""``read_context`` as an OpenAI chat-completions tool definition."""
 
 
 def read_context(

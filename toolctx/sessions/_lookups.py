@@ -1,0 +1,180 @@
+"""Reading a session back: pointers, calls by their framework id, selection and loading."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+import orjson
+
+from toolctx._internal import DEBUG
+from toolctx.errors import ConfigError
+from toolctx.models import ContextPointer, StorageKind, StoredContext
+from toolctx.selection import MIN_SCORE_RATIO, Candidates, SelectionState, as_strategy, pointer_tokens, select, utc_now
+from toolctx.sessions._loading import ContextRef, Loader
+from toolctx.sessions._recording import Recording
+from toolctx.sessions._records import CallParts, Record
+
+__all__ = ["Lookups"]
+
+
+class Lookups(Recording):
+    """The doors of :class:`~toolctx.ContextSession` that read calls back (a base class of it)."""
+
+    _loader: Loader
+
+    def _snapshot(self) -> list[Record]:
+        return self._saver.snapshot()
+
+    def get_all_pointers(self) -> list[ContextPointer]:
+        """Every stored call, oldest first (fresh copies)."""
+        return [self._pointer(r) for r in self._snapshot()]
+
+    def get_pointers_for_query(self, query_id: str) -> list[ContextPointer]:
+        """Calls tagged with ``query_id`` (see :meth:`query` and :meth:`hash_query`)."""
+        return [self._pointer(r) for r in self._snapshot() if r.call.query_id == query_id]
+
+    def get_pointers_for_task(self, task_id: int | str) -> list[ContextPointer]:
+        """Calls tagged with ``task_id`` (see :meth:`task`)."""
+        return [self._pointer(r) for r in self._snapshot() if r.call.task_id == task_id]
+
+    def find_call(self, call_id: str) -> ContextPointer | None:
+        """The pointer stored with this framework call id (the latest, if several), or None."""
+        if not isinstance(call_id, str):
+            raise ConfigError(f"call_id must be a str, got {type(call_id).__name__}: {call_id!r:.80}")
+        saver = self._saver
+        record = saver.records.get(saver.calls.get(call_id, ""))
+        return None if record is None else self._pointer(record)
+
+    def load_call(self, call_id: str) -> StoredContext | None:
+        """The call stored with this framework call id (the latest), loaded in full; None if none was stored.
+
+        ``load_contexts([find_call(call_id)])`` without making the pointer. A call whose
+        output could not be written, or whose file cannot be read, is None too: tell
+        the two apart with :meth:`find_call`.
+        """
+        if not isinstance(call_id, str):
+            raise ConfigError(f"call_id must be a str, got {type(call_id).__name__}: {call_id!r:.80}")
+        saver = self._saver
+        record = saver.records.get(saver.calls.get(call_id, ""))
+        if record is None or record.storage is StorageKind.NONE:
+            return None
+        return next(iter(self.load_contexts([record.id])), None)
+
+    def call_parts(self, call_id: str) -> CallParts | None:
+        """What :meth:`load_call` gives of the call, read straight from memory while its output is there.
+
+        Compaction reads every call it stands in for back: this is its path, without
+        the context's metadata (description, timestamp) it does not use. None if no
+        call was stored with this framework call id, or its output was not.
+        """
+        saver = self._saver
+        record = saver.records.get(saver.calls.get(call_id, ""))
+        return None if record is None else self._parts(record)
+
+    def _parts(self, record: Record) -> CallParts | None:
+        """:meth:`call_parts` of a record of this session (None if its output is not stored)."""
+        if record.storage is StorageKind.NONE:
+            return None
+        args_json = record.call.args_json  # read before the payload: moving it to the store shortens it after
+        payload = record.payload
+        if payload is None:
+            context = next(iter(self.load_contexts([record.id])), None)
+            if context is None:
+                return None
+            return CallParts(
+                context.id, context.tool_name, context.task_id, context.args, context.result, context.error
+            )
+        call = record.call
+        return CallParts(
+            record.id, call.tool_name, call.task_id, orjson.loads(args_json), orjson.loads(payload[0]), payload[1]
+        )
+
+    def get_pointer(self, ref: ContextRef) -> ContextPointer | None:
+        """The current pointer for a pointer, id or path of this session, or None."""
+        record = self._loader.resolve(ref)
+        return None if record is None else self._pointer(record)
+
+    def select_relevant_contexts(
+        self,
+        query: str,
+        k: int | None = None,
+        budget_tokens: int | None = None,
+        strategy: object = None,
+        *,
+        pointers: Iterable[ContextPointer] | None = None,
+        min_score_ratio: float = MIN_SCORE_RATIO,
+        token_counter: Callable[[ContextPointer], int] | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> list[ContextPointer]:
+        """The stored calls relevant to ``query``, best first.
+
+        ``strategy`` is ``"bm25"`` (the default: BM25 over tool name, description,
+        arguments and the start of each result), ``"keyword"`` (the seed's keyword
+        overlap, falling back to all pointers), ``"recency"``, a strategy from
+        :mod:`toolctx.selection` (combinable: ``bm25() * 0.8 + recency() * 0.2``) or
+        any callable taking the selection state.
+
+        ``k`` caps the count; without it, pointers scoring under ``min_score_ratio``
+        of the best are left out. ``budget_tokens`` caps the sum of the chosen
+        pointers' token estimates. A query of stop words only (nothing to match)
+        returns the most recent pointers first. ``pointers`` narrows the candidates;
+        pointers of another session among them are skipped with a logged warning.
+        """
+        if not isinstance(query, str):
+            raise ConfigError(f"query must be a str, got {type(query).__name__}")
+        if not query.strip():
+            raise ConfigError("query is empty: pass the question the stored outputs should answer")
+        chosen_strategy = as_strategy("bm25" if strategy is None else strategy)
+        state = SelectionState(
+            query=query,
+            candidates=self._candidates(pointers),
+            k=k,
+            budget_tokens=budget_tokens,
+            token_counter=token_counter or pointer_tokens,
+            clock=clock or utc_now,
+            index=self._saver.index,
+        )
+        return select(state, chosen_strategy, min_score_ratio)
+
+    def _candidates(self, pointers: Iterable[ContextPointer] | None) -> Candidates:
+        """All of this session's calls (pointers built only when needed), or the given ones."""
+
+        if pointers is None:
+            # Clearing replaces the records dict instead of emptying it, so these are the records
+            # as they stood now, whatever a clear() in another thread does while the selection runs.
+            records, ids = self._saver.records_as_now()
+
+            def make(pointer_id: str) -> ContextPointer:
+                # (an index search may also find a call saved after a clear: it is in the new records)
+                record = records.get(pointer_id) or self._saver.records[pointer_id]
+                return self._pointer(record)
+
+            return Candidates(ids, make, everything=True)
+        chosen: list[ContextPointer] = []
+        for pointer in pointers:
+            if not isinstance(pointer, ContextPointer):
+                raise ConfigError(f"pointers must be ContextPointer objects, got {type(pointer).__name__}")
+            if pointer.session_id != self.session_id or pointer.id not in self._saver.records:
+                self._skip(pointer.id, f"pointer of session {pointer.session_id} is not a context of this session")
+                continue
+            chosen.append(pointer)
+        return Candidates.of(chosen)
+
+    def load_contexts(self, refs: Iterable[ContextRef]) -> list[StoredContext]:
+        """Load stored calls in full, in the order given.
+
+        Accepts pointers, pointer ids (``"ctx:"`` prefix allowed) and paths of this
+        session's files. Anything missing, unreadable, malformed or belonging to
+        another session is skipped with a logged warning.
+        """
+        if isinstance(refs, (str, bytes, os.PathLike, ContextPointer)):
+            raise ConfigError("load_contexts() takes a list of pointers, ids or paths; wrap a single one in a list")
+        loaded: list[StoredContext] = []
+        for ref in refs:
+            context = self._loader.load(ref)
+            if context is not None:
+                self._event(DEBUG, "loaded", id=context.id, tool=context.tool_name)
+                loaded.append(context)
+        return loaded

@@ -1,0 +1,64 @@
+"""Screening a call for secrets before it is kept: its arguments, result, name, tags, description and id."""
+
+from __future__ import annotations
+
+from toolctx._naming import sanitize_tool_name
+from toolctx.redaction import Redactor
+from toolctx.sessions._echoes import redacted_values, scrub_json, scrub_text
+from toolctx.sessions._records import Call
+
+__all__ = ["CallScreen"]
+
+_NAMES_KEPT = 10_000  # distinct tool names and tags whose redacted form is remembered
+
+
+class CallScreen:
+    """A session's redactor applied to whole calls; remembers the redacted form of names and tags it has seen."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self._names: dict[str, str] = {}  # tool name or tag -> its redacted form
+
+    def screen(self, call: Call, data: bytes) -> tuple[bytes, bytes, tuple[str, ...]]:
+        """The call's redacted arguments and result JSON, and the secret argument values removed elsewhere.
+
+        The call's own fields are redacted in place (its id with the arguments and
+        the result, in one scan when they are small).
+        """
+        args_json = call.args_json
+        redacted_args, data, call_id = self.redactor._redact_call(args_json, data, call.call_id)
+        call.call_id = call_id
+        echoes: tuple[str, ...] = ()
+        if redacted_args != args_json:  # a secret argument: find where the tool echoed it
+            echoes = redacted_values(args_json, redacted_args)
+            data = scrub_json(data, echoes)
+        self._fields(call, echoes)
+        return redacted_args, data, echoes
+
+    def _fields(self, call: Call, echoes: tuple[str, ...]) -> None:
+        """Redact the call's name, tags and description, the other places a secret can hide (the id is done).
+
+        Names and tags repeat from call to call: each distinct one is redacted once.
+        """
+        seen = self._names
+        redactor = self.redactor
+
+        def redact(text: str) -> str:
+            clean = seen.get(text)
+            if clean is None:
+                clean = redactor.redact_text(text)
+                if len(seen) < _NAMES_KEPT:
+                    seen[text] = clean
+            return scrub_text(clean, echoes) if echoes else clean
+
+        name = redact(call.tool_name)
+        if name != call.tool_name:
+            call.tool_name, call.safe_name = name, sanitize_tool_name(name)
+        if isinstance(call.task_id, str):
+            call.task_id = redact(call.task_id)
+        if call.query_id is not None:
+            call.query_id = redact(call.query_id)
+        if call.call_id is not None and echoes:  # (redacted with the arguments and result)
+            call.call_id = scrub_text(call.call_id, echoes)
+        if echoes and call.description is not None:
+            call.description = scrub_text(call.description, echoes)
