@@ -60,6 +60,7 @@ public_api_modules = [
     "toolctx.memory",
     "toolctx.server",
     "toolctx.testing",
+    "toolctx.diagnostics",
     "toolctx_langchain",
     "toolctx_openai_agents",
 ]

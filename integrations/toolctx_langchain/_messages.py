@@ -13,9 +13,8 @@ from langchain_core.tools import BaseTool
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel
 
-from toolctx.compaction import Item, ToolCall
-from toolctx.compaction._persist import estimated
-from toolctx.compaction import output_text
+from toolctx.compaction import Item, ToolCall, output_text
+from toolctx.tokens import estimate_tokens_cached as estimated
 
 __all__ = ["META", "MessageAdapter", "as_sent", "model_arguments", "stand_in_metadata"]
 

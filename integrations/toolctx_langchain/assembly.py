@@ -28,8 +28,7 @@ from langgraph.types import Command
 
 from toolctx.assembly import CONTEXT_ID, SYSTEM_ID, ContextAssembler, HistoryMessage, PreparedContext
 from toolctx.assembly._adapting import start_over
-from toolctx.compaction import READ_CONTEXT, CompactionSettings
-from toolctx.compaction import output_text
+from toolctx.compaction import READ_CONTEXT, CompactionSettings, output_text
 from toolctx_langchain._messages import MessageAdapter
 from toolctx_langchain.middleware import ToolContextMiddleware
 from toolctx_langchain.tools import thread_of

@@ -20,24 +20,22 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from toolctx import ContextSession, ErrorInfo
-from toolctx._internal import internal_error
 from toolctx.compaction import (
     READ_CONTEXT,
     BeforeModelCall,
     CompactionSettings,
     Compactor,
+    PrefixSize,
     SavedCall,
     SessionSource,
+    at_tool_time,
     notes,
+    output_text,
     persist_call,
-    queue_call,
     session_resolver,
-    shown_output,
-    shown_whole,
 )
 from toolctx.compaction import before_model_call as run_hook
-from toolctx.compaction._prefix import PrefixSize
-from toolctx.compaction import output_text
+from toolctx.diagnostics import internal_error
 from toolctx_langchain._messages import MessageAdapter, as_sent, model_arguments, stand_in_metadata
 from toolctx_langchain.tools import read_context_tool, run_config, thread_and_task, thread_of
 
@@ -131,14 +129,10 @@ class ToolContextMiddleware(AgentMiddleware):
             raise
         return self._finished(request, result)
 
-    def _save(
-        self, where: _Where, request: ToolCallRequest, name: str | None, result: Any, error: Any
-    ) -> SavedCall | None:
+    def _save(self, where: _Where, request: ToolCallRequest, result: Any, error: Any) -> SavedCall | None:
         call = request.tool_call
         args = model_arguments(getattr(request, "tool", None), call.get("args") or {})
-        return persist_call(
-            where[0], name or call["name"], args, result, error=error, call_id=call.get("id"), task_id=where[1]
-        )
+        return persist_call(where[0], call["name"], args, result, error=error, call_id=call.get("id"), task_id=where[1])
 
     def _where(self, request: ToolCallRequest) -> _Where:
         """The session a tool call is stored in, and its task (the thread, else the run id)."""
@@ -147,7 +141,7 @@ class ToolContextMiddleware(AgentMiddleware):
 
     def _failed(self, request: ToolCallRequest, error: Exception) -> None:
         try:
-            self._save(self._where(request), request, None, None, error)
+            self._save(self._where(request), request, None, error)
         except Exception as exc:
             internal_error(f"could not store the failed call of tool {request.tool_call['name']!r}", exc)
 
@@ -167,38 +161,34 @@ class ToolContextMiddleware(AgentMiddleware):
                         for m in messages
                     ]
                     return dataclasses.replace(result, update={**result.update, "messages": shown})
-            self._save(where, request, None, result, None)
+            self._save(where, request, result, None)
         except Exception as exc:
             internal_error(f"could not store a call of tool {request.tool_call['name']!r}", exc)
         return result
 
     def _message(self, where: _Where, request: ToolCallRequest, message: ToolMessage) -> ToolMessage:
-        content = message.content
-        session = where[0]
-        if (
-            isinstance(content, str)
-            and message.artifact is None
-            and message.status != "error"
-            and shown_whole(self.settings, content)
-        ):
-            call = request.tool_call
-            args = model_arguments(getattr(request, "tool", None), call.get("args") or {})
-            name = message.name or call["name"]
-            # (stored with the next ones, in one go: from a copy of the call's arguments in the graph's state,
-            # taken now, so later changes there are not stored)
-            queue_call(session, name, _snapshot(args), content, call_id=call.get("id"), task_id=where[1])
-            return message  # (shown as it is)
-        stored = content if message.artifact is None else {"content": content, "artifact": message.artifact}
+        content, artifact = message.content, message.artifact
+        call = request.tool_call
+        # (a copy of the call's arguments in the graph's state, taken now: later changes there are not stored)
+        args = _snapshot(model_arguments(getattr(request, "tool", None), call.get("args") or {}))
         text = output_text(content)
         error = ErrorInfo(type="ToolError", message=text[:20_000]) if message.status == "error" else None
-        pointer = self._save(where, request, message.name, stored, error)
-        if pointer is None:
-            return message
-        shown = shown_output(self.settings, session, pointer, text)
-        if shown is None:
-            return message  # (found again by its tool call id: session.find_call)
-        meta = stand_in_metadata(message.response_metadata, id=pointer.id, stand_in=True)
-        return message.model_copy(update={"content": shown, "response_metadata": meta})
+        stored = content if artifact is None else {"content": content, "artifact": artifact}
+        outcome = at_tool_time(
+            self.settings,
+            where[0],
+            message.name or call["name"],
+            args,
+            stored,
+            text,
+            error=error,
+            call_id=call.get("id"),
+            task_id=where[1],
+        )
+        if outcome.shown is None or outcome.saved is None:
+            return message  # (shown as it is; found again by its tool call id: session.find_call)
+        meta = stand_in_metadata(message.response_metadata, id=outcome.saved.id, stand_in=True)
+        return message.model_copy(update={"content": outcome.shown, "response_metadata": meta})
 
     # -- model calls -------------------------------------------------------------------
 

@@ -12,25 +12,23 @@ from langgraph.config import get_config
 from langgraph.types import Command
 
 from toolctx import ErrorInfo
-from toolctx._internal import internal_error
 from toolctx.compaction import (
+    DEFAULT_READ_LIMIT,
     READ_CONTEXT,
+    READ_CONTEXT_DESCRIPTION,
+    READ_CONTEXT_PARAMETERS,
     CompactionSettings,
     Resolver,
     SessionSource,
-    persist_call,
+    at_tool_time,
+    output_text,
+    read_context,
     session_resolver,
-    shown_output,
 )
-from toolctx.compaction import DEFAULT_READ_LIMIT, output_text, read_context
+from toolctx.diagnostics import internal_error
 from toolctx_langchain._messages import model_arguments
 
 __all__ = ["READ_CONTEXT", "persist_tool", "read_context_tool", "thread_and_task", "thread_of"]
-
-READ_CONTEXT_DESCRIPTION = (
-    'Read back a stored tool output (or, with part="args.<name>", an argument) by the handle ctx:<id> '
-    "named in a [toolctx stand-in]; offset and limit are in characters."
-)
 
 
 def run_config() -> dict[str, Any]:
@@ -161,14 +159,23 @@ class _PersistedTool:
             thread, task = thread_and_task(config)
             current = self.get_session(thread)
             args = model_arguments(tool, kwargs)
-            saved = persist_call(current, tool.name, args, output, error=error, task_id=task)
-            if error is not None or not stand_in:
-                return None
-            shown = shown_output(self.settings, current, saved, output_text(text))  # measured as the model reads it
+            outcome = at_tool_time(
+                self.settings,
+                current,
+                tool.name,
+                args,
+                output,
+                output_text(text),  # measured as the model reads it (a str output: the very same object)
+                error=error,
+                task_id=task,
+                stand_in=stand_in,
+            )
         except Exception as exc:  # a session that cannot be opened, say: the model gets the output whole
             internal_error(f"could not store a call of tool {tool.name!r}", exc)
             return text if error is None else None
-        return text if shown is None else shown
+        if error is not None or not stand_in:
+            return None
+        return text if outcome.shown is None else outcome.shown
 
 
 def _tool_call_id_key(tool: BaseTool) -> str | None:
@@ -194,7 +201,9 @@ def read_context_tool(session: SessionSource = None) -> BaseTool:
         thread = thread_of()
         return read_context(get_session(thread), id, offset, limit, part, scope=thread)
 
-    return StructuredTool.from_function(read_context_fn, name=READ_CONTEXT, description=READ_CONTEXT_DESCRIPTION)
+    return StructuredTool.from_function(
+        read_context_fn, name=READ_CONTEXT, description=READ_CONTEXT_DESCRIPTION, args_schema=READ_CONTEXT_PARAMETERS
+    )
 
 
 def persist_tool(

@@ -11,22 +11,22 @@ import orjson
 from agents import FunctionTool
 from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
 
-from toolctx._internal import internal_error
 from toolctx.compaction import (
     READ_CONTEXT,
     BeforeModelCall,
     CompactionSettings,
     Compactor,
     Item,
+    PrefixSize,
     SessionSource,
     ToolCall,
     notes,
+    output_text,
     session_resolver,
 )
 from toolctx.compaction import before_model_call as run_hook
-from toolctx.compaction._persist import estimated
-from toolctx.compaction._prefix import PrefixSize
-from toolctx.compaction import output_text
+from toolctx.diagnostics import internal_error
+from toolctx.tokens import estimate_tokens_cached as estimated
 from toolctx_openai_agents._tokens import tool_definition
 from toolctx_openai_agents.tools import _Arguments, arguments_json
 

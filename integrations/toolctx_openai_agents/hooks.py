@@ -7,10 +7,17 @@ from typing import Any
 from agents import Agent, RunContextWrapper, RunHooks, Tool
 from agents.tool_context import ToolContext
 
-from toolctx._internal import internal_error
-from toolctx.compaction import READ_CONTEXT, CompactionSettings, SessionSource, notes, persist_call, session_resolver
-from toolctx.compaction._persist import over_limit
-from toolctx.compaction import output_text
+from toolctx.compaction import (
+    READ_CONTEXT,
+    CompactionSettings,
+    SessionSource,
+    notes,
+    output_text,
+    over_limit,
+    persist_call,
+    session_resolver,
+)
+from toolctx.diagnostics import internal_error
 from toolctx_openai_agents.tools import _Persisted, conversation_of, parse_arguments
 
 __all__ = ["ToolContextHooks"]

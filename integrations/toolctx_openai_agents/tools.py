@@ -12,27 +12,25 @@ from importlib import metadata
 from typing import Any
 
 import orjson
-from agents import FunctionTool, Tool, function_tool
+from agents import FunctionTool, Tool
 from agents.run_config import ToolErrorFormatter, ToolErrorFormatterArgs
 from agents.tool_context import ToolContext
 
-from toolctx import ContextSession
-from toolctx._internal import WARNING, internal_error, log
 from toolctx.compaction import (
+    DEFAULT_READ_LIMIT,
     READ_CONTEXT,
+    READ_CONTEXT_DESCRIPTION,
+    READ_CONTEXT_PARAMETERS,
     CompactionSettings,
     Resolver,
-    SavedCall,
     SessionSource,
+    at_tool_time,
     notes,
-    persist_call,
-    queue_call,
+    output_text,
     session_resolver,
-    shown_output,
-    shown_whole,
 )
-from toolctx.compaction import DEFAULT_READ_LIMIT, output_text
 from toolctx.compaction import read_context as read_stored
+from toolctx.diagnostics import WARNING, internal_error, log
 
 __all__ = [
     "conversation_of",
@@ -136,18 +134,16 @@ def read_context_tool(session: SessionSource = None) -> FunctionTool:
     """
     get_session = session_resolver(session)
 
-    def read_context(
-        ctx: ToolContext[Any], id: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result"
-    ) -> str:
-        """Read back a stored tool output by the handle ctx:<id> named in a [toolctx stand-in].
-
-        Args:
-            id: the handle.
-            offset: the character to start from.
-            limit: how many characters.
-            part: "result", or "args.<name>" for an argument.
-        """
-        return read_stored(get_session(None), id, offset, limit, part, scope=conversation_of(ctx))
+    async def read_context(ctx: ToolContext[Any], arguments: str) -> str:
+        given = parse_arguments(arguments)
+        return read_stored(
+            get_session(None),
+            given.get("id"),  # type: ignore[arg-type]  # (anything but a str is answered with what to send)
+            given.get("offset", 0),
+            given.get("limit", DEFAULT_READ_LIMIT),
+            given.get("part", "result"),
+            scope=conversation_of(ctx),
+        )
 
     def offered(context: Any, agent: Any) -> bool:
         """Offered once the conversation has a stand-in, or the call before its first batch of them."""
@@ -157,7 +153,14 @@ def read_context_tool(session: SessionSource = None) -> FunctionTool:
             internal_error("could not tell whether to offer read_context; offering it", exc)
             return True
 
-    return function_tool(read_context, failure_error_function=None, is_enabled=offered)
+    return FunctionTool(
+        name=READ_CONTEXT,
+        description=READ_CONTEXT_DESCRIPTION,
+        params_json_schema=READ_CONTEXT_PARAMETERS,
+        on_invoke_tool=read_context,
+        strict_json_schema=False,  # (offset, limit and part have defaults: the model may leave them out)
+        is_enabled=offered,
+    )
 
 
 read_context = read_context_tool()
@@ -244,50 +247,27 @@ class _Persisted:
         try:
             output = await self.invoke(ctx, arguments)
         except (Exception, asyncio.CancelledError) as exc:  # (cancelled: the SDK's tool timeout, say)
-            self._save(ctx, arguments, None, exc)
+            self._stored(ctx, arguments, None, exc)
             raise
         finally:
             _handled.reset(watching)
-        error = handled[-1] if handled else None
-        if error is None and isinstance(output, str) and shown_whole(self.settings, output):
-            self._queue(ctx, arguments, output)  # (shown as it is: stored with the next ones, in one go)
-            return output
-        session, pointer = self._save(ctx, arguments, output, error)
-        if session is None:
-            return output
-        if error is not None:
-            return output
-        try:
-            shown = shown_output(self.settings, session, pointer, output_text(output))
-        except Exception as exc:
-            internal_error(f"could not make a stand-in for a call of tool {self.name!r}", exc)
-            shown = None
+        shown = self._stored(ctx, arguments, output, handled[-1] if handled else None)
         return output if shown is None else shown
 
-    def _queue(self, ctx: ToolContext[Any], arguments: str, output: str) -> None:
+    def _stored(self, ctx: ToolContext[Any], arguments: str, output: Any, error: BaseException | None) -> str | None:
+        """Store the call in the run's session; the stand-in the model gets instead of ``output``, if any."""
         try:
             session = self.get_session(None)
-            args = _Arguments(arguments)  # (parsed when the queue is stored, with the calls before it)
-            call_id = getattr(ctx, "tool_call_id", None)
-            group = conversation_of(ctx)
-        except Exception as exc:
-            internal_error(f"could not store a call of tool {self.name!r}", exc)
-            return
-        queue_call(session, self.name, args, output, call_id=call_id, task_id=group)
-
-    def _save(
-        self, ctx: ToolContext[Any], arguments: str, output: Any, error: BaseException | None
-    ) -> tuple[ContextSession | None, SavedCall | None]:
-        """Store the call in the run's session; (None, None) if there is none to store it in."""
-        try:
-            session = self.get_session(None)
-            args = parse_arguments(arguments)
+            args = _Arguments(arguments)  # (parsed when stored: a queued call's with the calls before it)
             call_id = getattr(ctx, "tool_call_id", None)  # (a plain RunContextWrapper, invoked directly, has none)
             group = conversation_of(ctx)
+            text = output_text(output)
         except Exception as exc:
             internal_error(f"could not store a call of tool {self.name!r}", exc)
-            return None, None
-        return session, persist_call(session, self.name, args, output, error=error, call_id=call_id, task_id=group)
+            return None
+        return at_tool_time(
+            self.settings, session, self.name, args, output, text, error=error, call_id=call_id, task_id=group
+        ).shown
 
 
 def persist_tools(
