@@ -92,9 +92,7 @@ class ToolContextMiddleware(AgentMiddleware):
                 f"before_model_call must be a function of the prompt's tokens, got {before_model_call!r:.80}"
             )
         self.before_model_call = before_model_call
-        if settings is not None and options:
-            raise TypeError("pass either a CompactionSettings or its options by keyword, not both")
-        self.settings = settings if settings is not None else CompactionSettings(**options)
+        self.settings = CompactionSettings.of(settings, **options)
         self.write_back = bool(write_back)
         self.session = session_resolver(session)
         self.compactor = Compactor(MessageAdapter(), self.settings, self.session)

@@ -229,9 +229,7 @@ def persist_tool(
             f"persist_tool takes a LangChain tool, got {type(tool).__name__}; for a plain function, "
             "decorate it with @toolctx.persist_context before @tool"
         )
-    if settings is not None and options:
-        raise TypeError("pass either a CompactionSettings or its options by keyword, not both")
-    chosen = settings if settings is not None else CompactionSettings(**options)
+    chosen = CompactionSettings.of(settings, **options)
     persisted = _PersistedTool(tool, chosen, session_resolver(session))
     return StructuredTool(
         name=tool.name,

@@ -154,13 +154,11 @@ def compact_tool_outputs(
     the estimated tokens of the prompt sent (instructions, tools and input), for a tiered memory's trigger
     (``lambda tokens: store.before_model_call(agent_id, tokens, window)``).
     """
-    if settings is not None and options:
-        raise TypeError("pass either a CompactionSettings or its options by keyword, not both")
+    chosen = CompactionSettings.of(settings, **options)
     if before_model_call is not None and not callable(before_model_call):
         raise TypeError(f"before_model_call must be a function of the prompt's tokens, got {before_model_call!r:.60}")
     if after is not None and not callable(after):
         raise TypeError(f"after must be a call_model_input_filter (a function of CallModelData), got {after!r:.80}")
-    chosen = settings if settings is not None else CompactionSettings(**options)
     adapter = InputItemAdapter()
     compactor = Compactor(adapter, chosen, session_resolver(session))
     prefix: PrefixSize[str, Any] = PrefixSize(str, _tool_text)

@@ -37,9 +37,7 @@ class ToolContextHooks(RunHooks[Any]):
     def __init__(
         self, settings: CompactionSettings | None = None, *, session: SessionSource = None, **options: Any
     ) -> None:
-        if settings is not None and options:
-            raise TypeError("pass either a CompactionSettings or its options by keyword, not both")
-        self.settings = settings if settings is not None else CompactionSettings(**options)
+        self.settings = CompactionSettings.of(settings, **options)
         self.session = session_resolver(session)
 
     async def on_tool_end(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object) -> None:

@@ -295,9 +295,7 @@ def persist_tools(
     ones as soon as anything reads the session (or when it ends), which costs the
     tool call less. Other tools (hosted, computer, ...) are returned unchanged.
     """
-    if settings is not None and options:
-        raise TypeError("pass either a CompactionSettings or its options by keyword, not both")
-    chosen = settings if settings is not None else CompactionSettings(**options)
+    chosen = CompactionSettings.of(settings, **options)
     get_session = session_resolver(session)
     wrapped: list[Tool] = []
     for tool in tools:

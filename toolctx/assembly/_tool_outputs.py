@@ -127,9 +127,7 @@ class ToolOutputPlugin:
         priority: int = 10,
         **options: Any,
     ) -> None:
-        if settings is not None and options:
-            raise ConfigError("pass either a CompactionSettings or its options by keyword, not both")
-        self.settings = settings if settings is not None else CompactionSettings(**options)
+        self.settings = CompactionSettings.of(settings, **options)
         self.name = name
         self.priority = priority
         self.session = resolve_session(session)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from toolctx._checks import real_number, whole_number
 from toolctx.errors import ConfigError
@@ -97,6 +98,22 @@ class CompactionSettings:
     args_preview_chars: int = 60
     text_chars: int = 300
     exclude_tools: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def of(cls, settings: CompactionSettings | None = None, /, **options: Any) -> CompactionSettings:
+        """``settings`` as given, or settings made of ``options`` (the hosts' ``settings=None, **options``).
+
+        Raises TypeError when both are given: which one would win is a guess.
+        """
+        if settings is None:
+            return cls(**options)
+        if options:
+            raise TypeError(
+                f"pass either a CompactionSettings or its options by keyword, not both (got {sorted(options)})"
+            )
+        if not isinstance(settings, cls):
+            raise TypeError(f"settings must be a toolctx.compaction.CompactionSettings, got {settings!r:.80}")
+        return settings
 
     def __post_init__(self) -> None:
         whole_number("max_output_tokens", self.max_output_tokens, minimum=1)
