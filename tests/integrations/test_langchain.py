@@ -329,15 +329,15 @@ def test_persist_tool_without_the_middleware(context_dir: Path) -> None:
 def test_persist_tool_gives_the_output_whole_when_making_its_stand_in_fails(
     context_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from toolctx_langchain import tools
+    from toolctx.compaction import _tooltime
 
     def broken_stand_in(*args: Any) -> str:
         raise RuntimeError("no stand-in today")
 
-    monkeypatch.setattr(tools, "shown_output", broken_stand_in)
+    monkeypatch.setattr(_tooltime, "shown_output", broken_stand_in)  # (the one tool-time rule's last step)
     persisted = persist_tool(fetch_report, max_output_tokens=500)
     with session(context_dir) as s:
-        with pytest.warns(toolctx.ToolctxWarning, match="could not store a call"):
+        with pytest.warns(toolctx.ToolctxWarning, match="could not make a stand-in"):
             shown = persisted.invoke({"region": "emea"})
         assert shown == BIG
         assert [c.result for c in s.load_contexts(s.get_all_pointers())] == [BIG]
