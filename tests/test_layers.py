@@ -170,3 +170,40 @@ def test_no_class_name_is_defined_twice() -> None:
             if isinstance(node, ast.ClassDef):
                 seen.setdefault(node.name, []).append(name)
     assert {k: v for k, v in seen.items() if len(v) > 1} == {}
+
+
+def subpackage_imports() -> dict[tuple[str, str], list[str]]:
+    """For each pair (A, B) of toolctx's subpackages where A imports B (at any level, lazily or for typing),
+    the ``module -> imported module`` lines that do it."""
+    subpackages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    found: dict[tuple[str, str], list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).parts
+        if len(parts) < 2 or parts[0] not in subpackages:
+            continue
+        importer = parts[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            for target in targets:
+                names = target.split(".")
+                if names[0] == "toolctx" and len(names) > 1 and names[1] in subpackages and names[1] != importer:
+                    found.setdefault((importer, names[1]), []).append(f"{'/'.join(parts)} -> {target}")
+    return found
+
+
+def test_no_pair_of_subpackages_imports_each_other() -> None:
+    edges = subpackage_imports()
+    assert ("cli", "memory") in edges  # the scan sees real imports (the CLI's memory commands)
+    mutual = {(a, b): edges[a, b] + edges[b, a] for a, b in edges if a < b and (b, a) in edges}
+    assert mutual == {}
+
+
+def test_the_server_never_imports_the_cli() -> None:
+    edges = subpackage_imports()
+    assert ("server", "sessions") in edges  # the dashboard reads kept sessions through the sessions face
+    assert ("server", "cli") not in edges

@@ -11,7 +11,6 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from toolctx._decorator import persist_context
-from toolctx._gc import gc
 from toolctx._hashing import hash_query
 from toolctx.errors import (
     ConfigError,
@@ -24,7 +23,7 @@ from toolctx.errors import (
     ToolctxWarning,
 )
 from toolctx.models import CallMetadata, ContextPointer, ErrorInfo, StorageKind, StoredContext
-from toolctx.sessions import ContextSession, Conversations, current_session, session
+from toolctx.sessions import ContextSession, Conversations, current_session, gc, session
 
 try:
     __version__ = _metadata.version("toolctx")

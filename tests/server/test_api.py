@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import event
 
 from tests.memory.conftest import FakeClock
+from toolctx.errors import ConfigError
 from toolctx.memory import MemoryStore
 from toolctx.server import create_app
 
@@ -287,3 +288,23 @@ def test_a_database_that_stays_locked_answers_503(tmp_path: Path) -> None:
         assert busy.status_code == 503
         assert busy.headers["retry-after"] == "1"
         assert "busy or unreachable; retry shortly" in busy.json()["detail"]
+
+
+def test_serve_options_are_checked_and_a_bad_database_is_announced_not_raised() -> None:
+    from toolctx.server import ServeOptions, serve
+
+    options = ServeOptions.checked(db="sqlite://", host="::1", port=9000, token=None, allow_hosts=["m"])
+    assert (options.host, options.port, options.hosts) == ("::1", 9000, ["localhost", "127.0.0.1", "::1", "::1", "m"])
+    for host, port, token, db, message in (
+        ("example.com", 8765, None, "sqlite://", "refusing to serve 'example.com' without a token"),
+        ("127.0.0.1", 0, None, "sqlite://", "--port"),
+        ("127.0.0.1", 8765, "", "sqlite://", "--token is empty"),
+        ("127.0.0.1", 8765, None, " ", "--db is empty"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            ServeOptions.checked(db=db, host=host, port=port, token=token, allow_hosts=[])
+    said: list[str] = []
+    bad_db = ServeOptions.checked(db="oracle://scott@db/x", host="127.0.0.1", port=8765, token=None, allow_hosts=[])
+    assert serve(bad_db, announce=said.append) == 2
+    assert len(said) == 1
+    assert "SQLite or PostgreSQL, not 'oracle'" in said[0]

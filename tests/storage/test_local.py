@@ -19,8 +19,7 @@ from toolctx import _platform, session
 from toolctx._defaults import DEFAULT_CONTEXT_DIR, resolve_context_dir
 from toolctx._naming import LOCK_NAME, MANIFEST_NAME, MARKER_NAME
 from toolctx.errors import SessionBusyError, SessionNotFoundError, StorageError
-from toolctx.storage import LocalStore, _local
-from toolctx.storage._local import Marker, is_held, read_marker, read_owner
+from toolctx.storage import LocalStore, Marker, _local, is_held, read_marker, read_owner, read_regular_file
 
 
 def mode(path: Path) -> int:
@@ -568,3 +567,17 @@ def test_a_fifo_where_the_marker_or_lock_goes_is_never_opened(tmp_path: Path, na
         assert outcome[1] is True  # cannot tell: left alone
         assert "session.lock that is not a regular file" in str(outcome[2])
     assert snapshot(folder) == before
+
+
+@needs_fifo
+def test_read_regular_file_reads_files_and_refuses_links_and_fifos(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_bytes(b"0123456789")
+    os.symlink(tmp_path / "a.json", tmp_path / "link.json")
+    os.mkfifo(tmp_path / "pipe.json")
+    assert read_regular_file(tmp_path / "a.json") == b"0123456789"
+    assert read_regular_file(str(tmp_path / "a.json"), 4) == b"0123"
+    for refused in ("link.json", "pipe.json"):
+        with pytest.raises(OSError, match="not a regular file"):
+            read_regular_file(tmp_path / refused)
+    with pytest.raises(FileNotFoundError):
+        read_regular_file(tmp_path / "absent.json")

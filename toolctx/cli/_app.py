@@ -11,7 +11,6 @@ import typer
 
 import toolctx
 from toolctx._defaults import DEFAULT_MAX_BODY_BYTES
-from toolctx.cli._kept import context_pointers, list_sessions, read_context
 from toolctx.cli._memory import memory_app
 from toolctx.cli._output import (
     BAD_VALUE,
@@ -26,6 +25,7 @@ from toolctx.cli._output import (
     table,
 )
 from toolctx.errors import ConfigError
+from toolctx.sessions import list_sessions, read_session_context, session_pointers
 
 __all__ = ["app"]
 
@@ -76,7 +76,7 @@ def ls(
         rows = [[s.session_id, s.state, s.contexts, s.size, s.tokens, s.updated_at] for s in sessions]
         out.print(table(None, ["session", "state", "contexts", "bytes", "tokens", "updated (UTC)"], rows))
         return
-    pointers = context_pointers(session_id, context_dir)
+    pointers = session_pointers(session_id, context_dir)
     if json:
         emit_json(pointers)
         return
@@ -97,7 +97,7 @@ def show(
     pager: Annotated[bool, typer.Option(help="Page the output on a terminal.")] = True,
 ) -> None:
     """Print one stored context in full: the call, its arguments, and its result or error."""
-    context = read_context(session_id, context_id, context_dir)
+    context = read_session_context(session_id, context_id, context_dir)
     if json:
         emit_json(context)
         return
@@ -207,7 +207,8 @@ def serve(
 ) -> None:
     """Serve the HTTP API and the live dashboard (http://127.0.0.1:8765/ by default)."""
     try:
-        from toolctx.server._serve import ServeOptions, run
+        from toolctx.server import ServeOptions
+        from toolctx.server import serve as serve_until_stopped
     except ImportError as exc:
         raise fail(f"serve needs FastAPI and uvicorn: pip install 'toolctx[cli,server]' ({exc})") from None
     options = ServeOptions.checked(
@@ -219,6 +220,6 @@ def serve(
         allow_hosts=allow_host or [],
         max_body_bytes=max_body_bytes,
     )
-    code = run(options, announce=lambda text: out.print(text, markup=False))
+    code = serve_until_stopped(options, announce=lambda text: out.print(text, markup=False))
     if code:
         raise typer.Exit(BAD_VALUE)

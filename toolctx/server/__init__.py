@@ -3,7 +3,8 @@
 Install with ``pip install 'toolctx[server]'`` (``toolctx[cli,server]`` for the
 ``toolctx serve`` command; ``python -m toolctx.server --db URL`` also works).
 :func:`create_app` builds the FastAPI application over a
-:class:`~toolctx.memory.MemoryStore`, for mounting in an application of your own.
+:class:`~toolctx.memory.MemoryStore`, for mounting in an application of your own;
+:func:`serve` runs it with uvicorn, with :class:`ServeOptions` checked first.
 
 It answers only to loopback host names unless told others (``--allow-host``), so a
 web page cannot reach it by rebinding its own name; with a token (``--token`` or
@@ -21,5 +22,6 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess witho
     raise ImportError("toolctx.server needs FastAPI and uvicorn: pip install 'toolctx[server]'") from exc
 
 from toolctx.server._app import create_app
+from toolctx.server._serve import ServeOptions, serve
 
-__all__ = ["create_app"]
+__all__ = ["ServeOptions", "create_app", "serve"]

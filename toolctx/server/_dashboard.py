@@ -20,10 +20,10 @@ from fastapi import Path as PathParam
 from fastapi.responses import Response
 from pydantic import BaseModel
 
-from toolctx.cli._kept import SessionSummary, context_pointers, list_sessions, read_context
 from toolctx.memory import AgentSummary, MemoryStore
 from toolctx.models import ContextPointer, StoredContext
 from toolctx.server._live import LiveFeed
+from toolctx.sessions import SessionSummary, list_sessions, read_session_context, session_pointers
 
 __all__ = ["PAGE_HEADERS", "dashboard_router"]
 
@@ -93,12 +93,12 @@ def dashboard_router(store: MemoryStore, feed: LiveFeed, context_dir: str | os.P
     @router.get("/api/sessions/{session_id}/contexts")
     def session_contexts(session_id: SessionId) -> list[ContextPointer]:
         """The contexts a session stored, oldest first (pointers: previews, not results)."""
-        return context_pointers(session_id, sessions_dir)
+        return session_pointers(session_id, sessions_dir)
 
     @router.get("/api/sessions/{session_id}/contexts/{context_id}")
     def session_context(session_id: SessionId, context_id: ContextId) -> StoredContext:
         """One stored context in full."""
-        return read_context(session_id, context_id, sessions_dir)
+        return read_session_context(session_id, context_id, sessions_dir)
 
     @router.websocket("/api/events")
     async def events(socket: WebSocket) -> None:

@@ -11,7 +11,7 @@ from toolctx._checks import whole_number
 from toolctx.errors import ConfigError
 from toolctx.server._guard import ANY_HOST, DEFAULT_MAX_BODY_BYTES, LOOPBACK_HOSTS, host_names, token_bytes
 
-__all__ = ["TOKEN_ENV", "ServeOptions", "allowed_hosts", "is_loopback", "run"]
+__all__ = ["TOKEN_ENV", "ServeOptions", "allowed_hosts", "is_loopback", "serve"]
 
 TOKEN_ENV = "TOOLCTX_API_TOKEN"
 _EVERY_INTERFACE = ("0.0.0.0", "::", "")
@@ -39,7 +39,7 @@ def allowed_hosts(host: str, extra: Sequence[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class ServeOptions:
-    """What ``toolctx serve`` runs with; build it with :meth:`checked`."""
+    """What :func:`serve` (``toolctx serve``) runs with; build it with :meth:`checked`, which checks every value."""
 
     db: str | None
     host: str
@@ -81,8 +81,13 @@ class ServeOptions:
         return cls(db, host, port, token, hosts, context_dir, max_body_bytes)
 
 
-def run(options: ServeOptions, announce: Callable[[str], object] = print) -> int:
-    """Serve until interrupted; 0 after a clean stop, 2 if the database or the app cannot be set up."""
+def serve(options: ServeOptions, announce: Callable[[str], object] = print) -> int:
+    """Serve the API and the dashboard with ``options`` until interrupted (what ``toolctx serve`` runs).
+
+    Returns 0 after a clean stop, 2 if the memory database or the app cannot be set
+    up; that failure is told through ``announce`` (``print`` by default) rather than
+    raised, so a command can exit with the code. Blocks in uvicorn until stopped.
+    """
     import uvicorn
 
     from toolctx.memory import MemoryStore

@@ -26,9 +26,9 @@ import xxhash
 
 from toolctx._checks import real_number, whole_number
 from toolctx._defaults import resolve_context_dir
-from toolctx._gc import gc
 from toolctx._internal import internal_error
 from toolctx.errors import ConfigError, SessionNotFoundError
+from toolctx.sessions._gc import gc
 from toolctx.sessions._session import ContextSession
 
 __all__ = ["Conversations", "conversation_key"]

@@ -9,7 +9,7 @@ runs. A kept session also lists everything in the store in an append-only
 manifest, from which :meth:`ContextSession.resume` rebuilds it.
 
 The session directory is toolctx's because its first file, the marker
-``.toolctx-session``, says so (see :mod:`toolctx.storage._local`): a session never
+``.toolctx-session``, says so (see :func:`toolctx.storage.read_marker`): a session never
 takes over a directory that exists already, and ``resume()`` reopens only one that
 carries the marker for its id.
 """

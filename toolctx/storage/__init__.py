@@ -1,9 +1,30 @@
-"""Blob stores: where stored tool outputs live once they leave memory."""
+"""Blob stores: where stored tool outputs live once they leave memory.
+
+- :class:`BlobStore` is the small interface every store implements;
+  :class:`DictStore` keeps blobs in memory, :class:`LocalStore` in a session
+  directory it creates, marks and locks;
+- :func:`read_marker`, :func:`read_owner` and :func:`is_held` tell, without
+  taking it over, whether a directory is a toolctx session, who holds it and
+  whether that holder is alive (what listings and :func:`toolctx.gc` decide by);
+- :func:`read_regular_file` reads a file in such a directory without following
+  a link or opening a FIFO, socket or device.
+"""
 
 from __future__ import annotations
 
 from toolctx.storage._base import BlobStore
 from toolctx.storage._dict import DictStore
+from toolctx.storage._files import read_regular_file
 from toolctx.storage._local import LocalStore
+from toolctx.storage._marker import Marker, is_held, read_marker, read_owner
 
-__all__ = ["BlobStore", "DictStore", "LocalStore"]
+__all__ = [
+    "BlobStore",
+    "DictStore",
+    "LocalStore",
+    "Marker",
+    "is_held",
+    "read_marker",
+    "read_owner",
+    "read_regular_file",
+]

@@ -41,40 +41,27 @@ import stat
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 import orjson
 
 from toolctx._naming import HEAD_BYTES, LOCK_NAME, MARKER_FORMAT, MARKER_NAME, is_own_file, is_temp_name
-from toolctx._platform import CAN_LOCK, fork_safe_lock, overwrite, pid_alive, try_lock, unlock, write_all
+from toolctx._platform import fork_safe_lock, overwrite, try_lock, write_all
 from toolctx.errors import SessionBusyError, SessionNotFoundError, StorageError
 from toolctx.storage._base import BlobStore, check_name, raise_storage_error
+from toolctx.storage._files import (
+    CLOEXEC,
+    NOFOLLOW,
+    NotRegularFileError,
+    make_private_dirs,
+    open_regular,
+    read_regular_file,
+)
+from toolctx.storage._marker import read_marker
 
-__all__ = ["LocalStore", "Marker", "is_held", "read_marker", "read_owner"]
+__all__ = ["LocalStore"]
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_WRITE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
-_APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW | _CLOEXEC
-_MARKER_LIMIT = 4096  # a marker or lock file longer than this is not one toolctx wrote
-_LEGACY_KEYS = frozenset({"pid", "host", "since", "closed"})
-
-
-class Marker(NamedTuple):
-    """What the marker of a session directory says."""
-
-    session_id: str
-    kept: bool
-    """Meant to be kept (``keep=True``), to be resumed: ``toolctx.gc`` spares it, even after a crash."""
-    legacy: bool = False
-    """Written before markers existed: recognised by its lock file."""
-    notes: frozenset[str] | None = None
-    """What the session noted about itself (:meth:`LocalStore.note`); None if its marker predates notes."""
-
-
-class NotRegularFileError(OSError):
-    """A path toolctx would read or lock is a link, FIFO, socket, device or directory."""
+_WRITE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC
+_APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | NOFOLLOW | CLOEXEC
 
 
 class LocalStore(BlobStore):
@@ -150,7 +137,7 @@ class LocalStore(BlobStore):
             if self._closed:
                 raise self._closed_error()
             if not self._created:
-                _make_private_dirs(self.directory.parent)
+                make_private_dirs(self.directory.parent)
                 os.mkdir(self.directory, 0o700)  # fails if it exists: never adopt a folder we did not make
                 try:
                     os.chmod(self.directory, 0o700)
@@ -165,7 +152,7 @@ class LocalStore(BlobStore):
 
     def _acquire(self) -> None:
         try:
-            fd = _open_regular(self._prefix + LOCK_NAME, os.O_RDWR | os.O_CREAT)
+            fd = open_regular(self._prefix + LOCK_NAME, os.O_RDWR | os.O_CREAT)
         except NotRegularFileError:
             raise SessionNotFoundError(
                 f"{str(self.directory)!r} holds a {LOCK_NAME} that is not a regular file; "
@@ -253,7 +240,7 @@ class LocalStore(BlobStore):
         """Delete ``name`` if it is a regular file whose content says toolctx wrote it."""
         path = self._prefix + name
         try:
-            head = _read_regular(path, HEAD_BYTES)
+            head = read_regular_file(path, HEAD_BYTES)
         except OSError:
             return
         if is_own_file(name, head, self.directory.name):
@@ -323,14 +310,14 @@ class LocalStore(BlobStore):
     def get(self, name: str) -> bytes:
         path = self._prefix + check_name(name)
         try:
-            return _read_regular(path)
+            return read_regular_file(path)
         except OSError as exc:
             raise_storage_error("read", name, self.directory, exc)
 
     def head(self, name: str, size: int) -> bytes:
         path = self._prefix + check_name(name)
         try:
-            return _read_regular(path, size)
+            return read_regular_file(path, size)
         except OSError as exc:
             raise_storage_error("read", name, self.directory, exc)
 
@@ -381,128 +368,8 @@ class LocalStore(BlobStore):
                 os.fsync(fd)
 
     def _sync_directory(self) -> None:
-        fd = os.open(self.directory, os.O_RDONLY | _CLOEXEC)
+        fd = os.open(self.directory, os.O_RDONLY | CLOEXEC)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-def _make_private_dirs(path: Path) -> None:
-    """Create ``path`` and its missing ancestors owner-only (``Path.mkdir`` gives ancestors the umask's mode)."""
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        if not path.is_dir():
-            raise
-    except FileNotFoundError:
-        if path.parent == path:
-            raise
-        _make_private_dirs(path.parent)
-        _make_private_dirs(path)
-
-
-def _open_regular(path: str, flags: int = os.O_RDONLY) -> int:
-    """Open ``path`` if it is a regular file (or, with ``O_CREAT``, absent), never anything else.
-
-    ``lstat`` first, so a FIFO, socket or device is not even opened (opening some
-    devices has effects); then ``O_NOFOLLOW | O_NONBLOCK``, and ``fstat`` to be sure
-    the file opened is the one looked at. Raises :class:`NotRegularFileError`.
-    """
-    try:
-        seen: os.stat_result | None = os.lstat(path)
-    except FileNotFoundError:
-        if not flags & os.O_CREAT:
-            raise
-        seen = None
-    if seen is not None and not stat.S_ISREG(seen.st_mode):
-        raise NotRegularFileError(errno.EINVAL, "not a regular file", path)
-    fd = os.open(path, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o600)
-    opened = os.fstat(fd)
-    if not stat.S_ISREG(opened.st_mode) or (seen is not None and opened.st_ino != seen.st_ino):
-        os.close(fd)
-        raise NotRegularFileError(errno.EINVAL, "not a regular file (it changed while being opened)", path)
-    return fd
-
-
-def _read_regular(path: str, limit: int = -1) -> bytes:
-    """The content of the regular file ``path``, or its first ``limit`` bytes."""
-    fd = _open_regular(path)
-    with open(fd, "rb", closefd=True) as handle:
-        return handle.read(limit)
-
-
-def _read_small(path: str) -> bytes | None:
-    """A marker or lock file's content, or None if it is absent, not a regular file or too long to be one."""
-    try:
-        data = _read_regular(path, _MARKER_LIMIT + 1)
-    except OSError:
-        return None
-    return data if len(data) <= _MARKER_LIMIT else None
-
-
-def _json_object(data: bytes | None) -> dict[str, object] | None:
-    try:
-        value = orjson.loads(data) if data else None
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def read_marker(directory: str | os.PathLike[str]) -> Marker | None:
-    """What the marker of a session directory says, or None if toolctx did not create the directory.
-
-    None means: leave the directory and everything in it alone. A marker naming
-    another session than the directory's name does not count (the directory was
-    renamed or copied).
-    """
-    name = Path(directory).name
-    data = _read_small(os.path.join(directory, MARKER_NAME))
-    if data is not None or os.path.lexists(os.path.join(directory, MARKER_NAME)):
-        marker = _json_object(data)
-        if marker is None or marker.get("format") != MARKER_FORMAT or marker.get("session_id") != name:
-            return None
-        notes = marker.get("notes")
-        words = frozenset(w for w in notes if isinstance(w, str)) if isinstance(notes, list) else None
-        return Marker(name, kept=marker.get("kept") is True, notes=words)
-    owner = read_owner(directory)
-    if owner is None or not _is_legacy_owner(owner):
-        return None
-    return Marker(name, kept=owner.get("closed") is not None, legacy=True)
-
-
-def _is_legacy_owner(owner: dict[str, object]) -> bool:
-    """Whether a lock file holds exactly what toolctx wrote in it before markers existed."""
-    pid, since = owner.get("pid"), owner.get("since")
-    return (
-        owner.keys() <= _LEGACY_KEYS
-        and type(pid) is int
-        and isinstance(owner.get("host"), str)
-        and type(since) in (int, float)
-        and type(owner.get("closed", 0.0)) in (int, float)
-    )
-
-
-def read_owner(directory: str | os.PathLike[str]) -> dict[str, object] | None:
-    """The owner recorded in a session directory's lock (pid, host, since), or None."""
-    return _json_object(_read_small(os.path.join(directory, LOCK_NAME)))
-
-
-def is_held(directory: str | os.PathLike[str]) -> bool:
-    """Whether a live process holds the session directory right now (True when it cannot tell)."""
-    try:
-        fd = _open_regular(os.path.join(directory, LOCK_NAME), os.O_RDWR)
-    except FileNotFoundError:
-        return False
-    except OSError:  # a lock toolctx cannot open or check: leave the directory alone
-        return True
-    try:
-        if not CAN_LOCK:  # pragma: no cover - no flock: fall back to asking whether the pid lives
-            pid = (read_owner(directory) or {}).get("pid")
-            return isinstance(pid, int) and pid_alive(pid)
-        if not try_lock(fd):
-            return True
-        unlock(fd)
-        return False
-    finally:
-        os.close(fd)

@@ -1,4 +1,4 @@
-"""Kept sessions read from disk without taking them over: what ``toolctx ls``/``show`` and the dashboard list.
+"""Session folders read from disk without taking them over: what ``toolctx ls``/``show`` and the dashboard list.
 
 :meth:`ContextSession.resume` locks a session directory and rewrites its marker
 and manifest; looking must change nothing. These functions read a directory only
@@ -22,15 +22,15 @@ from toolctx._naming import MANIFEST_NAME, POINTER_ID, validate_session_id
 from toolctx.errors import ConfigError, NotFoundError, SessionNotFoundError
 from toolctx.models import ContextPointer, StoredContext
 from toolctx.sessions._records import Record, parse_document, parse_manifest_line
-from toolctx.storage._local import _read_regular, is_held, read_marker
+from toolctx.storage import is_held, read_marker, read_regular_file
 
-__all__ = ["SessionState", "SessionSummary", "context_pointers", "list_sessions", "read_context"]
+__all__ = ["SessionState", "SessionSummary", "list_sessions", "read_session_context", "session_pointers"]
 
 SessionState = Literal["kept", "in use", "orphaned"]
 
 
 class SessionSummary(BaseModel):
-    """One session directory toolctx created, as its files say now."""
+    """One session directory toolctx created, as its files say now (what :func:`list_sessions` returns)."""
 
     session_id: str
     state: SessionState
@@ -56,7 +56,7 @@ def _session_dir(root: Path, session_id: object) -> Path:
 
 def _records(directory: Path) -> Iterator[Record]:
     try:
-        manifest = _read_regular(os.path.join(directory, MANIFEST_NAME))
+        manifest = read_regular_file(os.path.join(directory, MANIFEST_NAME))
     except OSError:
         return
     for line in manifest.splitlines():
@@ -73,7 +73,13 @@ def _state(directory: Path, kept: bool) -> SessionState:
 
 
 def list_sessions(context_dir: str | os.PathLike[str] | None = None) -> list[SessionSummary]:
-    """Every toolctx session under ``context_dir`` (default as for ``session()``), most recent first."""
+    """Every toolctx session folder under ``context_dir`` (default as for ``session()``), most recent first.
+
+    Kept sessions, sessions a live process holds, and orphans of crashed processes
+    alike, each with its :attr:`~SessionSummary.state`; folders toolctx did not
+    create are left out. Reading takes no lock, so a session in use may change
+    while it is being listed. A missing ``context_dir`` lists nothing.
+    """
     root = resolve_context_dir(context_dir)
     found: list[SessionSummary] = []
     try:
@@ -111,15 +117,28 @@ def list_sessions(context_dir: str | os.PathLike[str] | None = None) -> list[Ses
     return found
 
 
-def context_pointers(session_id: str, context_dir: str | os.PathLike[str] | None = None) -> list[ContextPointer]:
-    """The contexts a session's manifest lists, oldest first (raises SessionNotFoundError)."""
+def session_pointers(session_id: str, context_dir: str | os.PathLike[str] | None = None) -> list[ContextPointer]:
+    """The pointers of every context a session folder's manifest lists, oldest first, without resuming it.
+
+    Use :meth:`ContextSession.resume` to work with a kept session; this only looks,
+    so it also works on a session a live process holds. Raises
+    :class:`~toolctx.SessionNotFoundError` if ``context_dir`` holds no toolctx
+    session by that id, :class:`~toolctx.ConfigError` if the id is not one toolctx gives.
+    """
     directory = _session_dir(resolve_context_dir(context_dir), session_id)
     records = sorted({r.id: r for r in _records(directory)}.values(), key=lambda r: (r.timestamp_ns, r.id))
     return [r.pointer(directory.name, os.path.join(directory, r.filename)) for r in records]
 
 
-def read_context(session_id: str, context_id: str, context_dir: str | os.PathLike[str] | None = None) -> StoredContext:
-    """One stored context in full, by its id (``ctx:<id>`` works too)."""
+def read_session_context(
+    session_id: str, context_id: str, context_dir: str | os.PathLike[str] | None = None
+) -> StoredContext:
+    """One stored context of a session folder in full, by its id (``ctx:<id>`` works too), without resuming it.
+
+    Raises :class:`~toolctx.errors.NotFoundError` for an id the manifest does not
+    list or whose file cannot be read, :class:`~toolctx.SessionNotFoundError` and
+    :class:`~toolctx.ConfigError` as :func:`session_pointers` does.
+    """
     directory = _session_dir(resolve_context_dir(context_dir), session_id)
     wanted = context_id.removeprefix("ctx:") if isinstance(context_id, str) else context_id
     if not isinstance(wanted, str) or POINTER_ID.fullmatch(wanted) is None:
@@ -130,7 +149,7 @@ def read_context(session_id: str, context_id: str, context_dir: str | os.PathLik
     for record in _records(directory):
         if record.id == wanted:
             try:
-                return parse_document(_read_regular(os.path.join(directory, record.filename)))
+                return parse_document(read_regular_file(os.path.join(directory, record.filename)))
             except (OSError, ValueError) as exc:
                 raise NotFoundError(
                     f"context {wanted!r} of session {directory.name!r} is listed but its file cannot be read: {exc}"

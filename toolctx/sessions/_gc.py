@@ -32,7 +32,7 @@ from toolctx._defaults import resolve_context_dir
 from toolctx._internal import DEBUG, log
 from toolctx._naming import HEAD_BYTES, is_own_file, validate_session_id
 from toolctx.errors import ConfigError, SessionError
-from toolctx.storage._local import LocalStore, is_held, read_marker
+from toolctx.storage import LocalStore, is_held, read_marker
 
 __all__ = ["gc"]
 
