@@ -74,7 +74,7 @@ from toolctx.assembly._strategies import (
     lazy,
     proactive,
 )
-from toolctx.assembly._tool_outputs import READ_CONTEXT_DEFINITION, ToolOutputPlugin
+from toolctx.assembly._tool_outputs import READ_CONTEXT_DEFINITION, ToolOutput, ToolOutputPlugin
 from toolctx.assembly._types import (
     HISTORY,
     AssemblerConfig,
@@ -130,6 +130,7 @@ __all__ = [
     "Summarizer",
     "TaskStatus",
     "ToolCallSpec",
+    "ToolOutput",
     "ToolOutputPlugin",
     "UnifiedContextManager",
     "adaptive",

@@ -10,14 +10,13 @@ from pydantic import ValidationError
 from toolctx.assembly._conversation import HistoryMixin, text_value
 from toolctx.assembly._events import Event
 from toolctx.assembly._measure import Measure, resolve_counter
-from toolctx.assembly._pairing import paired
-from toolctx.assembly._pipeline import Draft, measure, prepare
+from toolctx.assembly._pipeline import budget_now, prepare
 from toolctx.assembly._plugins import as_plugin
 from toolctx.assembly._render import PreparedContext
 from toolctx.assembly._state import AssemblerState, restore, restore_plugin, state_of
 from toolctx.assembly._strategies import ContextStrategy, resolve_strategy
 from toolctx.assembly._tool_outputs import resolve_session
-from toolctx.assembly._types import AssemblerConfig, ContextBudget, HistoryMessage, config_error
+from toolctx.assembly._types import AssemblerConfig, ContextBudget, HistoryMessage, config_error, seed_names
 from toolctx.assembly._working import Summarizer, WorkingState
 from toolctx.errors import ConfigError
 from toolctx.sessions import ContextSession
@@ -96,7 +95,7 @@ class ContextAssembler(HistoryMixin):
         if isinstance(config, AssemblerConfig):
             return config
         try:
-            return AssemblerConfig.model_validate(dict(config))
+            return AssemblerConfig.model_validate(seed_names(dict(config)))
         except ValidationError as exc:
             raise config_error("assembler option", exc) from None
 
@@ -196,16 +195,12 @@ class ContextAssembler(HistoryMixin):
         return await prepare(self._work, force=True)
 
     def get_budget(self) -> ContextBudget:
-        """The budget now: the last call's plugins and tools, the history as it is now (new messages as added)."""
-        last = self._work.last
-        shown = {m.id: m for m in last.history} if last is not None else {}
-        view = [shown.get(m.id, m) for m in self._work.history]
-        draft = Draft(
-            paired(view)[0],
-            {c.name: c for c in (last.components if last else [])},
-            list(last.tools if last else self._work.tools),
-        )
-        return measure(self._work, draft)
+        """The budget now, without preparing: the last call's components and tools, the history as it is now.
+
+        Before the first :meth:`prepare` the plugins' components are read now (an
+        ``async`` ``get_component()`` runs to its end on an event loop of its own).
+        """
+        return budget_now(self._work)
 
     # -- configuration ---------------------------------------------------------------------------
 
@@ -217,7 +212,7 @@ class ContextAssembler(HistoryMixin):
 
     def update_config(self, changes: Mapping[str, Any] | None = None, **options: Any) -> AssemblerConfig:
         """Change some options (a dict or keywords); the others keep their values. Returns the new options."""
-        merged = {**self._work.config.model_dump(), **dict(changes or {}), **options}
+        merged = {**self._work.config.model_dump(), **seed_names({**dict(changes or {}), **options})}
         self._work.config = self._checked_config(merged)
         return self._work.config
 

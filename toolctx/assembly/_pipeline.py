@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolctx.assembly._history import MARKER_BOUND, HistorySpan, make_span, merge_spans, shown_with_spans
-from toolctx.assembly._pairing import Pairing, block_at
-from toolctx.assembly._plugins import compact_plugin, component_of, maybe_await, prepared_hook
+from toolctx.assembly._pairing import Pairing, block_at, paired
+from toolctx.assembly._plugins import compact_plugin, component_now, component_of, maybe_await, prepared_hook
 from toolctx.assembly._render import PreparedContext, context_block, sequence
 from toolctx.assembly._strategies import Candidate, CompactionPlan, StrategyInput
 from toolctx.assembly._tool_outputs import READ_CONTEXT_DEFINITION, ToolOutputPlugin
@@ -31,7 +31,7 @@ from toolctx.assembly._types import (
 from toolctx.assembly._working import WorkingState
 from toolctx.compaction import READ_CONTEXT
 
-__all__ = ["Draft", "prepare"]
+__all__ = ["Draft", "budget_now", "prepare"]
 
 
 @dataclass
@@ -91,6 +91,29 @@ def _tools(w: WorkingState) -> list[dict[str, Any]]:
 
 def _tool_name(definition: Any) -> Any:
     return definition.get("function", definition).get("name")
+
+
+def budget_now(w: WorkingState) -> ContextBudget:
+    """The budget without preparing: the last call's components and tools, the history as it is now.
+
+    Before the first call (or after a restored state) the plugins' components and
+    tools are read now, without compacting anything.
+    """
+    last = w.last
+    if last is None:
+        components: dict[str, Component] = {}
+        for plugin in w.plugins.values():
+            try:
+                found = component_now(plugin)
+            except Exception as exc:
+                w.plugin_failed(plugin.name, "get_component", exc)
+                continue
+            if found is not None:
+                components[plugin.name] = found
+        return measure(w, Draft(paired(w.history)[0], components, _tools(w)))
+    shown = {m.id: m for m in last.history}
+    view = [shown.get(m.id, m) for m in w.history]
+    return measure(w, Draft(paired(view)[0], {c.name: c for c in last.components}, list(last.tools)))
 
 
 async def build(w: WorkingState) -> Draft:
@@ -185,10 +208,16 @@ def _candidates(w: WorkingState, draft: Draft) -> list[Candidate]:
     found = [
         Candidate(p.name, p.priority, draft.budget.by_part.get(p.name, 0))
         for p in w.plugins.values()
-        if p.compactable and p.priority > 0 and callable(getattr(p, "compact", None))
+        if p.compactable and p.priority > 0 and callable(getattr(p, "compact", None)) and not _pinned(draft, p.name)
     ]
     found.append(Candidate(HISTORY, w.config.history_priority, draft.budget.by_part[HISTORY]))
     return sorted(found, key=lambda c: -c.priority)  # stable: registration order among equals
+
+
+def _pinned(draft: Draft, name: str) -> bool:
+    """Whether the plugin ``name`` shows a component that is never compacted (pinned, say) in this call."""
+    found = draft.components.get(name)
+    return found is not None and found.protected
 
 
 async def _history_step(w: WorkingState, draft: Draft, target: int, keep: int, summarize: bool) -> list[CompactionStep]:
