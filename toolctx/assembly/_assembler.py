@@ -29,8 +29,10 @@ __all__ = ["ContextAssembler"]
 class ContextAssembler(HistoryMixin):
     """Prepares every model call: system prompt, instructions, history, current input and plugins, within a budget.
 
-    ``await prepare()`` builds the context, measures it exactly with ``counter``
-    (the exact o200k counter when available, else the estimate), emits
+    ``await prepare()`` builds the context, counts it as
+    :func:`toolctx.tokens.count_request` counts the OpenAI request it prepares,
+    with ``counter`` (the exact o200k counter when available, else the estimate),
+    emits
     ``budget_warning`` / ``budget_critical``, compacts as the strategy says
     (highest priority first, measuring again after each step) and returns a
     :class:`PreparedContext` that renders for OpenAI, Anthropic or LangChain. The
@@ -38,8 +40,10 @@ class ContextAssembler(HistoryMixin):
     what the model is shown, and what leaves the prompt is stored in the session
     and read back by handle (:meth:`expand`, or the model's ``read_context``).
 
-    Options: an :class:`AssemblerConfig` or its fields by keyword. ``strategy``:
-    ``"proactive"`` (default), ``"lazy"``, ``"adaptive"`` or a function.
+    Options: an :class:`AssemblerConfig` or its fields by keyword (seed 004's
+    ``max_context_tokens`` is another name for ``max_tokens``). ``strategy``:
+    ``"proactive"`` (default), ``"lazy"``, ``"adaptive"`` or your own
+    :data:`~toolctx.assembly.ContextStrategy` function.
     ``session``: where compacted history is stored (the current session by
     default). ``summarizer``: a function of the messages leaving the history that
     returns a summary, shown with their marker (never instead of the stored copy).

@@ -114,8 +114,10 @@ class ContextBudget(BaseModel):
     """How much of the budget one prepared context uses, exactly counted, and what that means.
 
     ``limit``: ``max_tokens`` minus ``response_reserve``. ``used``: tokens of
-    everything the model is sent (tool definitions, every message with its framing,
-    the reply priming). ``floor``: the part of ``used`` compaction can never free.
+    everything the model is sent (tool definitions, every message with its framing
+    and role, the reply priming): what ``count_request(prepared.to_openai(),
+    tools=prepared.openai_tools(), counter=...)`` counts with the assembler's
+    counter. ``floor``: the part of ``used`` compaction can never free.
     ``utilization``: ``used / limit``. ``by_part``: tokens per part (``tools``,
     ``system``, the history, each component, the current input).
     """
