@@ -96,6 +96,13 @@ def test_compaction_keeps_the_newest_half_of_the_window_and_the_state_keeps_it(s
     assert shrunk.budget.used < before.budget.used
     assert any(step.component == "tool_outputs" and step.freed > 0 for step in shrunk.log)
 
+    few = ToolOutputPlugin(session=s, max_outputs=10, high_water=10**9)
+    small = ContextAssembler(session=s, counter=CharCounter(), plugins=[few], max_tokens=2000, low_water=0.05)
+    for n in range(3):
+        few.add_output("t", f"result {n} " + "x" * 100)
+    run(small.compact())
+    assert len(few.recent_outputs()) == 3  # fewer than half the window: all are its newest half
+
     again = ToolOutputPlugin(session=s, max_outputs=6)
     fresh = ContextAssembler(session=s, counter=CharCounter(), plugins=[again])
     fresh.restore_state(ctx.get_state().model_dump_json())

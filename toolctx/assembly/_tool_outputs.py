@@ -317,7 +317,7 @@ class ToolOutputPlugin:
         freed = 0
         if self._outputs:
             before = self.get_component()
-            del self._outputs[: len(self._outputs) - self.max_outputs // 2]
+            del self._outputs[: max(0, len(self._outputs) - self.max_outputs // 2)]
             after = self.get_component()
             freed = counter.count(before.content if before else "") - counter.count(after.content if after else "")
             if counter.count(after.content if after else "") <= target_tokens:
