@@ -26,8 +26,14 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from toolctx.assembly import CONTEXT_ID, SYSTEM_ID, ContextAssembler, HistoryMessage, PreparedContext
-from toolctx.assembly._adapting import start_over
+from toolctx.assembly import (
+    CONTEXT_ID,
+    SYSTEM_ID,
+    ContextAssembler,
+    HistoryMessage,
+    PreparedContext,
+    reset_after_failed_prepare,
+)
 from toolctx.compaction import READ_CONTEXT, CompactionSettings, output_text
 from toolctx_langchain._messages import MessageAdapter
 from toolctx_langchain.middleware import ToolContextMiddleware
@@ -50,7 +56,7 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-class _Mirror:
+class _MessageMirror:
     """What one assembler has been given of the agent's messages."""
 
     def __init__(self) -> None:
@@ -104,7 +110,7 @@ class AssemblerMiddleware(AgentMiddleware):
         self.assembler = assembler
         self._tool_calls = ToolContextMiddleware(settings, read_tool=read_tool, **options)
         self.tools = self._tool_calls.tools
-        self._mirrors: dict[int, tuple[ContextAssembler, _Mirror]] = {}
+        self._mirrors: dict[int, tuple[ContextAssembler, _MessageMirror]] = {}
         self._definitions: dict[Hashable, tuple[Any, dict[str, Any]]] = {}
 
     # -- tool calls: stored as ToolContextMiddleware stores them -----------------------------------
@@ -132,7 +138,7 @@ class AssemblerMiddleware(AgentMiddleware):
                 sent = self._request(assembler, request, run_sync(assembler.prepare()))
                 break
             except Exception as exc:
-                start_over(assembler, self._mirrors, exc, last_try)
+                reset_after_failed_prepare(assembler, self._mirrors, exc, last_try)
         return handler(sent)
 
     async def awrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[Any]]) -> Any:
@@ -144,7 +150,7 @@ class AssemblerMiddleware(AgentMiddleware):
                 sent = self._request(assembler, request, await assembler.prepare())
                 break
             except Exception as exc:
-                start_over(assembler, self._mirrors, exc, last_try)
+                reset_after_failed_prepare(assembler, self._mirrors, exc, last_try)
         return await handler(sent)
 
     def _assembler(self) -> ContextAssembler:
@@ -158,13 +164,13 @@ class AssemblerMiddleware(AgentMiddleware):
     def _mirror(self, assembler: ContextAssembler, request: ModelRequest) -> None:
         """Add the agent's new messages to the assembler's history (all of them for a new conversation)."""
         held = self._mirrors.get(id(assembler))
-        mirror = held[1] if held is not None and held[0] is assembler else _Mirror()
+        mirror = held[1] if held is not None and held[0] is assembler else _MessageMirror()
         messages = request.messages
         keys = [_key(m, i) for i, m in enumerate(messages)]
         n = len(mirror.ids)
         if n > len(keys) or (n and (keys[0] != mirror.ids[0] or keys[n - 1] != mirror.ids[n - 1])):
             assembler.clear_history()  # another conversation, or a history edited by someone else
-            mirror, n = _Mirror(), 0
+            mirror, n = _MessageMirror(), 0
         self._mirrors[id(assembler)] = (assembler, mirror)
         last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
         for i in range(n, len(messages)):

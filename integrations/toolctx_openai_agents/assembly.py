@@ -16,8 +16,14 @@ from typing import Any
 from agents import FunctionTool
 from agents.run_config import CallModelData, ModelInputData
 
-from toolctx.assembly import CONTEXT_ID, SYSTEM_ID, ContextAssembler, HistoryMessage, PreparedContext
-from toolctx.assembly._adapting import start_over
+from toolctx.assembly import (
+    CONTEXT_ID,
+    SYSTEM_ID,
+    ContextAssembler,
+    HistoryMessage,
+    PreparedContext,
+    reset_after_failed_prepare,
+)
 from toolctx.compaction import output_text
 from toolctx_openai_agents.compaction import InputItemAdapter, _as_dict, _get
 from toolctx_openai_agents.tools import arguments_json, parse_arguments
@@ -27,7 +33,7 @@ __all__ = ["assembled_input"]
 AssemblerSource = ContextAssembler | Callable[[], ContextAssembler]
 
 
-class _Mirror:
+class _ItemMirror:
     """What the assembler has been given of the run's items: per history id, the items behind it."""
 
     def __init__(self) -> None:
@@ -44,7 +50,7 @@ def _fingerprint(item: Any) -> Any:
     return (_get(item, "type"), _get(item, "role"), _get(item, "call_id"), _get(item, "id"))
 
 
-def _take(assembler: ContextAssembler, mirror: _Mirror, items: list[Any]) -> None:
+def _take(assembler: ContextAssembler, mirror: _ItemMirror, items: list[Any]) -> None:
     """Add the items after ``mirror.count`` to the history; consecutive function calls are one assistant message."""
     i = mirror.count
     last_user = max((n for n, it in enumerate(items) if _get(it, "role") == "user"), default=-1)
@@ -95,7 +101,7 @@ def _tool_definitions(data: CallModelData[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _items(prepared: PreparedContext, mirror: _Mirror) -> tuple[list[Any], str | None]:
+def _items(prepared: PreparedContext, mirror: _ItemMirror) -> tuple[list[Any], str | None]:
     instructions: str | None = None
     out: list[Any] = []
     for shown in prepared.messages:
@@ -136,7 +142,7 @@ def assembled_input(assembler: AssemblerSource) -> Callable[[CallModelData[Any]]
     """
     if not isinstance(assembler, ContextAssembler) and not callable(assembler):
         raise TypeError(f"assembler must be a ContextAssembler or a function returning one, got {assembler!r:.80}")
-    mirrors: dict[int, tuple[ContextAssembler, _Mirror]] = {}
+    mirrors: dict[int, tuple[ContextAssembler, _ItemMirror]] = {}
 
     async def prepare(data: CallModelData[Any]) -> ModelInputData:
         chosen = assembler if isinstance(assembler, ContextAssembler) else assembler()
@@ -144,16 +150,16 @@ def assembled_input(assembler: AssemblerSource) -> Callable[[CallModelData[Any]]
             try:
                 return await prepared(chosen, data)
             except Exception as exc:
-                start_over(chosen, mirrors, exc, last_try)
+                reset_after_failed_prepare(chosen, mirrors, exc, last_try)
         return data.model_data
 
     async def prepared(chosen: ContextAssembler, data: CallModelData[Any]) -> ModelInputData:
         items = list(data.model_data.input)
         held = mirrors.get(id(chosen))
-        mirror = held[1] if held is not None and held[0] is chosen else _Mirror()
+        mirror = held[1] if held is not None and held[0] is chosen else _ItemMirror()
         if mirror.count > len(items) or (mirror.count and _fingerprint(items[0]) != mirror.first):
             chosen.clear_history()  # another conversation
-            mirror = _Mirror()
+            mirror = _ItemMirror()
         mirror.first = _fingerprint(items[0]) if items else None
         mirrors[id(chosen)] = (chosen, mirror)
         _take(chosen, mirror, items)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -11,7 +10,8 @@ from typing import Any, TypeVar
 import pytest
 
 import toolctx
-from toolctx.assembly import FRAMING, REPLY_PRIMING, ContextAssembler, HistoryMessage
+from toolctx.assembly import ContextAssembler, HistoryMessage
+from toolctx.tokens import count_request
 
 T = TypeVar("T")
 
@@ -37,12 +37,7 @@ def s(tmp_path: Path) -> Iterator[toolctx.ContextSession]:
 
 def recount(messages: list[dict[str, Any]], tools: list[dict[str, Any]], counter: Any) -> int:
     """The tokens of rendered OpenAI messages and tools, counted from the rendered output alone."""
-    total: int = REPLY_PRIMING + sum(counter.count(json.dumps(t, ensure_ascii=False)) for t in tools)
-    for m in messages:
-        total += FRAMING + counter.count(m.get("content") or "")
-        for call in m.get("tool_calls") or ():
-            total += counter.count(call["function"]["name"]) + counter.count(call["function"]["arguments"])
-    return total
+    return count_request(messages, tools=tools, counter=counter)
 
 
 def orphans(messages: list[dict[str, Any]]) -> int:

@@ -187,7 +187,7 @@ def test_when_nothing_more_can_go_the_status_says_critical() -> None:
 
 def test_lazy_waits_until_the_context_would_not_fit(s: toolctx.ContextSession) -> None:
     ctx = ContextAssembler(max_tokens=5000, counter=CharCounter(), session=s, strategy="lazy")
-    chat(ctx, 21)  # about 4,770 tokens: critical, but it fits
+    chat(ctx, 20)  # about 4,780 tokens: critical, but it fits
     assert run(ctx.prepare()).compacted is False
     chat(ctx, 2)
     prepared = run(ctx.prepare())

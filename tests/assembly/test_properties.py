@@ -13,8 +13,6 @@ from hypothesis import strategies as st
 
 import toolctx
 from toolctx.assembly import (
-    FRAMING,
-    REPLY_PRIMING,
     ContextAssembler,
     ContextBudgetError,
     HistoryMessage,
@@ -24,7 +22,7 @@ from toolctx.assembly import (
 )
 from toolctx.assembly._history import MARKER_BOUND
 from toolctx.assembly._pairing import blocks
-from toolctx.tokens import TokenCounter
+from toolctx.tokens import TokenCounter, count_message, count_request
 
 from .conftest import CharCounter, orphans, recount, run
 
@@ -224,12 +222,19 @@ def protected(ctx: ContextAssembler, prepared: PreparedContext) -> tuple[int, in
             kept += sum(size[m.id] for m in block)
         if block[0].id == current:
             current_size = sum(size[m.id] for m in block)
-    floor = REPLY_PRIMING + FRAMING + len("sys") + kept
+    floor = count_request([{"role": "system", "content": "sys"}], counter=CharCounter()) + kept
     if sum(size.values()) > kept:
         floor += tokens(MARKER_BOUND)
     return current_size, floor
 
 
 def tokens(message: HistoryMessage) -> int:
-    calls = sum(len(c.name) + len(json.dumps(c.arguments, ensure_ascii=False)) for c in message.tool_calls)
-    return FRAMING + len(message.content) + calls
+    """What the message costs in an OpenAI request, counted from its OpenAI form."""
+    calls = [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+        for c in message.tool_calls
+    ]
+    rendered: dict[str, Any] = {"role": message.role, "content": message.content}
+    if calls:
+        rendered["tool_calls"] = calls
+    return count_message(rendered, CharCounter())

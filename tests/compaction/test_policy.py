@@ -13,10 +13,19 @@ import pytest
 
 import toolctx
 from toolctx import session
-from toolctx.compaction import CompactionSettings, Compactor, ToolCall, notes, persist_call, shown_output
+from toolctx.compaction import (
+    CompactionSettings,
+    Compactor,
+    ToolCall,
+    handle_of,
+    is_stand_in,
+    notes,
+    persist_call,
+    read_context,
+    shown_output,
+)
 from toolctx.errors import ConfigError
 from toolctx.models import StorageKind
-from toolctx.compaction import handle_of, is_stand_in, read_context
 from toolctx.tokens import estimate_tokens
 
 from .conftest import DictAdapter, Message, answer, asks, says, user
@@ -622,8 +631,8 @@ def test_now_makes_a_batch_below_the_high_water_mark(context_dir: Path) -> None:
 
 
 def test_remembered_estimates_are_the_estimates() -> None:
-    from toolctx.tokens import estimate_tokens_cached as estimated
     from toolctx.tokens import estimate_tokens
+    from toolctx.tokens import estimate_tokens_cached as estimated
 
     texts = ["bash", "ls -la\n" * 50, "x" * 5000, '{"a": 1}', "日本語のテキスト" * 20, ""]
     for text in texts * 2:  # the second round is answered from memory

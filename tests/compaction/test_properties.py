@@ -10,8 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolctx import session
-from toolctx.compaction import CompactionSettings, Compactor, persist_call
-from toolctx.compaction import handle_of, is_stand_in, read_context
+from toolctx.compaction import CompactionSettings, Compactor, handle_of, is_stand_in, persist_call, read_context
 
 from .conftest import DictAdapter, Message, answer, asks, user
 

@@ -21,8 +21,7 @@ from toolctx_langchain import ToolContextMiddleware
 from toolctx_openai_agents import compact_tool_outputs, persist_tools
 
 from toolctx import session
-from toolctx.compaction import CompactionSettings, notes
-from toolctx.compaction import is_stand_in
+from toolctx.compaction import CompactionSettings, is_stand_in, notes
 from toolctx.tokens import estimate_tokens
 
 from .test_langchain import chat

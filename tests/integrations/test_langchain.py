@@ -19,8 +19,7 @@ from toolctx_langchain import ToolContextMiddleware, persist_tool
 
 import toolctx
 from toolctx import ConfigError, session
-from toolctx.compaction import CompactionSettings
-from toolctx.compaction import is_stand_in
+from toolctx.compaction import CompactionSettings, is_stand_in
 
 BIG = "".join(f"line {i}: quarterly revenue figures for region {i % 7}\n" for i in range(800))  # ~40 KB
 

@@ -26,8 +26,7 @@ from toolctx_openai_agents import (
 
 import toolctx
 from toolctx import ConfigError, session
-from toolctx.compaction import notes
-from toolctx.compaction import is_stand_in
+from toolctx.compaction import is_stand_in, notes
 
 # openai-agents shows a tool's exception to RunConfig.tool_error_formatter from 0.24 on.
 SDK_SHOWS_TOOL_ERRORS = Version(metadata.version("openai-agents")) >= Version("0.24")

@@ -1,4 +1,4 @@
-"""What the framework adapters of the assembler share: starting over after a failure."""
+"""What the framework adapters of the assembler share: starting over after a failed ``prepare()``."""
 
 from __future__ import annotations
 
@@ -8,17 +8,22 @@ from typing import Any
 from toolctx._internal import internal_error
 from toolctx.assembly._assembler import ContextAssembler
 
-__all__ = ["start_over"]
+__all__ = ["reset_after_failed_prepare"]
 
 
-def start_over(assembler: ContextAssembler, mirrors: MutableMapping[int, Any], exc: Exception, last_try: bool) -> None:
-    """After a model call could not be assembled: rebuild the assembler's copy of the conversation from the start.
+def reset_after_failed_prepare(
+    assembler: ContextAssembler, mirrors: MutableMapping[int, Any], exc: Exception, last_try: bool
+) -> None:
+    """After a model call could not be assembled: forget the adapter's copy of the conversation and start over.
 
-    Another middleware or input filter may have filled the assembler's history
-    first (one made per turn over the same assembler, say), so the adapter tries
-    once more from nothing. If that fails too (``last_try``), the model gets its
-    input as it is: assembling is an optimisation, never the reason a model call
-    fails.
+    For framework adapters that mirror a framework's messages into an assembler:
+    ``mirrors`` maps ``id(assembler)`` to what the adapter has given it; that
+    entry is dropped and the assembler's history cleared, so the next try
+    mirrors the conversation again from nothing (another middleware or input
+    filter may have filled the history first: one made per turn over the same
+    assembler, say). On the ``last_try`` the failure ``exc`` is reported (logged
+    and warned as a ToolctxWarning, never raised) and the adapter sends the model its input
+    as it is: assembling is an optimisation, never the reason a model call fails.
     """
     mirrors.pop(id(assembler), None)
     try:

@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolctx.assembly._events import Events
 from toolctx.assembly._history import HistorySpan
 from toolctx.assembly._render import CONTEXT_ID, SYSTEM_ID
 from toolctx.assembly._types import HistoryMessage, Role, ToolCallSpec, any_json, config_error
+from toolctx.assembly._working import WorkingState
 from toolctx.compaction import output_text
 from toolctx.errors import ConfigError
 
@@ -23,13 +23,7 @@ __all__ = ["HistoryMixin", "text_value"]
 class HistoryMixin:
     """The history methods of :class:`~toolctx.assembly.ContextAssembler`."""
 
-    _history: list[HistoryMessage]
-    _by_id: dict[str, HistoryMessage]
-    _current: str | None
-    _spans: list[HistorySpan]
-    _plugins: dict[str, Any]
-    _events: Events
-    _session: Any  # a function returning the ContextSession
+    _work: WorkingState
 
     # -- history ---------------------------------------------------------------------------------
 
@@ -60,7 +54,7 @@ class HistoryMixin:
             )
         message_id = uuid.uuid4().hex if id is None else id
         if (
-            message_id in self._by_id
+            message_id in self._work.by_id
             or message_id in (SYSTEM_ID, CONTEXT_ID)
             or message_id.endswith((":marker", ":missing"))
         ):
@@ -79,11 +73,11 @@ class HistoryMixin:
             )
         except ValidationError as exc:
             raise config_error("message", exc) from None
-        self._history.append(message)
-        self._by_id[message.id] = message
+        self._work.history.append(message)
+        self._work.by_id[message.id] = message
         if current_input:
-            self._current = message.id
-        self._events.emit("message_added", message=message)
+            self._work.current = message.id
+        self._work.events.emit("message_added", message=message)
         return message
 
     def add_tool_result(self, call_id: str, output: Any, *, error: bool | BaseException = False) -> HistoryMessage:
@@ -92,10 +86,10 @@ class HistoryMixin:
         A big output is then shown as a stand-in with its handle; without the
         plugin the output is shown whole (as JSON unless it is a str).
         """
-        call = next((c for m in reversed(self._history) for c in m.tool_calls if c.id == call_id), None)
+        call = next((c for m in reversed(self._work.history) for c in m.tool_calls if c.id == call_id), None)
         if call is None:
             raise ConfigError(f"no tool call {call_id!r} in the history; add the assistant message that makes it first")
-        recorder = next((p for p in self._plugins.values() if callable(getattr(p, "record", None))), None)
+        recorder = next((p for p in self._work.plugins.values() if callable(getattr(p, "record", None))), None)
         if recorder is not None:
             text, meta = recorder.record(call, output, error=error)
         else:
@@ -104,15 +98,15 @@ class HistoryMixin:
 
     def pin(self, message_id: str, pinned: bool = True) -> HistoryMessage:
         """Pin (or unpin) a message already in the history: a pinned message is never compacted."""
-        found = self._by_id.get(message_id)
+        found = self._work.by_id.get(message_id)
         if found is None:
             raise ConfigError(f"no message {message_id!r} in the history")
-        if any(message_id in span.message_ids for span in self._spans):
+        if any(message_id in span.message_ids for span in self._work.spans):
             raise ConfigError(f"message {message_id!r} is compacted already; uncompact() its span first")
         updated = found.model_copy(update={"pinned": bool(pinned)})
-        self._history[self._history.index(found)] = self._by_id[message_id] = updated
+        self._work.history[self._work.history.index(found)] = self._work.by_id[message_id] = updated
         if pinned:
-            for plugin in self._plugins.values():
+            for plugin in self._work.plugins.values():
                 hook = getattr(plugin, "pinned", None)
                 if callable(hook):
                     hook([updated])
@@ -120,25 +114,25 @@ class HistoryMixin:
 
     def get_history(self) -> list[HistoryMessage]:
         """Every message, compacted or not, as added."""
-        return list(self._history)
+        return list(self._work.history)
 
     def get_recent_history(self, count: int) -> list[HistoryMessage]:
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ConfigError(f"count must be a whole number >= 0, got {count!r:.80}")
-        return self._history[-count:] if count else []
+        return self._work.history[-count:] if count else []
 
     def clear_history(self) -> None:
         """Forget every message and compacted span (their stored copies stay in the session)."""
-        self._history.clear()
-        self._by_id.clear()
-        self._spans.clear()
-        self._current = None
-        self._events.emit("history_cleared")
+        self._work.history.clear()
+        self._work.by_id.clear()
+        self._work.spans.clear()
+        self._work.current = None
+        self._work.events.emit("history_cleared")
 
     def format_history(self, *, max_chars: int | None = None, include_tools: bool = True) -> str:
         """The history as readable text, one ``role: content`` block per message."""
         lines = []
-        for m in self._history:
+        for m in self._work.history:
             if m.role == "tool" and not include_tools:
                 continue
             text = m.content if max_chars is None or len(m.content) <= max_chars else m.content[:max_chars] + " [...]"
@@ -151,25 +145,25 @@ class HistoryMixin:
     @property
     def spans(self) -> list[HistorySpan]:
         """The compacted parts of the history, oldest first."""
-        return list(self._spans)
+        return list(self._work.spans)
 
     def expand(self, handle: str) -> list[HistoryMessage]:
         """The messages a history marker stands for, whole (from the history, else from the session's copy)."""
-        for span in self._spans:
-            if span.handle == handle and all(i in self._by_id for i in span.message_ids):
-                return [self._by_id[i] for i in span.message_ids]
+        for span in self._work.spans:
+            if span.handle == handle and all(i in self._work.by_id for i in span.message_ids):
+                return [self._work.by_id[i] for i in span.message_ids]
         pointer_id = handle.removeprefix("ctx:")
-        found = self._session().load_contexts([pointer_id])
+        found = self._work.session().load_contexts([pointer_id])
         if not found or not isinstance(found[0].result, list):
             raise ConfigError(f"no compacted history {handle!r} in this conversation or its session")
         return [HistoryMessage.model_validate(m) for m in found[0].result]
 
     def uncompact(self, handle: str) -> None:
         """Show a compacted span's messages again from the next call on (they may be compacted again)."""
-        kept = [s for s in self._spans if s.handle != handle]
-        if len(kept) == len(self._spans):
-            raise ConfigError(f"no compacted span {handle!r}; the spans are {[s.handle for s in self._spans]}")
-        self._spans = kept
+        kept = [s for s in self._work.spans if s.handle != handle]
+        if len(kept) == len(self._work.spans):
+            raise ConfigError(f"no compacted span {handle!r}; the spans are {[s.handle for s in self._work.spans]}")
+        self._work.spans = kept
 
 
 def text_value(what: str, value: object) -> str:

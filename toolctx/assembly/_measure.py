@@ -1,11 +1,12 @@
-"""Counting what a model is sent: messages with their framing, tool definitions, the reply priming.
+"""Counting what a model is sent, as :func:`toolctx.tokens.count_request` counts the OpenAI request.
 
-The convention is OpenAI's for chat input: each message costs its text plus
-:data:`FRAMING` tokens of role and separator markup, a tool call its name and its
-arguments as JSON, the tool definitions their JSON, and every request
-:data:`REPLY_PRIMING` tokens. Counts are exact for the counter given (an exact
-tokenizer from :mod:`toolctx.tokens`, or the estimate) and cached per message
-object, so a long history is counted once, not on every model call.
+Each message is counted as its OpenAI chat form (:func:`openai_message`) by
+:func:`toolctx.tokens.count_message` (framing, role, text, each tool call's name
+and JSON arguments), the tool definitions by :func:`toolctx.tokens.count_tools`,
+and every request adds the reply priming, so a prepared context's ``used`` is
+``count_request(prepared.to_openai(), tools=prepared.openai_tools(), counter=...)``
+with the same counter. Counts are cached per message object, so a long history
+is counted once, not on every model call.
 """
 
 from __future__ import annotations
@@ -14,13 +15,10 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from toolctx.assembly._types import HistoryMessage
-from toolctx.tokens import EstimateCounter, TokenCounter, get_counter
+from toolctx.assembly._types import HistoryMessage, Role
+from toolctx.tokens import EstimateCounter, TokenCounter, count_message, count_request, count_tools, get_counter
 
-__all__ = ["FRAMING", "REPLY_PRIMING", "Measure", "arguments_json", "resolve_counter", "tool_json"]
-
-FRAMING = 3
-REPLY_PRIMING = 3
+__all__ = ["Measure", "arguments_json", "openai_message", "resolve_counter"]
 
 
 def arguments_json(arguments: Mapping[str, Any]) -> str:
@@ -28,9 +26,19 @@ def arguments_json(arguments: Mapping[str, Any]) -> str:
     return json.dumps(arguments, ensure_ascii=False)
 
 
-def tool_json(definition: Mapping[str, Any]) -> str:
-    """A tool definition as the JSON text that is counted."""
-    return json.dumps(definition, ensure_ascii=False)
+def openai_message(message: HistoryMessage, role: Role | None = None) -> dict[str, Any]:
+    """One message in OpenAI's Chat Completions form (``role`` overrides its own): what is sent and counted."""
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if message.role == "assistant":
+        out: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+        if message.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments_json(c.arguments)}}
+                for c in message.tool_calls
+            ]
+        return out
+    return {"role": role or message.role, "content": message.content}
 
 
 def resolve_counter(counter: TokenCounter | str | None) -> TokenCounter:
@@ -58,8 +66,11 @@ class Measure:
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
+        self.priming = count_request((), counter=counter)  # what every request adds (the reply priming)
         self._messages: dict[int, tuple[HistoryMessage, int]] = {}
         self._texts: dict[str, int] = {}
+        self._framing: dict[str, int] = {}
+        self._tools: tuple[str, int] = ("[]", 0)
         self._walked: list[HistoryMessage] = []  # the last history walked by history(), and what it found
         self._walked_tokens = 0
         self._walked_pinned: list[int] = []
@@ -76,15 +87,19 @@ class Measure:
             self._texts[text] = found
         return found
 
+    def framing(self, role: Role) -> int:
+        """Tokens a message of ``role`` costs besides its text."""
+        found = self._framing.get(role)
+        if found is None:
+            found = self._framing[role] = count_message({"role": role, "content": ""}, self.counter)
+        return found
+
     def message(self, message: HistoryMessage) -> int:
-        """Tokens of one message as sent: its content, its calls' names and arguments, and its framing."""
+        """Tokens of one message as sent: its framing and role, its text, its calls' names and arguments."""
         found = self._messages.get(id(message))
         if found is not None and found[0] is message:
             return found[1]
-        count = self.counter.count
-        tokens = FRAMING + (count(message.content) if message.content else 0)
-        for call in message.tool_calls:
-            tokens += count(call.name) + count(arguments_json(call.arguments))
+        tokens = count_message(openai_message(message), self.counter)
         self._messages[id(message)] = (message, tokens)
         return tokens
 
@@ -112,7 +127,11 @@ class Measure:
         return tokens, list(pinned)
 
     def tools(self, definitions: Sequence[Mapping[str, Any]]) -> int:
-        return sum(self.text(tool_json(d)) for d in definitions)
+        """Tokens of the tool definitions (the last list's count is remembered: it seldom changes)."""
+        key = json.dumps(list(definitions), ensure_ascii=False, sort_keys=True, default=str)
+        if key != self._tools[0]:
+            self._tools = (key, count_tools(definitions, self.counter))
+        return self._tools[1]
 
     def prune(self, live: Sequence[HistoryMessage]) -> None:
         """Forget messages no longer shown once the cache holds many more than are live."""

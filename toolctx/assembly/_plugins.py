@@ -11,6 +11,9 @@ changing the history itself) and ``tool_definitions()`` adds tool definitions.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextvars
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -25,9 +28,11 @@ __all__ = [
     "FunctionPlugin",
     "as_plugin",
     "compact_plugin",
+    "component_now",
     "component_of",
     "maybe_await",
     "prepared_hook",
+    "run_to_end",
 ]
 
 RESERVED_NAMES = frozenset({"system_prompt", "instructions", "current_input", "tools", HISTORY})
@@ -121,7 +126,34 @@ def as_plugin(
 
 async def component_of(plugin: Any) -> Component | None:
     """The plugin's component for this call, named after it and with its priority, or None."""
-    got = await maybe_await(plugin.get_component())
+    return _checked(plugin, await maybe_await(plugin.get_component()))
+
+
+def component_now(plugin: Any) -> Component | None:
+    """:func:`component_of` from plain code: an ``async`` ``get_component()`` runs to its end on a loop of its own."""
+    got = plugin.get_component()
+    return _checked(plugin, run_to_end(got) if inspect.isawaitable(got) else got)
+
+
+def run_to_end(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` from plain code: on a new event loop, in a worker thread if this one runs a loop.
+
+    The worker runs in a copy of the caller's context, so the current session and other context variables hold.
+    """
+
+    async def wait() -> T:
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wait())
+    context = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(context.run, asyncio.run, wait()).result()
+
+
+def _checked(plugin: Any, got: Any) -> Component | None:
     if got is None:
         return None
     if isinstance(got, str):

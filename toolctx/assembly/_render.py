@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolctx.assembly._measure import arguments_json
+from toolctx.assembly._measure import openai_message
 from toolctx.assembly._types import CompactionStep, Component, ContextBudget, HistoryMessage
 
 __all__ = ["CONTEXT_ID", "SYSTEM_ID", "PreparedContext", "context_block", "sequence"]
@@ -71,26 +71,8 @@ class PreparedContext:
 
     def to_openai(self) -> list[dict[str, Any]]:
         """Chat Completions ``messages``."""
-        out: list[dict[str, Any]] = []
-        for m in self.messages:
-            if m.role == "tool":
-                out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
-            elif m.role == "assistant":
-                message: dict[str, Any] = {"role": "assistant", "content": m.content or None}
-                if m.tool_calls:
-                    message["tool_calls"] = [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": arguments_json(c.arguments)},
-                        }
-                        for c in m.tool_calls
-                    ]
-                out.append(message)
-            else:
-                role = self.context_role if m.id == CONTEXT_ID else m.role
-                out.append({"role": role, "content": m.content})
-        return out
+        role: Any = self.context_role
+        return [openai_message(m, role if m.id == CONTEXT_ID else None) for m in self.messages]
 
     def openai_tools(self) -> list[dict[str, Any]]:
         """Chat Completions ``tools`` (``None`` is what to pass when this is empty)."""

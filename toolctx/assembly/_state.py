@@ -19,10 +19,8 @@ from toolctx.assembly._types import (
     config_error,
     json_values,
 )
+from toolctx.assembly._working import WorkingState
 from toolctx.errors import ConfigError, ToolctxWarning
-
-# The ContextAssembler whose parts these functions work on; not imported, since it imports this module.
-ContextAssembler = Any
 
 __all__ = ["STATE_VERSION", "AssemblerState", "restore", "restore_plugin", "state_of"]
 
@@ -82,10 +80,10 @@ def _parsed(state: AssemblerState | Mapping[str, Any] | str | bytes) -> Assemble
         raise config_error("saved state", exc) from None
 
 
-def state_of(a: ContextAssembler) -> AssemblerState:
+def state_of(w: WorkingState) -> AssemblerState:
     """The state of an assembler (its ``get_state()``)."""
-    plugins: dict[str, Any] = dict(a._orphans)
-    for name, plugin in a._plugins.items():
+    plugins: dict[str, Any] = dict(w.orphans)
+    for name, plugin in w.plugins.items():
         getter = getattr(plugin, "get_state", None)
         if getter is None:
             continue
@@ -94,20 +92,20 @@ def state_of(a: ContextAssembler) -> AssemblerState:
             raise ConfigError(f"plugin {name!r}: get_state() must return JSON values, got {value!r:.80}")
         plugins[name] = value
     return AssemblerState(
-        conversation_id=a.conversation_id,
-        system_prompt=a._system_prompt,
-        instructions=a._instructions,
-        current_input_id=a._current,
-        history=tuple(a._history),
-        spans=tuple(a._spans),
-        config=a._config,
-        strategy=strategy_name(a._strategy),
-        tools=tuple(a._tools),
+        conversation_id=w.conversation_id,
+        system_prompt=w.system_prompt,
+        instructions=w.instructions,
+        current_input_id=w.current,
+        history=tuple(w.history),
+        spans=tuple(w.spans),
+        config=w.config,
+        strategy=strategy_name(w.strategy),
+        tools=tuple(w.tools),
         plugins=plugins,
     )
 
 
-def restore(a: ContextAssembler, state: AssemblerState | Mapping[str, Any] | str | bytes) -> None:
+def restore(w: WorkingState, state: AssemblerState | Mapping[str, Any] | str | bytes) -> None:
     """Restore an assembler from a saved state (its ``restore_state()``)."""
     parsed = _parsed(state)
     ids = [m.id for m in parsed.history]
@@ -115,21 +113,21 @@ def restore(a: ContextAssembler, state: AssemblerState | Mapping[str, Any] | str
         raise ConfigError("a saved state's history has repeated message ids")
     if parsed.current_input_id is not None and parsed.current_input_id not in set(ids):
         raise ConfigError(f"a saved state's current input {parsed.current_input_id!r} is not in its history")
-    a.conversation_id = parsed.conversation_id
-    a._system_prompt, a._instructions = parsed.system_prompt, parsed.instructions
-    a._history = list(parsed.history)
-    a._by_id = {m.id: m for m in a._history}
-    a._current = parsed.current_input_id
-    a._spans = list(parsed.spans)
-    a._config = parsed.config
+    w.conversation_id = parsed.conversation_id
+    w.system_prompt, w.instructions = parsed.system_prompt, parsed.instructions
+    w.history = list(parsed.history)
+    w.by_id = {m.id: m for m in w.history}
+    w.current = parsed.current_input_id
+    w.spans = list(parsed.spans)
+    w.config = parsed.config
     if parsed.strategy is not None:
-        a._strategy = resolve_strategy(parsed.strategy)
-    a._tools = [dict(t) for t in parsed.tools]
-    a._orphans = {}
+        w.strategy = resolve_strategy(parsed.strategy)
+    w.tools = [dict(t) for t in parsed.tools]
+    w.orphans = {}
     for name, value in parsed.plugins.items():
-        plugin = a._plugins.get(name)
+        plugin = w.plugins.get(name)
         if plugin is None:
-            a._orphans[name] = value
+            w.orphans[name] = value
             warnings.warn(
                 f"the saved state has a state for plugin {name!r}, which is not registered; it is kept "
                 "(and saved again by get_state()) and restored when a plugin of that name is registered",
@@ -137,17 +135,17 @@ def restore(a: ContextAssembler, state: AssemblerState | Mapping[str, Any] | str
                 stacklevel=2,
             )
         else:
-            restore_plugin(a, plugin, value)
-    a._last = None
-    a._events.emit("state_restored", state=parsed)
+            restore_plugin(w, plugin, value)
+    w.last = None
+    w.events.emit("state_restored", state=parsed)
 
 
-def restore_plugin(a: ContextAssembler, plugin: Any, value: Any) -> None:
+def restore_plugin(w: WorkingState, plugin: Any, value: Any) -> None:
     restore = getattr(plugin, "restore_state", None)
     if restore is None:
         return
     try:
         restore(value)
     except Exception as exc:
-        a._orphans[plugin.name] = value  # nothing lost: saved again by get_state()
-        a._plugin_failed(plugin.name, "restore_state", exc)
+        w.orphans[plugin.name] = value  # nothing lost: saved again by get_state()
+        w.plugin_failed(plugin.name, "restore_state", exc)

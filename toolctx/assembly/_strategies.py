@@ -28,7 +28,7 @@ __all__ = [
     "STRATEGIES",
     "Candidate",
     "CompactionPlan",
-    "Strategy",
+    "ContextStrategy",
     "StrategyInput",
     "adaptive",
     "lazy",
@@ -70,7 +70,11 @@ class CompactionPlan:
     summarize: bool = False
 
 
-Strategy = Callable[[StrategyInput], "CompactionPlan | None"]
+ContextStrategy = Callable[[StrategyInput], "CompactionPlan | None"]
+"""A compaction strategy (seed 004's IContextStrategy): a function of a :class:`StrategyInput` returning a plan or None.
+
+Not :class:`toolctx.selection.Strategy`, which picks stored outputs relevant to a query.
+"""
 
 
 def proactive(state: StrategyInput) -> CompactionPlan | None:
@@ -98,10 +102,10 @@ def adaptive(state: StrategyInput) -> CompactionPlan | None:
     return CompactionPlan(target=target, order=plugins + history, summarize=state.can_summarize)
 
 
-STRATEGIES: dict[str, Strategy] = {"adaptive": adaptive, "lazy": lazy, "proactive": proactive}
+STRATEGIES: dict[str, ContextStrategy] = {"adaptive": adaptive, "lazy": lazy, "proactive": proactive}
 
 
-def resolve_strategy(strategy: str | Strategy) -> Strategy:
+def resolve_strategy(strategy: str | ContextStrategy) -> ContextStrategy:
     """A strategy from its name or a callable."""
     if isinstance(strategy, str):
         found = STRATEGIES.get(strategy)
@@ -113,7 +117,7 @@ def resolve_strategy(strategy: str | Strategy) -> Strategy:
     raise ConfigError(f"strategy must be a name ({sorted(STRATEGIES)}) or a function, got {strategy!r:.80}")
 
 
-def strategy_name(strategy: Strategy) -> str | None:
+def strategy_name(strategy: ContextStrategy) -> str | None:
     """The built-in name of ``strategy``, or None for the caller's own."""
     for name, known in STRATEGIES.items():
         if known is strategy:

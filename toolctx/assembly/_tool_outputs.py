@@ -1,26 +1,32 @@
-"""ToolOutputPlugin: tool results in the history, stored and compacted by toolctx's one compaction policy.
+"""ToolOutputPlugin: tool results stored in the session and shown restorably, in the history or in a window.
 
-Tool outputs live in the history, next to the calls that asked for them, so this
-plugin adds no component of its own: it stores each result in the session when
-it arrives (a big one is shown as a stand-in right away), and it hands the
-history to :class:`toolctx.compaction.Compactor`, the policy the framework
-adapters use, which replaces old results and long arguments by restorable
-stand-ins in cache-friendly batches. When the assembler needs room, the plugin
-makes a batch at once, of everything the policy allows (never the ``keep`` most
-recent results, error results or excluded tools). Nothing is dropped: every
-stand-in names the handle ``read_context`` reads back.
+Two ways in. A result of a call the history makes (``add_tool_result``, which
+calls :meth:`ToolOutputPlugin.record`) lives in the history, next to its call:
+the plugin hands the history to :class:`toolctx.compaction.Compactor`, the
+policy the framework adapters use, which replaces old results and long arguments
+by restorable stand-ins in cache-friendly batches. A result added on its own
+(:meth:`ToolOutputPlugin.add_output`, seed 004's ``addOutput``) goes to a window
+of recent outputs, the plugin's component. Either way the result is stored when
+it arrives and a big one is shown as a stand-in at once. When the assembler needs
+room, the window keeps its newest half, then the plugin makes a history batch of
+everything the policy allows (never the ``keep`` most recent results, error
+results or excluded tools). Nothing is dropped: every output is in the session,
+and every stand-in names the handle ``read_context`` reads back.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from toolctx._naming import handle
 from toolctx.assembly._measure import arguments_json
-from toolctx.assembly._types import HistoryMessage, ToolCallSpec
+from toolctx.assembly._types import Component, HistoryMessage, ToolCallSpec, config_error
 from toolctx.compaction import (
     DEFAULT_READ_LIMIT,
     READ_CONTEXT_DEFINITION,
@@ -39,7 +45,7 @@ from toolctx.models import ErrorInfo
 from toolctx.sessions import ContextSession, current_session
 from toolctx.tokens import TokenCounter, estimate_tokens
 
-__all__ = ["READ_CONTEXT_DEFINITION", "HistoryItemAdapter", "ToolOutputPlugin", "resolve_session"]
+__all__ = ["READ_CONTEXT_DEFINITION", "HistoryItemAdapter", "ToolOutput", "ToolOutputPlugin", "resolve_session"]
 
 
 def resolve_session(session: ContextSession | Callable[[], ContextSession] | None) -> Callable[[], ContextSession]:
@@ -106,14 +112,34 @@ class HistoryItemAdapter:
         return item.model_copy(update=update) if update else item
 
 
+class ToolOutput(BaseModel):
+    """One result added with :meth:`ToolOutputPlugin.add_output`, as its window keeps it.
+
+    ``output``: what the model is shown (the whole text, or a stand-in naming the
+    handle when it is big); ``handle``: ``ctx:<id>`` of the stored copy, None if
+    storing it failed (the output is then shown whole); ``timestamp``: when it was added.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    tool: str
+    output: str
+    handle: str | None = None
+    is_error: bool = False
+    timestamp: float = 0.0
+
+
 class ToolOutputPlugin:
-    """Stores tool results and compacts old ones restorably with the core policy (see the module docstring).
+    """Stores tool results and shows them restorably with the core policy (see the module docstring).
 
     ``settings`` (or its options by keyword): :class:`~toolctx.compaction.CompactionSettings`;
     at its defaults the policy compacts on its own once the conversation passes
     6,000 estimated tokens, as the framework adapters do; with a high
     ``high_water`` it compacts only when the assembler needs room. ``session``: a
     ContextSession or a function returning one (the current session by default).
+    ``max_outputs`` (10, seed 004's ``maxOutputs``): how many of the outputs added
+    with :meth:`add_output` the component shows, newest last; the plugin holds up to
+    twice as many, then keeps the newest ``max_outputs`` (all stay in the session).
     """
 
     compactable = True
@@ -125,8 +151,13 @@ class ToolOutputPlugin:
         session: ContextSession | Callable[[], ContextSession] | None = None,
         name: str = "tool_outputs",
         priority: int = 10,
+        max_outputs: int = 10,
         **options: Any,
     ) -> None:
+        if isinstance(max_outputs, bool) or not isinstance(max_outputs, int) or max_outputs < 1:
+            raise ConfigError(f"max_outputs must be a whole number >= 1, got {max_outputs!r:.80}")
+        self.max_outputs = max_outputs
+        self._outputs: list[ToolOutput] = []  # added with add_output, oldest first
         self.settings = CompactionSettings.of(settings, **options)
         self.name = name
         self.priority = priority
@@ -139,15 +170,71 @@ class ToolOutputPlugin:
         self._offer = False  # read_context in this call's tool list
 
     def __repr__(self) -> str:
-        return f"ToolOutputPlugin({self.name!r}, compacted={len(self.compactor.results)})"
+        return f"ToolOutputPlugin({self.name!r}, outputs={len(self._outputs)}, compacted={len(self.compactor.results)})"
 
-    def get_component(self) -> None:
-        return None  # the outputs are in the history, next to their calls
+    def get_component(self) -> Component | None:
+        """The window of recent outputs added with :meth:`add_output` (None while there are none).
+
+        Results of calls in the history are not in it: they are shown in the history, next to their calls.
+        """
+        window = self.recent_outputs()
+        if not window:
+            return None
+        text = "\n\n".join(_entry(o) for o in window)
+        return Component(name=self.name, content=text, priority=self.priority, compactable=self.compactable)
+
+    def add_output(
+        self,
+        tool_name: str,
+        result: Any,
+        *,
+        arguments: Mapping[str, Any] | None = None,
+        error: bool | BaseException = False,
+    ) -> ToolOutput:
+        """Add a tool's result to the window of recent outputs: stored, shown as a stand-in if big.
+
+        For results that answer no tool call in the history (use the assembler's
+        ``add_tool_result`` for those). The output is stored exactly as
+        :meth:`record` stores a call's result; the component shows the newest
+        ``max_outputs``.
+        """
+        if not isinstance(tool_name, str) or not tool_name.strip():
+            raise ConfigError(f"tool_name must be a non-empty str, got {tool_name!r:.80}")
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise ConfigError(f"arguments must be a dict of the call's arguments or None, got {arguments!r:.80}")
+        text, meta = self._store_and_show(tool_name, dict(arguments or {}), result, error, None)
+        stored = meta.get("toolctx")
+        added = ToolOutput(
+            tool=tool_name,
+            output=text,
+            handle=None if stored is None else handle(stored),
+            is_error=meta.get("is_error") is True,
+            timestamp=time.time(),
+        )
+        self._outputs.append(added)
+        if len(self._outputs) > 2 * self.max_outputs:  # hold a bounded number (seed 004's rule)
+            del self._outputs[: -self.max_outputs]
+        return added
+
+    def recent_outputs(self) -> list[ToolOutput]:
+        """The outputs the component shows: the newest ``max_outputs`` added with :meth:`add_output`, oldest first."""
+        return self._outputs[-self.max_outputs :]
 
     def record(
         self, call: ToolCallSpec, output: Any, *, error: bool | BaseException = False
     ) -> tuple[str, dict[str, Any]]:
         """Store one result; the text the model is shown (a stand-in if big) and metadata for its message."""
+        return self._store_and_show(call.name, call.arguments, output, error, call.id)
+
+    def _store_and_show(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        output: Any,
+        error: bool | BaseException,
+        call_id: str | None,
+    ) -> tuple[str, dict[str, Any]]:
+        """Store a result and decide what the model is shown: the one tool-time step of both ways in."""
         session = self.session()
         text = output_text(output)
         failure: BaseException | ErrorInfo | None = None
@@ -155,8 +242,9 @@ class ToolOutputPlugin:
             failure = error
         elif error:
             failure = ErrorInfo(type="ToolError", message=text[:20_000])
+        # (stored now, never queued: the plugin hands the call's id on at once)
         outcome = at_tool_time(
-            self.settings, session, call.name, call.arguments, output, text, error=failure, call_id=call.id
+            self.settings, session, tool, arguments, output, text, error=failure, call_id=call_id, queue=False
         )
         meta: dict[str, Any] = {"is_error": True} if failure is not None else {}
         if outcome.saved is not None:
@@ -193,16 +281,33 @@ class ToolOutputPlugin:
         self._key = uuid.uuid4().hex  # the policy reads the history again, with the pins
 
     def tool_definitions(self) -> list[dict[str, Any]]:
-        """``read_context``, once the conversation shows a stand-in."""
-        return [READ_CONTEXT_DEFINITION] if self._offer else []
+        """``read_context``, once the conversation (or the window of recent outputs) shows a stand-in."""
+        offer = self._offer or any(is_stand_in(o.output) for o in self.recent_outputs())
+        return [READ_CONTEXT_DEFINITION] if offer else []
 
     def compact(self, target_tokens: int, counter: TokenCounter) -> int:
-        """Make a batch now, of every old result, argument and text the policy allows; the tokens it freed."""
-        before = self._shown  # this call's view, made just before: the policy is not asked twice
-        after, _ = self.compactor.view(self._last, self._key, self.session(), now=True)
-        if len(before) != len(after):
-            return 0  # the history changed since the view: the assembler measures what was freed anyway
-        return sum(_tokens(a, counter) - _tokens(b, counter) for a, b in zip(before, after, strict=True) if a is not b)
+        """Make room; the tokens it freed.
+
+        The window of recent outputs keeps its newest half (seed 004's rule); if
+        the component still needs more than ``target_tokens``, or there was no
+        window, the plugin makes a history batch now, of every old result,
+        argument and text the policy allows.
+        """
+        freed = 0
+        if self._outputs:
+            before = self.get_component()
+            del self._outputs[: max(0, len(self._outputs) - self.max_outputs // 2)]
+            after = self.get_component()
+            freed = counter.count(before.content if before else "") - counter.count(after.content if after else "")
+            if counter.count(after.content if after else "") <= target_tokens:
+                return freed
+        shown = self._shown  # this call's view, made just before: the policy is not asked twice
+        made, _ = self.compactor.view(self._last, self._key, self.session(), now=True)
+        if len(shown) != len(made):
+            return freed  # the history changed since the view: the assembler measures what was freed anyway
+        return freed + sum(
+            _tokens(a, counter) - _tokens(b, counter) for a, b in zip(shown, made, strict=True) if a is not b
+        )
 
     def read(self, ref: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result") -> str:
         """The body of a ``read_context`` tool call: the stored text behind a handle.
@@ -216,6 +321,7 @@ class ToolOutputPlugin:
             "results": dict(self.compactor.results),
             "args": {k: dict(v) for k, v in self.compactor.args.items()},
             "offered": notes(self.session()).offer_read_context,
+            "outputs": [o.model_dump(mode="json") for o in self._outputs],
         }
 
     def restore_state(self, state: Any) -> None:
@@ -225,8 +331,18 @@ class ToolOutputPlugin:
         self.compactor.results.update({str(k): str(v) for k, v in dict(state.get("results") or {}).items()})
         self.compactor.args.clear()
         self.compactor.args.update({str(k): dict(v) for k, v in dict(state.get("args") or {}).items()})
+        try:
+            self._outputs = [ToolOutput.model_validate(o) for o in state.get("outputs") or ()]
+        except ValidationError as exc:
+            raise config_error("tool-output plugin state", exc) from None
         if state.get("offered"):
             notes(self.session()).offer_read_context = True
+
+
+def _entry(output: ToolOutput) -> str:
+    """One output of the window: a header naming the tool and the handle, then what the model is shown."""
+    header = " ".join(p for p in (output.tool, output.handle, "error" if output.is_error else None) if p)
+    return f"[{header}]\n{output.output}"
 
 
 def _shows_stand_in(message: HistoryMessage) -> bool:

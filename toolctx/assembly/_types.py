@@ -114,8 +114,10 @@ class ContextBudget(BaseModel):
     """How much of the budget one prepared context uses, exactly counted, and what that means.
 
     ``limit``: ``max_tokens`` minus ``response_reserve``. ``used``: tokens of
-    everything the model is sent (tool definitions, every message with its framing,
-    the reply priming). ``floor``: the part of ``used`` compaction can never free.
+    everything the model is sent (tool definitions, every message with its framing
+    and role, the reply priming): what ``count_request(prepared.to_openai(),
+    tools=prepared.openai_tools(), counter=...)`` counts with the assembler's
+    counter. ``floor``: the part of ``used`` compaction can never free.
     ``utilization``: ``used / limit``. ``by_part``: tokens per part (``tools``,
     ``system``, the history, each component, the current input).
     """
@@ -154,7 +156,8 @@ class CompactionStep(BaseModel):
 class AssemblerConfig(BaseModel):
     """Every option of a :class:`~toolctx.assembly.ContextAssembler`, with its default.
 
-    ``max_tokens`` (128,000): the model's context window; ``response_reserve`` (0):
+    ``max_tokens`` (128,000; seed 004's ``max_context_tokens`` is accepted as another
+    name for it, not both at once): the model's context window; ``response_reserve`` (0):
     tokens kept free for the reply. The status is ``warning`` from
     ``warning_threshold`` (0.75) of the limit and ``critical`` from
     ``critical_threshold`` (0.9) or over the limit. ``low_water`` (0.5): the
@@ -179,6 +182,16 @@ class AssemblerConfig(BaseModel):
     history_priority: int = Field(default=6, ge=1)
     auto_compact: bool = True
     context_role: Literal["system", "user"] = "system"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _seed_names(cls, data: Any) -> Any:
+        return seed_names(data) if isinstance(data, dict) else data
+
+    @property
+    def max_context_tokens(self) -> int:
+        """Seed 004's name for :attr:`max_tokens`."""
+        return self.max_tokens
 
     @model_validator(mode="after")
     def _ordered(self) -> AssemblerConfig:
@@ -206,6 +219,18 @@ class AssemblerConfig(BaseModel):
         if used >= self.warning_threshold * limit:
             return "warning"
         return "ok"
+
+
+def seed_names(options: dict[str, Any]) -> dict[str, Any]:
+    """Assembler options with seed 004's names (``max_context_tokens``) under the assembler's own (``max_tokens``)."""
+    if "max_context_tokens" not in options:
+        return options
+    if "max_tokens" in options:
+        raise ConfigError(
+            f"max_context_tokens ({options['max_context_tokens']!r:.40}) is seed 004's name for max_tokens "
+            f"({options['max_tokens']!r:.40}): pass only one of them"
+        )
+    return {("max_tokens" if k == "max_context_tokens" else k): v for k, v in options.items()}
 
 
 def config_error(what: str, exc: Exception) -> ConfigError:

@@ -56,6 +56,7 @@ def at_tool_time(
     call_id: str | None = None,
     task_id: int | str | None = None,
     stand_in: bool = True,
+    queue: bool = True,
 ) -> ToolTime:
     """Store one tool call and decide what the model is shown of its output ``text``. Never raises.
 
@@ -72,10 +73,12 @@ def at_tool_time(
 
     ``text`` is the output as the model reads it. ``stand_in=False``: store the call
     but never stand in for it (an output the framework does not show the model as
-    text). A plain dict of ``args`` is encoded when the call is queued; another
-    mapping is read when it is stored, and must not change meanwhile.
+    text). ``queue=False``: store it now even when it is shown whole (a host that
+    hands the call's id on at once). A plain dict of ``args`` is encoded when the
+    call is queued; another mapping is read when it is stored, and must not change
+    meanwhile.
     """
-    if error is None and stand_in and output is text and shown_whole(settings, text):
+    if queue and error is None and stand_in and output is text and shown_whole(settings, text):
         queue_call(session, tool_name, args, text, call_id=call_id, task_id=task_id)
         return ToolTime(None, None)
     saved = persist_call(session, tool_name, args, output, error=error, call_id=call_id, task_id=task_id)
