@@ -54,7 +54,6 @@ public_api_modules = [
     "toolctx.selection",
     "toolctx.redaction",
     "toolctx.standins",
-    "toolctx.budget",
     "toolctx.fresh",
     "toolctx.compaction",
     "toolctx.assembly",

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from toolctx._internal import describe_error
-from toolctx.budget import DYNAMIC_COMPONENTS, TokenBudgeter, truncate_lines
 from toolctx.errors import ConfigError
 from toolctx.fresh import _render
+from toolctx.fresh._allocation import DYNAMIC_COMPONENTS
+from toolctx.fresh._budgeter import TokenBudgeter
 from toolctx.fresh._deps import local_imports
 from toolctx.fresh._fitting import fit_dynamic, settle
 from toolctx.fresh._models import (
@@ -45,6 +46,7 @@ from toolctx.fresh._project import ProjectFiles
 from toolctx.fresh._providers import CodeSearchProvider, PlainSearch, RepoMapProvider, as_result, fuse_rankings
 from toolctx.fresh._render import CachedCounter
 from toolctx.fresh._sources import MemorySource, codebase_docs, gather_memories
+from toolctx.fresh._truncate import truncate_lines
 
 __all__ = ["ContextBuilder"]
 

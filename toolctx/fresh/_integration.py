@@ -11,18 +11,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from toolctx.budget import DynamicShares, FixedAllocations, TokenBudgeter
 from toolctx.errors import ToolctxError
+from toolctx.fresh._allocation import DynamicShares, FixedAllocations
+from toolctx.fresh._budgeter import TokenBudgeter
 from toolctx.fresh._builder import Auto, ContextBuilder
 from toolctx.fresh._manager import FreshContextManager
 from toolctx.fresh._models import ContextBuilderOptions, ContextOptions, ContextProjectConfig, TaskContext, TaskSpec
 from toolctx.fresh._providers import CodeSearchProvider, RepoMapProvider
 from toolctx.tokens import TokenCounter
 
-__all__ = ["AgentContextIntegration", "ContextSystem", "PreparedContext", "create_context_system"]
+__all__ = ["AgentContextIntegration", "AgentContextResult", "ContextSystem", "create_context_system"]
 
 
-class PreparedContext(BaseModel):
+class AgentContextResult(BaseModel):
     """What :meth:`AgentContextIntegration.prepare_agent_context` gives back.
 
     ``success`` is False only when no context could be built (``error`` says
@@ -54,21 +55,21 @@ class AgentContextIntegration:
 
     def prepare_agent_context_sync(
         self, agent_id: str, task: TaskSpec, options: ContextOptions | None = None
-    ) -> PreparedContext:
+    ) -> AgentContextResult:
         """Clear what ``agent_id`` held and build a fresh context for ``task``."""
         task_id = getattr(task, "id", "")
         self.manager.clear_agent_context_sync(agent_id)
         try:
             context = self.manager.build_fresh_context_sync(task, options, agent_id=agent_id)
         except (ToolctxError, TypeError, ValueError) as exc:
-            return PreparedContext(success=False, agent_id=agent_id, task_id=str(task_id), error=str(exc))
+            return AgentContextResult(success=False, agent_id=agent_id, task_id=str(task_id), error=str(exc))
         with self._lock:
             self._current[agent_id] = task.id
-        return PreparedContext(success=True, agent_id=agent_id, task_id=task.id, context=context)
+        return AgentContextResult(success=True, agent_id=agent_id, task_id=task.id, context=context)
 
     async def prepare_agent_context(
         self, agent_id: str, task: TaskSpec, options: ContextOptions | None = None
-    ) -> PreparedContext:
+    ) -> AgentContextResult:
         """:meth:`prepare_agent_context_sync` in a worker thread."""
         return await asyncio.to_thread(self.prepare_agent_context_sync, agent_id, task, options)
 
