@@ -68,6 +68,7 @@ from toolctx.fresh._models import (
     TaskSpec,
     TokenBreakdown,
 )
+from toolctx.fresh._overview import CodebaseAnalyzer
 from toolctx.fresh._providers import CodeHit, CodeSearchProvider, PlainSearch, RepoMapProvider
 from toolctx.fresh._repomap import RepoMap
 from toolctx.fresh._tags import Definition, FileTags
@@ -83,6 +84,7 @@ __all__ = [
     "CodeSearchHit",
     "CodeSearchProvider",
     "CodeSearchResult",
+    "CodebaseAnalyzer",
     "CodebaseDocsSummary",
     "ContextBuilder",
     "ContextBuilderOptions",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,15 @@ from toolctx.fresh._allocation import DynamicShares, FixedAllocations
 from toolctx.fresh._budgeter import TokenBudgeter
 from toolctx.fresh._builder import Auto, ContextBuilder
 from toolctx.fresh._manager import FreshContextManager
-from toolctx.fresh._models import ContextBuilderOptions, ContextOptions, ContextProjectConfig, TaskContext, TaskSpec
+from toolctx.fresh._models import (
+    CodebaseDocsSummary,
+    ContextBuilderOptions,
+    ContextOptions,
+    ContextProjectConfig,
+    TaskContext,
+    TaskSpec,
+)
+from toolctx.fresh._overview import CodebaseAnalyzer
 from toolctx.fresh._providers import CodeSearchProvider, RepoMapProvider
 from toolctx.tokens import TokenCounter
 
@@ -124,12 +132,14 @@ class ContextSystem:
 
 
 def create_context_system(
-    project: ContextProjectConfig | str | os.PathLike[str],
+    project: ContextProjectConfig | str | os.PathLike[str] | None = None,
     *,
+    project_config: ContextProjectConfig | str | os.PathLike[str] | None = None,
     repo_map: RepoMapProvider | Auto | None = "auto",
     code_search: CodeSearchProvider | Auto | None = "auto",
     code_memory: CodeSearchProvider | None = None,
     memory: Any = None,
+    codebase_analyzer: CodebaseAnalyzer | Callable[[ContextProjectConfig], CodebaseDocsSummary] | None = None,
     builder_options: ContextBuilderOptions | None = None,
     custom_budget: FixedAllocations | Mapping[str, int] | None = None,
     shares: DynamicShares | None = None,
@@ -138,10 +148,22 @@ def create_context_system(
     """A budgeter, builder, manager and agent integration for one project, ready to use.
 
     ``project`` is a :class:`ContextProjectConfig` or the project's root folder;
-    ``custom_budget`` overrides fixed allocations (``{"repo_map": 5000}``);
-    ``counter`` is any token counter (default: exact o200k_base when installed).
-    The other arguments are :class:`ContextBuilder`'s.
+    ``project_config`` is the same option under the seed's name (``projectConfig``):
+    pass one or the other, not both. ``custom_budget`` overrides fixed allocations
+    (``{"repo_map": 5000}``); ``counter`` is any token counter (default: exact
+    o200k_base when installed). The other arguments are :class:`ContextBuilder`'s.
     """
+    if project is not None and project_config is not None:
+        raise TypeError(
+            "create_context_system got the project twice, as project= and as project_config= "
+            f"({project!r:.80} and {project_config!r:.80}); project_config is the seed's name for project, pass one"
+        )
+    project = project if project is not None else project_config
+    if project is None:
+        raise TypeError(
+            "create_context_system needs the project: a ContextProjectConfig or the project's root folder, "
+            "as project= (or project_config=)"
+        )
     budgeter = TokenBudgeter(custom_budget, shares, counter)
     builder = ContextBuilder(
         project,
@@ -150,6 +172,7 @@ def create_context_system(
         code_search=code_search,
         code_memory=code_memory,
         memory=memory,
+        codebase_analyzer=codebase_analyzer,
         options=builder_options,
     )
     manager = FreshContextManager(builder)
