@@ -196,9 +196,17 @@ class AgentMemory:
         """
         positive("item_id", item_id)
         _saving.check_content(content, self.config.max_content_bytes)
+        tokens = self.config.count_tokens(content)
         with self._write("saved", step=True) as write:
             _saving.replace_content(
-                write.conn, self.agent_id, write.revision, item_id, content, now=self.config.clock(), step=write.step
+                write.conn,
+                self.agent_id,
+                write.revision,
+                item_id,
+                content,
+                tokens=tokens,
+                now=self.config.clock(),
+                step=write.step,
             )
             _tiers.update_tiers(write.conn, self.agent_id, self.config, write.revision, only=[item_id])
             item = one_item(write.conn, self.agent_id, item_id)
@@ -255,13 +263,16 @@ class AgentMemory:
     def load(self, tier: Tier | str = Tier.HOT, *, limit: int | None = None) -> list[ContextItem]:
         """Load a tier into the working set, best first; each loaded item counts one access.
 
-        Archived items are not loaded by tier; :meth:`restore` brings them back.
+        Loading is a use: each loaded item's decay starts again, on both clocks (the
+        agent's steps and the days; see :mod:`toolctx.memory`'s scoring). It is not a
+        step of the agent itself. Archived items are not loaded by tier;
+        :meth:`restore` brings them back.
         """
         wanted = parse_tier(tier)
         limit = None if limit is None else positive("limit", limit)
         with self._write(None) as write:
             loaded = _reading.load_tier(
-                write.conn, self.agent_id, write.revision, wanted, limit=limit, now=self.config.clock()
+                write.conn, self.agent_id, write.revision, wanted, limit=limit, now=self.config.clock(), step=write.step
             )
         log(DEBUG, "memory_loaded", agent=self.agent_id, tier=wanted.value, count=len(loaded))
         return loaded
@@ -327,7 +338,7 @@ class AgentMemory:
     def _flash_save(self, details: dict[str, Any]) -> FlashSaveResult:
         now = self.config.clock()
         with self._write("flash_saved") as write:
-            result = _checkpoints.flash_save(write.conn, self.agent_id, write.revision, now)
+            result = _checkpoints.flash_save(write.conn, self.agent_id, write.revision, now, write.step)
             write.details.update(result.model_dump(), **details)
         log(DEBUG, "memory_flash_saved", agent=self.agent_id, **result.model_dump())
         return result
