@@ -7,7 +7,7 @@ import math
 import pytest
 
 from toolctx.errors import ConfigError
-from toolctx.memory import ImportanceScorer, MemoryConfig, MemoryStore, Tier
+from toolctx.memory import AgentMemory, ImportanceScorer, MemoryConfig, MemoryStore, Tier
 from toolctx.tokens import EstimateCounter, estimate_tokens, get_counter
 
 from .conftest import FakeClock
@@ -16,7 +16,7 @@ SCORER = ImportanceScorer()
 CODE = 'def charge_card(card, amount):\n    return {"card": card, "charged": amount * 0.9}  # euros'
 
 
-def _steps(agent, count: int) -> None:  # type: ignore[no-untyped-def]
+def _steps(agent: AgentMemory, count: int) -> None:
     for n in range(count):
         agent.save("TEST_RESULT", f"run {n}: 1 passed", loaded=False)
 

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from toolctx.errors import UnknownCheckpointError
 from toolctx.memory._items import ContextItem, timestamp
-from toolctx.memory._results import CheckpointInfo, FlashSaveResult, snapshot_hash
+from toolctx.memory._results import CheckpointInfo, FlashSaveResult, hash_snapshot
 from toolctx.memory._rows import RECORDED_HASH, chunks, json_rows, mine, to_items
 from toolctx.memory._schema import checkpoints, contents, items
 
@@ -93,7 +93,7 @@ def flash_save(conn: Connection, agent_id: str, revision: int, now: float, step:
         update(checkpoints)
         .where(checkpoints.c.id == checkpoint_id)
         .values(
-            snapshot_hash=snapshot_hash(kept),
+            snapshot_hash=hash_snapshot(kept),
             items_archived=result.items_archived,
             hot_items_retained=result.hot_items_retained,
             tokens_after=result.tokens_after,

@@ -10,7 +10,7 @@ from typing import cast
 
 from toolctx._checks import fraction, non_empty_text, whole_number
 from toolctx.errors import ConfigError
-from toolctx.memory._items import DEFAULT_TYPE_WEIGHTS, MAX_ITEM_TYPE
+from toolctx.memory._items import DEFAULT_TYPE_WEIGHTS, MAX_ITEM_TYPE_LENGTH
 from toolctx.memory._scoring import ImportanceScorer, Scorer, ScoreState, TierThresholds
 from toolctx.tokens import EstimateCounter, TokenCounter, get_counter
 
@@ -52,7 +52,7 @@ class MemoryConfig:
     def __post_init__(self) -> None:
         weights: dict[str, float] = {}
         for name, weight in dict(self.type_weights).items():
-            non_empty_text("an item type name in type_weights", name, max_length=MAX_ITEM_TYPE)
+            non_empty_text("an item type name in type_weights", name, max_length=MAX_ITEM_TYPE_LENGTH)
             weights[name] = fraction(f"the weight of item type {name!r}", weight)
         if not weights:
             raise ConfigError("type_weights is empty; give at least one item type and its weight")
