@@ -425,7 +425,7 @@ def main() -> None:
         tasks = tasks[: args.limit]
     budgeter = None
     if args.whole_fixed:
-        from toolctx.budget import TokenBudgeter
+        from toolctx.fresh import TokenBudgeter
 
         budgeter = TokenBudgeter(counter=counter(), max_reserved_share=1.0, max_fixed_share=1.0)
     budgets = [int(b) for b in args.budgets.split(",")]

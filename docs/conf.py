@@ -53,7 +53,6 @@ public_api_modules = [
     "toolctx.storage",
     "toolctx.selection",
     "toolctx.redaction",
-    "toolctx.budget",
     "toolctx.fresh",
     "toolctx.compaction",
     "toolctx.assembly",

@@ -22,7 +22,7 @@ async def main() -> None:
         id="budget-1",
         name="Let the token budgeter cut lists by priority",
         description="fit_items keeps whole items in order; callers want the most important items kept first.",
-        files=("toolctx/budget/_truncate.py", "docs/no-such-file.md"),
+        files=("toolctx/fresh/_truncate.py", "docs/no-such-file.md"),
         acceptance_criteria=("budgets are never exceeded", "the cut items are named"),
     )
     options = ContextOptions(max_tokens=40_000, code_search_query="fit_items truncate whole items marker")

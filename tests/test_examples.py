@@ -102,7 +102,7 @@ def test_the_fresh_context_example_builds_validates_and_clears_a_context_for_thi
     out = run([str(ROOT / "examples" / "fresh_context.py")], tmp_path).stdout
     assert re.search(r"Tokens: [\d,]+ of 40,000 \(reserve 10,000\)", out)  # a quarter of a small budget
     assert "Conversation history: []" in out
-    assert "  file  toolctx/budget/_truncate.py (task, " in out
+    assert "  file  toolctx/fresh/_truncate.py (task, " in out
     assert "Valid: True" in out
     assert "Warning: task file 'docs/no-such-file.md' named by the task does not exist; left out" in out
     assert "Messages for the model: ['system', 'user'], first user line: '## Task'" in out

@@ -54,7 +54,6 @@ def test_the_compaction_memory_and_server_packages_export_sorted_names_that_exis
 PUBLIC_MODULES = {
     "toolctx",
     "toolctx.assembly",
-    "toolctx.budget",
     "toolctx.cli",
     "toolctx.cli.__main__",
     "toolctx.compaction",

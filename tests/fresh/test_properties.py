@@ -8,8 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolctx.budget import FIXED_COMPONENTS
-from toolctx.fresh import ContextOptions, TaskSpec, create_context_system
+from toolctx.fresh import FIXED_COMPONENTS, ContextOptions, TaskSpec, create_context_system
 from toolctx.tokens import EstimateCounter, get_counter
 
 WORDS = st.sampled_from(["charge", "card", "refund", "日本", '{"id": 7}', "def f(x):", "    return x", "\t", "é"])

@@ -510,7 +510,7 @@ def test_a_failing_flash_save_leaves_everything_as_it_was(
         raise OSError("disk full")
 
     # The hash is computed for the checkpoint row, after every item update of the flash save.
-    monkeypatch.setattr(checkpoints_module, "snapshot_hash", broken)
+    monkeypatch.setattr(checkpoints_module, "hash_snapshot", broken)
     with pytest.raises(OSError, match="disk full"):
         agent.flash_save()
     assert sorted(agent.items(archived=True), key=lambda item: item.id) == before

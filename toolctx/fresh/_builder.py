@@ -23,10 +23,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from toolctx._internal import describe_error
-from toolctx.budget import DYNAMIC_COMPONENTS, TokenBudgeter, truncate_lines
+from toolctx._internal import WARNING, describe_error, log
 from toolctx.errors import ConfigError
 from toolctx.fresh import _render
+from toolctx.fresh._allocation import DYNAMIC_COMPONENTS
+from toolctx.fresh._budgeter import TokenBudgeter
 from toolctx.fresh._deps import local_imports
 from toolctx.fresh._fitting import fit_dynamic, settle
 from toolctx.fresh._models import (
@@ -41,10 +42,19 @@ from toolctx.fresh._models import (
     TaskSpec,
     TokenBreakdown,
 )
+from toolctx.fresh._overview import (
+    AnalyzerFunction,
+    CodebaseAnalyzer,
+    analyzer_summary,
+    check_analyzer,
+    fit_summary,
+    project_outline,
+)
 from toolctx.fresh._project import ProjectFiles
 from toolctx.fresh._providers import CodeSearchProvider, PlainSearch, RepoMapProvider, as_result, fuse_rankings
 from toolctx.fresh._render import CachedCounter
 from toolctx.fresh._sources import MemorySource, codebase_docs, gather_memories
+from toolctx.fresh._truncate import truncate_lines
 
 __all__ = ["ContextBuilder"]
 
@@ -79,7 +89,11 @@ class ContextBuilder:
     ``code_memory`` is a search of your own (embeddings, the seed's CodeMemory):
     its hits are merged with the code search's by reciprocal rank fusion.
     ``memory`` is a :class:`toolctx.memory.MemoryStore` (each agent's own memory is
-    read) or one agent's :class:`toolctx.memory.AgentMemory`.
+    read) or one agent's :class:`toolctx.memory.AgentMemory`. ``codebase_analyzer``
+    (a :class:`CodebaseAnalyzer`, or a callable taking the project) supplies the
+    codebase docs instead of the project's README, ARCHITECTURE and package
+    docstrings; if it fails, they are read after all. A project without docs gets
+    an outline of itself (name, languages, top-level layout) as its docs.
     """
 
     def __init__(
@@ -91,6 +105,7 @@ class ContextBuilder:
         code_search: CodeSearchProvider | Auto | None = "auto",
         code_memory: CodeSearchProvider | None = None,
         memory: Any = None,
+        codebase_analyzer: CodebaseAnalyzer | AnalyzerFunction | None = None,
         options: ContextBuilderOptions | None = None,
     ) -> None:
         self.project = _project(project)
@@ -118,6 +133,7 @@ class ContextBuilder:
             raise TypeError(f"code_memory must have a search(query, k) method, got {type(code_memory).__name__}")
         self.code_memory = code_memory
         self.memory = memory
+        self.codebase_analyzer = check_analyzer(codebase_analyzer)
 
     def _source(self, given: Any, module: str, name: str, kind: type) -> Any:
         if given != "auto":
@@ -187,13 +203,12 @@ class ContextBuilder:
                 cut = truncate_lines(f"{_render.HEADINGS['repo_map']}\n{repo_map}", budget["repo_map"], counter)
                 sections["repo_map"] = cut.text
         docs = None
-        if options.include_codebase_docs and listing:
+        if options.include_codebase_docs:
             room = max(0, budget["codebase_docs"] - counter.count(_render.HEADINGS["codebase_docs"] + "\n\n"))
-            docs = self._guard(
-                "the codebase docs", lambda: codebase_docs(self.files, paths, room, counter), None, warnings
-            )
-            if docs is not None and docs.sections:
-                body = "\n\n".join([_render.HEADINGS["codebase_docs"], *(s.text for s in docs.sections)])
+            docs = self._docs(paths, room, warnings)
+            parts = [docs.architecture_summary, *(s.text for s in docs.sections)]
+            if any(parts):
+                body = "\n\n".join([_render.HEADINGS["codebase_docs"], *(p for p in parts if p)])
                 sections["codebase_docs"] = truncate_lines(body, budget["codebase_docs"], counter).text
         used = {name: counter.count(text) for name, text in sections.items()}
         pool = max(0, budget.context_tokens - sum(used.values()))
@@ -246,6 +261,26 @@ class ContextBuilder:
             counter=counter.name,
             generated_at=datetime.now(UTC),
         )
+
+    def _docs(self, paths: set[str], room: int, warnings: list[str]) -> CodebaseDocsSummary:
+        """The codebase analyser's summary, else the project's own docs, else an outline of the project."""
+        counter = self.counter
+        analyzer = self.codebase_analyzer
+        if analyzer is not None:
+            try:
+                return fit_summary(analyzer_summary(analyzer, self.project), room, counter)
+            except Exception as exc:  # an analyser's failure must not stop the build
+                log(WARNING, "fresh_codebase_analyzer_failed", error=type(exc).__name__, message=describe_error(exc))
+                warnings.append(
+                    f"the codebase analyser failed ({type(exc).__name__}: {describe_error(exc)}); "
+                    "the project's own docs were read instead"
+                )
+        none = CodebaseDocsSummary()
+        docs = self._guard("the codebase docs", lambda: codebase_docs(self.files, paths, room, counter), none, warnings)
+        if docs.sections:
+            return docs
+        outline = CodebaseDocsSummary(architecture_summary=project_outline(self.project, paths))
+        return fit_summary(outline, room, counter)
 
     def _scan(self, warnings: list[str]) -> list[tuple[str, int, int]]:
         """This build's listing of the project, handed to every source that follows the project."""

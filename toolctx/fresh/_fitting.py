@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolctx.budget import TokenBudgeter, truncate_lines
 from toolctx.fresh import _render
+from toolctx.fresh._budgeter import TokenBudgeter
 from toolctx.fresh._excerpts import FileFit, fit_files, line_ranges
 from toolctx.fresh._models import CodeSearchResult, FileContent, MemoryEntry
+from toolctx.fresh._truncate import truncate_lines
 from toolctx.tokens import TokenCounter
 
 __all__ = ["fit_dynamic", "settle"]

@@ -5,24 +5,33 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from toolctx.budget import DynamicShares, FixedAllocations, TokenBudgeter
 from toolctx.errors import ToolctxError
+from toolctx.fresh._allocation import DynamicShares, FixedAllocations
+from toolctx.fresh._budgeter import TokenBudgeter
 from toolctx.fresh._builder import Auto, ContextBuilder
 from toolctx.fresh._manager import FreshContextManager
-from toolctx.fresh._models import ContextBuilderOptions, ContextOptions, ContextProjectConfig, TaskContext, TaskSpec
+from toolctx.fresh._models import (
+    CodebaseDocsSummary,
+    ContextBuilderOptions,
+    ContextOptions,
+    ContextProjectConfig,
+    TaskContext,
+    TaskSpec,
+)
+from toolctx.fresh._overview import CodebaseAnalyzer
 from toolctx.fresh._providers import CodeSearchProvider, RepoMapProvider
 from toolctx.tokens import TokenCounter
 
-__all__ = ["AgentContextIntegration", "ContextSystem", "PreparedContext", "create_context_system"]
+__all__ = ["AgentContextIntegration", "AgentContextResult", "ContextSystem", "create_context_system"]
 
 
-class PreparedContext(BaseModel):
+class AgentContextResult(BaseModel):
     """What :meth:`AgentContextIntegration.prepare_agent_context` gives back.
 
     ``success`` is False only when no context could be built (``error`` says
@@ -54,21 +63,21 @@ class AgentContextIntegration:
 
     def prepare_agent_context_sync(
         self, agent_id: str, task: TaskSpec, options: ContextOptions | None = None
-    ) -> PreparedContext:
+    ) -> AgentContextResult:
         """Clear what ``agent_id`` held and build a fresh context for ``task``."""
         task_id = getattr(task, "id", "")
         self.manager.clear_agent_context_sync(agent_id)
         try:
             context = self.manager.build_fresh_context_sync(task, options, agent_id=agent_id)
         except (ToolctxError, TypeError, ValueError) as exc:
-            return PreparedContext(success=False, agent_id=agent_id, task_id=str(task_id), error=str(exc))
+            return AgentContextResult(success=False, agent_id=agent_id, task_id=str(task_id), error=str(exc))
         with self._lock:
             self._current[agent_id] = task.id
-        return PreparedContext(success=True, agent_id=agent_id, task_id=task.id, context=context)
+        return AgentContextResult(success=True, agent_id=agent_id, task_id=task.id, context=context)
 
     async def prepare_agent_context(
         self, agent_id: str, task: TaskSpec, options: ContextOptions | None = None
-    ) -> PreparedContext:
+    ) -> AgentContextResult:
         """:meth:`prepare_agent_context_sync` in a worker thread."""
         return await asyncio.to_thread(self.prepare_agent_context_sync, agent_id, task, options)
 
@@ -123,12 +132,14 @@ class ContextSystem:
 
 
 def create_context_system(
-    project: ContextProjectConfig | str | os.PathLike[str],
+    project: ContextProjectConfig | str | os.PathLike[str] | None = None,
     *,
+    project_config: ContextProjectConfig | str | os.PathLike[str] | None = None,
     repo_map: RepoMapProvider | Auto | None = "auto",
     code_search: CodeSearchProvider | Auto | None = "auto",
     code_memory: CodeSearchProvider | None = None,
     memory: Any = None,
+    codebase_analyzer: CodebaseAnalyzer | Callable[[ContextProjectConfig], CodebaseDocsSummary] | None = None,
     builder_options: ContextBuilderOptions | None = None,
     custom_budget: FixedAllocations | Mapping[str, int] | None = None,
     shares: DynamicShares | None = None,
@@ -137,10 +148,22 @@ def create_context_system(
     """A budgeter, builder, manager and agent integration for one project, ready to use.
 
     ``project`` is a :class:`ContextProjectConfig` or the project's root folder;
-    ``custom_budget`` overrides fixed allocations (``{"repo_map": 5000}``);
-    ``counter`` is any token counter (default: exact o200k_base when installed).
-    The other arguments are :class:`ContextBuilder`'s.
+    ``project_config`` is the same option under the seed's name (``projectConfig``):
+    pass one or the other, not both. ``custom_budget`` overrides fixed allocations
+    (``{"repo_map": 5000}``); ``counter`` is any token counter (default: exact
+    o200k_base when installed). The other arguments are :class:`ContextBuilder`'s.
     """
+    if project is not None and project_config is not None:
+        raise TypeError(
+            "create_context_system got the project twice, as project= and as project_config= "
+            f"({project!r:.80} and {project_config!r:.80}); project_config is the seed's name for project, pass one"
+        )
+    project = project if project is not None else project_config
+    if project is None:
+        raise TypeError(
+            "create_context_system needs the project: a ContextProjectConfig or the project's root folder, "
+            "as project= (or project_config=)"
+        )
     budgeter = TokenBudgeter(custom_budget, shares, counter)
     builder = ContextBuilder(
         project,
@@ -149,6 +172,7 @@ def create_context_system(
         code_search=code_search,
         code_memory=code_memory,
         memory=memory,
+        codebase_analyzer=codebase_analyzer,
         options=builder_options,
     )
     manager = FreshContextManager(builder)

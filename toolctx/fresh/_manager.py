@@ -12,7 +12,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from toolctx.budget import DYNAMIC_COMPONENTS, TokenBudgeter
+from toolctx.fresh._allocation import DYNAMIC_COMPONENTS
+from toolctx.fresh._budgeter import TokenBudgeter
 from toolctx.fresh._builder import ContextBuilder
 from toolctx.fresh._models import ContextOptions, ContextStats, ContextValidation, TaskContext, TaskSpec
 

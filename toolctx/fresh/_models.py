@@ -170,10 +170,17 @@ class DocSection(BaseModel):
 
 
 class CodebaseDocsSummary(BaseModel):
-    """The project's own documentation fitted to its allocation."""
+    """The project's documentation fitted to its allocation: an architecture summary, then documents.
+
+    Read from the project (README, ARCHITECTURE, CONTRIBUTING, package docstrings
+    in ``sections``), or given by a codebase analyser. A project without any docs
+    gets an ``architecture_summary`` written from its files (name, languages,
+    top-level layout), so a built context's docs are never empty.
+    """
 
     model_config = _FROZEN
 
+    architecture_summary: str = ""
     sections: tuple[DocSection, ...] = ()
     tokens: int = 0
 

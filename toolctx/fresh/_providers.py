@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from toolctx.budget import fit_items
 from toolctx.fresh._chunks import ChunkIndex
 from toolctx.fresh._models import CodeSearchResult
 from toolctx.fresh._project import ProjectFiles
+from toolctx.fresh._truncate import fit_items
 from toolctx.tokens import TokenCounter
 
 __all__ = ["CodeHit", "CodeSearchProvider", "PlainSearch", "RepoMapProvider", "as_result", "fuse_rankings"]

@@ -6,9 +6,9 @@ import ast
 from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
-from toolctx.budget import truncate_lines
 from toolctx.fresh._models import CodebaseDocsSummary, DocSection, MemoryEntry
 from toolctx.fresh._project import ProjectFiles
+from toolctx.fresh._truncate import truncate_lines
 from toolctx.selection import SearchIndex, tokenize
 from toolctx.tokens import TokenCounter
 

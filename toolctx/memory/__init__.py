@@ -30,7 +30,7 @@ from toolctx.errors import UnknownAgentError, UnknownCheckpointError, UnknownIte
 from toolctx.memory._agent import AgentMemory
 from toolctx.memory._async import AsyncAgentMemory, AsyncMemoryStore
 from toolctx.memory._config import MAX_CONTENT_BYTES, MemoryConfig
-from toolctx.memory._items import DEFAULT_TYPE_WEIGHTS, ContextItem, Tier, content_hash
+from toolctx.memory._items import DEFAULT_TYPE_WEIGHTS, MAX_ITEM_TYPE_LENGTH, ContextItem, Tier, content_hash
 from toolctx.memory._results import (
     AgentSummary,
     CheckpointInfo,
@@ -40,7 +40,9 @@ from toolctx.memory._results import (
     MemoryStats,
     RestoreResult,
     TierUpdateResult,
+    hash_snapshot,
 )
+from toolctx.memory._schema import MAX_DATABASE_INTEGER
 from toolctx.memory._scoring import ImportanceScorer, ScoreBatch, Scorer, ScoreState, TierThresholds
 from toolctx.memory._store import MemoryStore
 from toolctx.memory._triggers import MemoryTriggers
@@ -48,6 +50,8 @@ from toolctx.memory._triggers import MemoryTriggers
 __all__ = [
     "DEFAULT_TYPE_WEIGHTS",
     "MAX_CONTENT_BYTES",
+    "MAX_DATABASE_INTEGER",
+    "MAX_ITEM_TYPE_LENGTH",
     "AgentMemory",
     "AgentSummary",
     "AsyncAgentMemory",
@@ -73,4 +77,5 @@ __all__ = [
     "UnknownCheckpointError",
     "UnknownItemError",
     "content_hash",
+    "hash_snapshot",
 ]

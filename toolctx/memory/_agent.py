@@ -7,7 +7,7 @@ job: saving, reading, tiers, checkpoints and diff.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -32,7 +32,7 @@ from toolctx.memory._results import (
     TierUpdateResult,
 )
 from toolctx.memory._rows import one_item, parse_tier
-from toolctx.memory._schema import MAX_AGENT_ID, MAX_ID, agents
+from toolctx.memory._schema import MAX_AGENT_ID, MAX_DATABASE_INTEGER, agents
 
 if TYPE_CHECKING:
     from toolctx.memory._base import StoreCore
@@ -42,7 +42,7 @@ __all__ = ["AgentMemory", "check_agent_id", "positive"]
 
 def positive(name: str, value: object) -> int:
     """An id or a limit: a whole number from 1 to what the database's 64-bit integers hold."""
-    return whole_number(name, value, minimum=1, maximum=MAX_ID)
+    return whole_number(name, value, minimum=1, maximum=MAX_DATABASE_INTEGER)
 
 
 def check_agent_id(value: object) -> str:
@@ -59,6 +59,24 @@ def _encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+# What a change event of update_tiers or flash_save says by itself; extra fields may not replace it.
+_EVENT_OWN_FIELDS = frozenset(
+    {"event", "agent_id", "revision", *TierUpdateResult.model_fields, *FlashSaveResult.model_fields}
+)
+
+
+def _event_fields(event: object) -> dict[str, Any]:
+    """Extra change-event fields: a mapping of text keys that leaves the event's own fields alone."""
+    if event is None:
+        return {}
+    if not isinstance(event, Mapping) or not all(isinstance(key, str) for key in event):
+        raise ConfigError(f"event must be a mapping of field names to values, not {event!r:.80}")
+    taken = sorted(set(event) & _EVENT_OWN_FIELDS)
+    if taken:
+        raise ConfigError(f"event field {taken[0]!r} is set by the store itself; name yours otherwise")
+    return dict(event)
 
 
 def _id_list(item_ids: object) -> list[object]:
@@ -112,7 +130,7 @@ class AgentMemory:
         with self.store.write() as conn:
             bumped = self._bump(conn, step)
             if bumped is None and self._create_on_write:
-                self.store._register(conn, self.agent_id)
+                self.store.register_agent(conn, self.agent_id)
                 bumped = self._bump(conn, step)
             if bumped is None:
                 raise UnknownAgentError(f"no agent {self.agent_id!r} in this memory store")
@@ -120,9 +138,7 @@ class AgentMemory:
             yield write
             store_revision = stamp(conn, self.agent_id)
         if event is not None:
-            self.store._publish(
-                {"event": event, "agent_id": self.agent_id, "revision": store_revision, **write.details}
-            )
+            self.store.publish({"event": event, "agent_id": self.agent_id, "revision": store_revision, **write.details})
 
     def _bump(self, conn: Connection, step: bool) -> tuple[int, int] | None:
         """Lock the agent's row and bump its revision (and its step counter if ``step``); both, or None."""
@@ -196,9 +212,17 @@ class AgentMemory:
         """
         positive("item_id", item_id)
         _saving.check_content(content, self.config.max_content_bytes)
+        tokens = self.config.count_tokens(content)
         with self._write("saved", step=True) as write:
             _saving.replace_content(
-                write.conn, self.agent_id, write.revision, item_id, content, now=self.config.clock(), step=write.step
+                write.conn,
+                self.agent_id,
+                write.revision,
+                item_id,
+                content,
+                tokens=tokens,
+                now=self.config.clock(),
+                step=write.step,
             )
             _tiers.update_tiers(write.conn, self.agent_id, self.config, write.revision, only=[item_id])
             item = one_item(write.conn, self.agent_id, item_id)
@@ -255,13 +279,16 @@ class AgentMemory:
     def load(self, tier: Tier | str = Tier.HOT, *, limit: int | None = None) -> list[ContextItem]:
         """Load a tier into the working set, best first; each loaded item counts one access.
 
-        Archived items are not loaded by tier; :meth:`restore` brings them back.
+        Loading is a use: each loaded item's decay starts again, on both clocks (the
+        agent's steps and the days; see :mod:`toolctx.memory`'s scoring). It is not a
+        step of the agent itself. Archived items are not loaded by tier;
+        :meth:`restore` brings them back.
         """
         wanted = parse_tier(tier)
         limit = None if limit is None else positive("limit", limit)
         with self._write(None) as write:
             loaded = _reading.load_tier(
-                write.conn, self.agent_id, write.revision, wanted, limit=limit, now=self.config.clock()
+                write.conn, self.agent_id, write.revision, wanted, limit=limit, now=self.config.clock(), step=write.step
             )
         log(DEBUG, "memory_loaded", agent=self.agent_id, tier=wanted.value, count=len(loaded))
         return loaded
@@ -282,16 +309,16 @@ class AgentMemory:
 
     # -- scoring -----------------------------------------------------------
 
-    def update_tiers(self) -> TierUpdateResult:
+    def update_tiers(self, *, event: Mapping[str, Any] | None = None) -> TierUpdateResult:
         """Rescore every unarchived item and move it to its tier; run it after each task.
 
         The default scorer runs inside the database as one UPDATE of the scores; a custom
         scorer reads the items, scores them in Python (vectorised when it can) and writes
         the scores back. Either way only the items whose score left their tier are then moved.
+        ``event`` adds fields to the ``"tiers_updated"`` change event (the store's
+        triggers say why they ran: ``{"trigger": "task_completed"}``).
         """
-        return self._update_tiers({})
-
-    def _update_tiers(self, details: dict[str, Any]) -> TierUpdateResult:
+        details = _event_fields(event)
         try:
             with self._write("tiers_updated") as write:
                 result = _tiers.update_tiers(write.conn, self.agent_id, self.config, write.revision)
@@ -315,19 +342,18 @@ class AgentMemory:
         whole_number("token_limit", token_limit, minimum=1, unit="tokens")
         return current_tokens >= self.config.flash_fraction * token_limit
 
-    def flash_save(self) -> FlashSaveResult:
+    def flash_save(self, *, event: Mapping[str, Any] | None = None) -> FlashSaveResult:
         """Checkpoint the working set's HOT and WARM items, archive COLD items, and resume with HOT only.
 
         All of it happens in one transaction: a failure leaves no checkpoint and no
         change, and two processes flash-saving one agent take turns. Tiers are those of
         the last :meth:`update_tiers`. Reloading the HOT tier counts as an access.
+        ``event`` adds fields to the ``"flash_saved"`` change event (as in :meth:`update_tiers`).
         """
-        return self._flash_save({})
-
-    def _flash_save(self, details: dict[str, Any]) -> FlashSaveResult:
+        details = _event_fields(event)
         now = self.config.clock()
         with self._write("flash_saved") as write:
-            result = _checkpoints.flash_save(write.conn, self.agent_id, write.revision, now)
+            result = _checkpoints.flash_save(write.conn, self.agent_id, write.revision, now, write.step)
             write.details.update(result.model_dump(), **details)
         log(DEBUG, "memory_flash_saved", agent=self.agent_id, **result.model_dump())
         return result

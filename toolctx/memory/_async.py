@@ -27,7 +27,7 @@ from sqlalchemy.engine import URL, Engine
 
 from toolctx.memory._agent import AgentMemory
 from toolctx.memory._config import MemoryConfig
-from toolctx.memory._feed import Event
+from toolctx.memory._feed import ChangeEvent
 from toolctx.memory._store import MemoryStore
 
 __all__ = ["AsyncAgentMemory", "AsyncMemoryStore"]
@@ -131,7 +131,7 @@ class AsyncMemoryStore:
     task_completed = _in_thread(MemoryStore.task_completed)
     close = _in_thread(MemoryStore.close)
 
-    def subscribe(self, callback: Callable[[Event], object]) -> Callable[[], None]:
+    def subscribe(self, callback: Callable[[ChangeEvent], object]) -> Callable[[], None]:
         """See :meth:`MemoryStore.subscribe`."""
         return self.sync.subscribe(callback)
 

@@ -34,7 +34,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Engine
 
 from toolctx.memory._config import MemoryConfig
-from toolctx.memory._feed import Event, Feed, agent_summaries, read_revision
+from toolctx.memory._feed import ChangeEvent, Feed, agent_summaries, read_revision
 from toolctx.memory._results import AgentSummary
 from toolctx.memory._schema import agents, create_schema, in_memory, open_engine
 
@@ -58,11 +58,17 @@ def _track(store: StoreCore) -> None:
 
 def _after_fork_in_child() -> None:
     for store in list(_STORES):
-        store._forked()
+        store.after_fork()
 
 
 class StoreCore:
-    """The database side of :class:`MemoryStore`: its engine, transactions and change feed."""
+    """The database side of :class:`MemoryStore`: its engine, transactions and change feed.
+
+    What the store's agents, its triggers and a subclass build on: :meth:`read` and
+    :meth:`write` transactions, :meth:`register_agent` inside a write, :meth:`publish`
+    of a change event once that write has committed, and :meth:`after_fork`, which
+    the store runs by itself in a forked child.
+    """
 
     def __init__(self, url: str | os.PathLike[str] | URL | Engine | None = None, *, config: MemoryConfig | None = None):
         if config is not None and not isinstance(config, MemoryConfig):
@@ -80,8 +86,11 @@ class StoreCore:
         # Re-entrant, so a thread that nests a read in its own write gets SQLite's error, not a deadlock.
         return threading.RLock() if self._shared_connection else nullcontext()
 
-    def _forked(self) -> None:
+    def after_fork(self) -> None:
         """In a forked child: forget the parent's pooled connections (a socket or file lock cannot be shared).
+
+        Run by itself in every child a process holding the store forks; call it only from
+        a fork handler of your own.
 
         An in-memory database is the child's own copy, so its one connection stays, with a
         new lock; a transaction another thread of the parent had open in it is rolled back.
@@ -105,16 +114,22 @@ class StoreCore:
     def __repr__(self) -> str:
         return f"MemoryStore({self.engine.url.render_as_string(hide_password=True)!r})"
 
-    def _register(self, conn: Connection, agent_id: str) -> bool:
-        """Add the agent's row; False if it was there (another process may register it at the same moment)."""
+    def register_agent(self, conn: Connection, agent_id: str) -> bool:
+        """Add the agent's row in the write transaction ``conn``; False if it was there.
+
+        Another process may register the same agent at the same moment: both succeed,
+        and only one gets True. Announce the agent with :meth:`publish` after the commit.
+        """
         insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
         now = self.config.clock()
+        # RETURNING, not rowcount: psycopg reports -1 rows for an INSERT ... ON CONFLICT DO NOTHING.
         added = conn.execute(
             insert(agents)
             .values(agent_id=agent_id, created_at=now, updated_at=now, revision=0)
             .on_conflict_do_nothing(index_elements=[agents.c.agent_id])
-        )
-        return bool(added.rowcount)
+            .returning(agents.c.agent_id)
+        ).first()
+        return added is not None
 
     def agent_ids(self) -> list[str]:
         """Every registered agent id, sorted."""
@@ -142,7 +157,7 @@ class StoreCore:
         with self.read() as conn:
             return read_revision(conn)
 
-    def subscribe(self, callback: Callable[[Event], object]) -> Callable[[], None]:
+    def subscribe(self, callback: Callable[[ChangeEvent], object]) -> Callable[[], None]:
         """Call ``callback(event)`` after every write made through this store; returns the unsubscribe function.
 
         An event is a dict with ``"event"`` (``"registered"``, ``"saved"``, ``"deleted"``,
@@ -161,7 +176,12 @@ class StoreCore:
         """
         return self._feed.subscribe(callback)
 
-    def _publish(self, event: Event) -> None:
+    def publish(self, event: ChangeEvent) -> None:
+        """Hand ``event`` to every :meth:`subscribe` callback, in this thread.
+
+        Call it after the write it describes has committed (subscribers read the store
+        back); a callback that raises is logged and the others still run.
+        """
         self._feed.publish(event)
 
     @contextmanager

@@ -15,17 +15,18 @@ from sqlalchemy.engine import Connection
 
 from toolctx.errors import UnknownCheckpointError
 from toolctx.memory._items import ContextItem, timestamp
-from toolctx.memory._results import CheckpointInfo, FlashSaveResult, snapshot_hash
+from toolctx.memory._results import CheckpointInfo, FlashSaveResult, hash_snapshot
 from toolctx.memory._rows import RECORDED_HASH, chunks, json_rows, mine, to_items
 from toolctx.memory._schema import checkpoints, contents, items
 
 __all__ = ["flash_save", "list_checkpoints", "recorded_rows", "restore"]
 
 
-def flash_save(conn: Connection, agent_id: str, revision: int, now: float) -> FlashSaveResult:
+def flash_save(conn: Connection, agent_id: str, revision: int, now: float, step: int) -> FlashSaveResult:
     """Checkpoint the working set's HOT and WARM items, archive COLD items, and leave HOT loaded.
 
     ``revision`` is that of the write this runs in; the checkpoint's items are as of the one before.
+    Reloading HOT is a load: its items' recency restarts at ``now`` and at the agent's step ``step``.
     """
     kept_items = (
         mine(agent_id),
@@ -68,7 +69,13 @@ def flash_save(conn: Connection, agent_id: str, revision: int, now: float) -> Fl
         conn.execute(
             update(items)
             .where(mine(agent_id), items.c.tier == "HOT", items.c.archived.is_(False))
-            .values(access_count=items.c.access_count + 1, last_accessed=now, loaded=True, revision=revision)
+            .values(
+                access_count=items.c.access_count + 1,
+                last_accessed=now,
+                last_step=step,
+                loaded=True,
+                revision=revision,
+            )
             .returning(items.c.tokens)
         )
         .scalars()
@@ -86,7 +93,7 @@ def flash_save(conn: Connection, agent_id: str, revision: int, now: float) -> Fl
         update(checkpoints)
         .where(checkpoints.c.id == checkpoint_id)
         .values(
-            snapshot_hash=snapshot_hash(kept),
+            snapshot_hash=hash_snapshot(kept),
             items_archived=result.items_archived,
             hot_items_retained=result.hot_items_retained,
             tokens_after=result.tokens_after,

@@ -6,11 +6,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import cast
 
 from toolctx._checks import fraction, non_empty_text, whole_number
 from toolctx.errors import ConfigError
-from toolctx.memory._items import DEFAULT_TYPE_WEIGHTS, MAX_ITEM_TYPE
+from toolctx.memory._items import DEFAULT_TYPE_WEIGHTS, MAX_ITEM_TYPE_LENGTH
 from toolctx.memory._scoring import ImportanceScorer, Scorer, ScoreState, TierThresholds
+from toolctx.tokens import EstimateCounter, TokenCounter, get_counter
 
 __all__ = ["MAX_CONTENT_BYTES", "MemoryConfig"]
 
@@ -30,6 +32,12 @@ class MemoryConfig:
     Items of ``pinned_types`` are pinned when saved (they do not decay) until
     :meth:`AgentMemory.complete_task`: by default the TASK items, so the current task
     stays HOT however long it takes.
+
+    ``counter`` counts each item's ``tokens`` (and so every token figure of the store):
+    a :class:`~toolctx.tokens.TokenCounter`, a counter name (``"o200k_base"``,
+    ``"cl100k_base"``, ``"estimate"``), or None for the exact ``o200k_base`` counter
+    when its tokenizer is installed (``toolctx[tokens]``), else the estimate. Items
+    keep the count made when they were saved or last rewritten.
     """
 
     type_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS))
@@ -39,11 +47,12 @@ class MemoryConfig:
     pinned_types: frozenset[str] = frozenset({"TASK"})
     max_content_bytes: int = MAX_CONTENT_BYTES
     clock: Callable[[], float] = time.time
+    counter: TokenCounter | str | None = None
 
     def __post_init__(self) -> None:
         weights: dict[str, float] = {}
         for name, weight in dict(self.type_weights).items():
-            non_empty_text("an item type name in type_weights", name, max_length=MAX_ITEM_TYPE)
+            non_empty_text("an item type name in type_weights", name, max_length=MAX_ITEM_TYPE_LENGTH)
             weights[name] = fraction(f"the weight of item type {name!r}", weight)
         if not weights:
             raise ConfigError("type_weights is empty; give at least one item type and its weight")
@@ -55,6 +64,11 @@ class MemoryConfig:
             raise ConfigError(f"pinned_types must be a set of item type names, not {self.pinned_types!r:.80}")
         object.__setattr__(self, "pinned_types", frozenset(self.pinned_types))
         whole_number("max_content_bytes", self.max_content_bytes, minimum=1, unit="bytes")
+        object.__setattr__(self, "counter", _resolve_counter(self.counter))
+
+    def count_tokens(self, content: str) -> int:
+        """The tokens ``content`` costs, with the store's counter."""
+        return cast(TokenCounter, self.counter).count(content)  # resolved in __post_init__
 
     def weight_of(self, item_type: str) -> float:
         """The base weight of ``item_type``, or a clear error naming the known types."""
@@ -66,3 +80,21 @@ class MemoryConfig:
                 f"unknown item_type {item_type!r}; known types are {known}. "
                 "Add it with MemoryConfig(type_weights={...})."
             ) from None
+
+
+def _resolve_counter(counter: object) -> TokenCounter:
+    if counter is None:
+        try:
+            exact = get_counter("o200k_base")
+            exact.count("a")  # loads the tokenizer now, so a missing one is found here
+        except ImportError:
+            return EstimateCounter()
+        return exact
+    if isinstance(counter, str):
+        return get_counter(counter)
+    if isinstance(counter, TokenCounter):
+        return counter
+    raise ConfigError(
+        f"counter must be a TokenCounter (name, count(text)), a counter name such as 'o200k_base' or None, "
+        f"not {counter!r:.80}"
+    )

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 from toolctx.errors import ConfigError
 from toolctx.memory._checkpoints import recorded_rows
 from toolctx.memory._items import ContextItem, Tier, timestamp
-from toolctx.memory._results import ContextDiff, ContextSnapshot, snapshot_hash
+from toolctx.memory._results import ContextDiff, ContextSnapshot, hash_snapshot
 from toolctx.memory._rows import RECORDED_HASH, chunks, mine, revision_of, select_items, to_items
 from toolctx.memory._schema import deleted, items
 
@@ -80,7 +80,7 @@ def _snapshot(agent_id: str, tier: Tier | None, entries: dict[int, str], revisio
         agent_id=agent_id,
         tier=tier,
         items=entries,
-        snapshot_hash=snapshot_hash(entries),
+        snapshot_hash=hash_snapshot(entries),
         taken_at=timestamp(now),
         revision=revision,
     )

@@ -24,14 +24,14 @@ from toolctx.memory._items import timestamp
 from toolctx.memory._results import AgentSummary
 from toolctx.memory._schema import agents, items, meta
 
-__all__ = ["CHANNEL", "EVENTS", "Event", "Feed", "agent_summaries", "read_revision", "stamp"]
+__all__ = ["CHANNEL", "EVENTS", "ChangeEvent", "Feed", "agent_summaries", "read_revision", "stamp"]
 
 #: The PostgreSQL channel every write notifies, with the agent id as payload.
 CHANNEL = "toolctx_memory"
 #: The kinds of event :meth:`MemoryStore.subscribe` delivers.
 EVENTS = ("registered", "saved", "deleted", "tiers_updated", "flash_saved", "restored", "archived")
 
-Event = dict[str, Any]
+ChangeEvent = dict[str, Any]
 
 
 class Feed:
@@ -39,9 +39,9 @@ class Feed:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._subscribers: list[Callable[[Event], object]] = []
+        self._subscribers: list[Callable[[ChangeEvent], object]] = []
 
-    def subscribe(self, callback: Callable[[Event], object]) -> Callable[[], None]:
+    def subscribe(self, callback: Callable[[ChangeEvent], object]) -> Callable[[], None]:
         if not callable(callback):
             raise TypeError(f"subscribe takes a function of one event dict, not {callback!r:.80}")
         with self._lock:
@@ -54,7 +54,7 @@ class Feed:
 
         return unsubscribe
 
-    def publish(self, event: Event) -> None:
+    def publish(self, event: ChangeEvent) -> None:
         """Hand ``event`` to every subscriber; one that raises is logged and the others still run."""
         with self._lock:
             subscribers = list(self._subscribers)

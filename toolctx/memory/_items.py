@@ -8,9 +8,10 @@ from enum import StrEnum
 import xxhash
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["DEFAULT_TYPE_WEIGHTS", "MAX_ITEM_TYPE", "ContextItem", "Tier", "content_hash", "timestamp"]
+__all__ = ["DEFAULT_TYPE_WEIGHTS", "MAX_ITEM_TYPE_LENGTH", "ContextItem", "Tier", "content_hash", "timestamp"]
 
-MAX_ITEM_TYPE = 64  # characters in an item type name
+#: The longest item type name a store takes, in characters.
+MAX_ITEM_TYPE_LENGTH = 64
 
 
 class Tier(StrEnum):

@@ -36,9 +36,13 @@ def list_items(
 
 
 def load_tier(
-    conn: Connection, agent_id: str, revision: int, tier: Tier, *, limit: int | None, now: float
+    conn: Connection, agent_id: str, revision: int, tier: Tier, *, limit: int | None, now: float, step: int
 ) -> list[ContextItem]:
-    """Load the tier's unarchived items (its best ``limit``) into the working set, counting an access each."""
+    """Load the tier's unarchived items (its best ``limit``) into the working set, counting an access each.
+
+    A load is a use: both recency clocks restart, the day clock at ``now`` and the
+    step clock at the agent's step ``step``.
+    """
     selected = and_(mine(agent_id), items.c.tier == tier.value, items.c.archived.is_(False))
     if limit is not None:
         top = select(items.c.id).where(selected).order_by(*BEST_FIRST).limit(limit)
@@ -46,7 +50,9 @@ def load_tier(
     conn.execute(
         update(items)
         .where(selected)
-        .values(access_count=items.c.access_count + 1, last_accessed=now, loaded=True, revision=revision)
+        .values(
+            access_count=items.c.access_count + 1, last_accessed=now, last_step=step, loaded=True, revision=revision
+        )
     )
     # The update changes neither tiers nor scores, so ``selected`` picks the same items again.
     return to_items(conn.execute(select_items(selected).order_by(*BEST_FIRST)).all())

@@ -19,7 +19,7 @@ __all__ = [
     "MemoryStats",
     "RestoreResult",
     "TierUpdateResult",
-    "snapshot_hash",
+    "hash_snapshot",
 ]
 
 
@@ -71,8 +71,12 @@ class RestoreResult(_Result):
     tokens: int
 
 
-def snapshot_hash(entries: dict[int, str]) -> str:
-    """One hash for a whole context: equal for equal ``{item id: content hash}`` maps, in any order."""
+def hash_snapshot(entries: dict[int, str]) -> str:
+    """One hash for a whole context: equal for equal ``{item id: content hash}`` maps, in any order.
+
+    It is the ``snapshot_hash`` of a :class:`ContextSnapshot` and of a checkpoint, so a
+    snapshot sent from elsewhere (the HTTP API) can be checked against its items.
+    """
     return xxhash.xxh3_128_hexdigest(orjson.dumps(entries, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS))
 
 

@@ -19,7 +19,6 @@ from toolctx.memory._config import MemoryConfig
 from toolctx.memory._items import ContextItem, content_hash
 from toolctx.memory._rows import ITEM_COLUMNS, mine, to_item
 from toolctx.memory._schema import contents, deleted, items
-from toolctx.tokens import estimate_tokens
 
 __all__ = [
     "archive_items",
@@ -76,7 +75,7 @@ def item_row(
         "item_type": item_type,
         "content": content,
         "content_hash": content_hash(content),
-        "tokens": estimate_tokens(content),
+        "tokens": config.count_tokens(content),
         "weight": weight,
         "importance_score": score,
         "tier": config.thresholds.tier_of(score).value,
@@ -111,7 +110,7 @@ def saved_item(item_id: int, row: dict[str, Any]) -> ContextItem:
 
 
 def replace_content(
-    conn: Connection, agent_id: str, revision: int, item_id: int, content: str, *, now: float, step: int
+    conn: Connection, agent_id: str, revision: int, item_id: int, content: str, *, tokens: int, now: float, step: int
 ) -> None:
     """Point the item at ``content`` (a checked string), keeping its earlier contents; rewriting it is a use."""
     digest = content_hash(content)
@@ -120,7 +119,7 @@ def replace_content(
         .where(mine(agent_id), items.c.id == item_id)
         .values(
             content_hash=digest,
-            tokens=estimate_tokens(content),
+            tokens=tokens,
             revision=revision,
             last_accessed=now,
             last_step=step,

@@ -44,12 +44,12 @@ from sqlalchemy.pool import StaticPool
 
 from toolctx._internal import WARNING, log
 from toolctx.errors import ConfigError
-from toolctx.memory._items import MAX_ITEM_TYPE
+from toolctx.memory._items import MAX_ITEM_TYPE_LENGTH
 
 __all__ = [
     "DEFAULT_DB_ENV",
     "MAX_AGENT_ID",
-    "MAX_ID",
+    "MAX_DATABASE_INTEGER",
     "agents",
     "checkpoints",
     "contents",
@@ -64,7 +64,8 @@ __all__ = [
 
 DEFAULT_DB_ENV = "TOOLCTX_MEMORY_URL"
 _ID = BigInteger().with_variant(Integer, "sqlite")  # SQLite only autoincrements an INTEGER PRIMARY KEY
-MAX_ID = 2**63 - 1  # the largest id (or LIMIT) either database takes: a signed 64-bit integer
+#: The largest id, limit or revision a memory store takes: a signed 64-bit integer, what both databases hold.
+MAX_DATABASE_INTEGER = 2**63 - 1
 MAX_AGENT_ID = 200
 
 metadata = MetaData()
@@ -97,7 +98,7 @@ items = Table(
     metadata,
     Column("id", _ID, primary_key=True, autoincrement=True),
     Column("agent_id", String(MAX_AGENT_ID), ForeignKey("context_agents.agent_id", ondelete="CASCADE"), nullable=False),
-    Column("item_type", String(MAX_ITEM_TYPE), nullable=False),
+    Column("item_type", String(MAX_ITEM_TYPE_LENGTH), nullable=False),
     Column("content_hash", String(32), nullable=False),
     Column("tokens", Integer, nullable=False),
     Column("weight", Double, nullable=True),

@@ -70,8 +70,8 @@ class MemoryStore(StoreCore):
             if not create:
                 raise UnknownAgentError(f"no agent {agent_id!r} in this memory store; save an item for it first")
             with self.write() as conn:
-                added = self._register(conn, agent_id)
+                added = self.register_agent(conn, agent_id)
                 revision = stamp(conn, agent_id) if added else None
             if revision is not None:  # (told after the commit, as every write is)
-                self._publish({"event": "registered", "agent_id": agent_id, "revision": revision})
+                self.publish({"event": "registered", "agent_id": agent_id, "revision": revision})
         return AgentMemory(self, agent_id)

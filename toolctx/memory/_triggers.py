@@ -105,15 +105,15 @@ class MemoryTriggers:
         if self.flash_save and full and state.armed:
             state.armed = False
             reason = {"trigger": "window", "prompt_tokens": prompt_tokens, "window": window}
-            memory._update_tiers(reason)
-            result = memory._flash_save(reason)
+            memory.update_tiers(event=reason)
+            result = memory.flash_save(event=reason)
             state.tiered_at_step = self._steps(memory.agent_id)
             log(DEBUG, "memory_trigger_flash_save", agent=memory.agent_id, prompt_tokens=prompt_tokens, window=window)
             return result
         if self.retier_before_calls:
             steps = self._steps(memory.agent_id)
             if steps != state.tiered_at_step:
-                memory._update_tiers({"trigger": "model_call"})
+                memory.update_tiers(event={"trigger": "model_call"})
                 state.tiered_at_step = steps
         return None
 
@@ -125,7 +125,7 @@ class MemoryTriggers:
             memory.complete_task()
             if not self.retier_on_task_complete:
                 return None
-            result = memory._update_tiers({"trigger": "task_completed"})
+            result = memory.update_tiers(event={"trigger": "task_completed"})
             state.tiered_at_step = self._steps(memory.agent_id)
             return result
 

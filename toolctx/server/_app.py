@@ -21,6 +21,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.security import HTTPBearer
 
 from toolctx._checks import real_number, whole_number
+from toolctx.memory import MAX_DATABASE_INTEGER as MAX_ID
 from toolctx.memory import (
     AgentMemory,
     CheckpointInfo,
@@ -33,8 +34,7 @@ from toolctx.memory import (
     Tier,
     TierUpdateResult,
 )
-from toolctx.memory._results import snapshot_hash
-from toolctx.memory._schema import MAX_ID
+from toolctx.memory import hash_snapshot as snapshot_hash
 from toolctx.server._dashboard import dashboard_router
 from toolctx.server._docs import DOCS_HEADERS, render_docs
 from toolctx.server._errors import install_error_handlers

@@ -7,9 +7,9 @@ from typing import Annotated, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from toolctx.memory import MAX_DATABASE_INTEGER as MAX_ID
+from toolctx.memory import MAX_ITEM_TYPE_LENGTH as MAX_ITEM_TYPE
 from toolctx.memory import ContextItem, Tier
-from toolctx.memory._items import MAX_ITEM_TYPE
-from toolctx.memory._schema import MAX_ID
 
 # Ids and limits as a 64-bit column holds them; a content hash as the store writes it.
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import toolctx.tokens
 from toolctx._checks import fraction, whole_number
-from toolctx.budget._allocation import FIXED_COMPONENTS, DynamicShares, FixedAllocations, TokenBudget, share_out
-from toolctx.budget._truncate import FitItems, Truncation, fit_items, truncate_lines
+from toolctx.fresh._allocation import FIXED_COMPONENTS, DynamicShares, FixedAllocations, TokenBudget, share_out
+from toolctx.fresh._truncate import FitItems, Truncation, fit_items, truncate_lines
 from toolctx.tokens import EstimateCounter, TokenCounter
 
 __all__ = ["TokenBudgeter", "default_counter"]

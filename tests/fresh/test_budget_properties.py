@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolctx.budget import DYNAMIC_COMPONENTS, FixedAllocations, TokenBudgeter, fit_items, share_out, truncate_lines
+from toolctx.fresh import DYNAMIC_COMPONENTS, FixedAllocations, TokenBudgeter, fit_items, share_out, truncate_lines
 from toolctx.tokens import EstimateCounter, get_counter
 
 EXACT = get_counter("o200k_base")

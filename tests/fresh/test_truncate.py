@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolctx.budget import fit_items, truncate_lines
+from toolctx.fresh import fit_items, truncate_lines
 from toolctx.tokens import get_counter
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from toolctx.budget import DynamicShares, FixedAllocations, TokenBudgeter, share_out
 from toolctx.errors import ConfigError
+from toolctx.fresh import DynamicShares, FixedAllocations, TokenBudgeter, share_out
 from toolctx.tokens import EstimateCounter, TokenCounter
 
 
