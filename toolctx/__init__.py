@@ -4,6 +4,25 @@ Decorate tools with :func:`persist_context`; every call's arguments and result a
 stored in the current :func:`session` (small results in memory, large ones on
 disk), indexed by query and task, selectable by relevance, and deleted when the
 session ends.
+
+From need to door (each package's own docstring maps its names the same way):
+
+- store tool calls, select and read them back: :func:`persist_context`,
+  :func:`session` / :class:`ContextSession`, :class:`Conversations` (one session per
+  conversation, across turns and processes), :func:`gc`; the session's doors for
+  neighbours and kept-session reading: :mod:`toolctx.sessions`;
+- what the model is shown of tool calls (stand-ins, the tool-time rule, compaction,
+  ``read_context``): :mod:`toolctx.compaction`; framework adapters:
+  ``toolctx_langchain``, ``toolctx_openai_agents``;
+- assemble every model call (system prompt, history, plugins, priority shedding):
+  :mod:`toolctx.assembly`;
+- a fresh, budgeted context per task for a coding agent: :mod:`toolctx.fresh`;
+- tiered long-lived memory (HOT/WARM/COLD, flash save): :mod:`toolctx.memory`, served
+  over HTTP by :mod:`toolctx.server`;
+- relevance strategies: :mod:`toolctx.selection`; where outputs are stored:
+  :mod:`toolctx.storage`; secrets: :mod:`toolctx.redaction`; token counts:
+  :mod:`toolctx.tokens`; testing your agent: :mod:`toolctx.testing`; reporting the
+  way toolctx does: :mod:`toolctx.diagnostics`.
 """
 
 from __future__ import annotations
