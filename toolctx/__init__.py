@@ -10,7 +10,7 @@ From need to door (each package's own docstring maps its names the same way):
 - store tool calls, select and read them back: :func:`persist_context`,
   :func:`session` / :class:`ContextSession`, :class:`Conversations` (one session per
   conversation, across turns and processes), :func:`gc`; the session's doors for
-  neighbours and kept-session reading: :mod:`toolctx.sessions`;
+  neighbours and kept-session reading: ``toolctx.sessions``;
 - what the model is shown of tool calls (stand-ins, the tool-time rule, compaction,
   ``read_context``): :mod:`toolctx.compaction`; framework adapters:
   ``toolctx_langchain``, ``toolctx_openai_agents``;
