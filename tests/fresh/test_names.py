@@ -22,7 +22,6 @@ FACES = (
     "toolctx.redaction",
     "toolctx.selection",
     "toolctx.sessions",
-    "toolctx.standins",
     "toolctx.storage",
     "toolctx.tokens",
 )

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from toolctx.assembly._conversation import HistoryMixin, text_value
 from toolctx.assembly._events import Event
-from toolctx.assembly._measure import Measure, resolve_counter
+from toolctx.assembly._measure import Measure
 from toolctx.assembly._pipeline import budget_now, prepare
 from toolctx.assembly._plugins import as_plugin
 from toolctx.assembly._render import PreparedContext
@@ -21,7 +21,7 @@ from toolctx.assembly._working import Summarizer, WorkingState
 from toolctx.compaction import output_text
 from toolctx.errors import ConfigError
 from toolctx.sessions import ContextSession
-from toolctx.tokens import TokenCounter
+from toolctx.tokens import TokenCounter, resolve_counter
 
 __all__ = ["ContextAssembler"]
 

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolctx.assembly._types import HistoryMessage, Role
-from toolctx.tokens import EstimateCounter, TokenCounter, count_message, count_request, count_tools, get_counter
+from toolctx.tokens import TokenCounter, count_message, count_request, count_tools
 
-__all__ = ["Measure", "arguments_json", "openai_message", "resolve_counter"]
+__all__ = ["Measure", "arguments_json", "openai_message"]
 
 
 def arguments_json(arguments: Mapping[str, Any]) -> str:
@@ -39,26 +39,6 @@ def openai_message(message: HistoryMessage, role: Role | None = None) -> dict[st
             ]
         return out
     return {"role": role or message.role, "content": message.content}
-
-
-def resolve_counter(counter: TokenCounter | str | None) -> TokenCounter:
-    """A counter from a :class:`~toolctx.tokens.TokenCounter`, a :func:`~toolctx.tokens.get_counter` name, or None.
-
-    None picks the exact ``o200k_base`` counter when its tokenizer is installed
-    (``toolctx[tokens]``), else the estimate.
-    """
-    if counter is None:
-        try:
-            exact = get_counter("o200k_base")
-            exact.count("a")  # loads the tokenizer now, so a missing one is found here
-        except ImportError:
-            return EstimateCounter()
-        return exact
-    if isinstance(counter, str):
-        return get_counter(counter)
-    if isinstance(counter, TokenCounter):
-        return counter
-    raise TypeError(f"counter must be a TokenCounter (name, count(text)), a counter name or None, not {counter!r:.80}")
 
 
 class Measure:

@@ -12,7 +12,7 @@ from toolctx._checks import fraction, non_empty_text, whole_number
 from toolctx.errors import ConfigError
 from toolctx.memory._items import DEFAULT_TYPE_WEIGHTS, MAX_ITEM_TYPE_LENGTH
 from toolctx.memory._scoring import ImportanceScorer, Scorer, ScoreState, TierThresholds
-from toolctx.tokens import EstimateCounter, TokenCounter, get_counter
+from toolctx.tokens import TokenCounter, resolve_counter
 
 __all__ = ["MAX_CONTENT_BYTES", "MemoryConfig"]
 
@@ -64,7 +64,7 @@ class MemoryConfig:
             raise ConfigError(f"pinned_types must be a set of item type names, not {self.pinned_types!r:.80}")
         object.__setattr__(self, "pinned_types", frozenset(self.pinned_types))
         whole_number("max_content_bytes", self.max_content_bytes, minimum=1, unit="bytes")
-        object.__setattr__(self, "counter", _resolve_counter(self.counter))
+        object.__setattr__(self, "counter", resolve_counter(self.counter))
 
     def count_tokens(self, content: str) -> int:
         """The tokens ``content`` costs, with the store's counter."""
@@ -80,21 +80,3 @@ class MemoryConfig:
                 f"unknown item_type {item_type!r}; known types are {known}. "
                 "Add it with MemoryConfig(type_weights={...})."
             ) from None
-
-
-def _resolve_counter(counter: object) -> TokenCounter:
-    if counter is None:
-        try:
-            exact = get_counter("o200k_base")
-            exact.count("a")  # loads the tokenizer now, so a missing one is found here
-        except ImportError:
-            return EstimateCounter()
-        return exact
-    if isinstance(counter, str):
-        return get_counter(counter)
-    if isinstance(counter, TokenCounter):
-        return counter
-    raise ConfigError(
-        f"counter must be a TokenCounter (name, count(text)), a counter name such as 'o200k_base' or None, "
-        f"not {counter!r:.80}"
-    )

@@ -20,7 +20,7 @@ from toolctx.tokens._chat import count_message, count_request, count_tools
 from toolctx.tokens._counter import EstimateCounter, TokenCounter
 from toolctx.tokens._estimate import estimate_tokens, estimate_tokens_cached, remembers_estimate
 from toolctx.tokens._exact import ENCODINGS, ExactCounter
-from toolctx.tokens._models import counter_for_model, encoding_for_model, get_counter
+from toolctx.tokens._models import counter_for_model, encoding_for_model, get_counter, resolve_counter
 
 __all__ = [
     "ENCODINGS",
@@ -37,4 +37,5 @@ __all__ = [
     "estimate_tokens_cached",
     "get_counter",
     "remembers_estimate",
+    "resolve_counter",
 ]

@@ -9,7 +9,7 @@ from toolctx.errors import ConfigError
 from toolctx.tokens._counter import EstimateCounter, TokenCounter
 from toolctx.tokens._exact import ENCODINGS, ExactCounter
 
-__all__ = ["counter_for_model", "encoding_for_model", "get_counter"]
+__all__ = ["counter_for_model", "encoding_for_model", "get_counter", "resolve_counter"]
 
 # Model-name prefixes and their encodings, as OpenAI's tiktoken maps them. The longest
 # matching prefix wins, so "gpt-4o" is o200k_base although "gpt-4" is cl100k_base.
@@ -109,3 +109,27 @@ def counter_for_model(model: str, *, fallback: str | None = None) -> TokenCounte
             raise
         return get_counter(fallback)
     return get_counter(encoding)
+
+
+def resolve_counter(counter: TokenCounter | str | None) -> TokenCounter:
+    """A counter from a :class:`TokenCounter`, a :func:`get_counter` name, or None.
+
+    None picks the exact ``o200k_base`` counter when its tokenizer is installed
+    (``toolctx[tokens]``), else the estimate: what the assembler and the tiered
+    memory count with by default.
+    """
+    if counter is None:
+        try:
+            exact = get_counter("o200k_base")
+            exact.count("a")  # loads the tokenizer now, so a missing one is found here
+        except ImportError:
+            return EstimateCounter()
+        return exact
+    if isinstance(counter, str):
+        return get_counter(counter)
+    if isinstance(counter, TokenCounter):
+        return counter
+    raise ConfigError(
+        "counter must be a TokenCounter (name, count(text)), a counter name such as 'o200k_base' or None, "
+        f"not {counter!r:.80}"
+    )
