@@ -269,7 +269,7 @@ class SavePath:
     def _redact(self, call: Call, redactor: Redactor, data: bytes) -> tuple[bytes, bytes, tuple[str, ...]]:
         """The call's redacted arguments and result, and the secret argument values to remove elsewhere."""
         args_json = call.args_json
-        redacted_args, data, call_id = redactor._redact_call(args_json, data, call.call_id)
+        redacted_args, data, call_id = redactor.redact_call_with_id(args_json, data, call.call_id)
         call.call_id = call_id
         echoes: tuple[str, ...] = ()
         if redacted_args != args_json:  # a secret argument: find where the tool echoed it
