@@ -8,8 +8,6 @@ the JSON parsed; large strings and ``bytes`` values have paths that avoid even t
 from __future__ import annotations
 
 import base64
-import binascii
-import codecs
 import functools
 import re
 from collections.abc import Hashable, Iterable, Sequence
@@ -20,6 +18,7 @@ import orjson
 from toolctx.errors import ConfigError
 from toolctx.redaction._compile import BLOB_MARK, FOLD, Rule, compile_rules
 from toolctx.redaction._forms import Folded, Lowered, splice, whole_spans
+from toolctx.redaction._json import BLOB_HEAD, from_base64, replace_in_string, string_text
 from toolctx.redaction._keys import assigned_span, words
 from toolctx.redaction._rules import DEFAULT_KEYS, DEFAULT_PATTERNS, REDACTED, SecretPattern
 
@@ -28,8 +27,6 @@ __all__ = ["Redactor", "default_redactor", "resolve_redactor"]
 _JOINED_SCAN_LIMIT = 16 * 1024  # below this, joining a call's args and result costs less than a second scan
 _LARGE = 1 << 20  # from this size on, a rule is tried where its literal occurs rather than in a pass
 _HOOKS = ("redact_value", "redact_text", "redact_bytes", "is_secret_key", "_match_key")
-_JSON_LONGER = bytes(1 if b in b'"\\\b\t\n\f\r' else 0 for b in range(256))
-_BLOB_HEAD = b'{"$bytes":"'
 
 
 class Redactor:
@@ -73,7 +70,7 @@ class Redactor:
 
     def __call__(self, data: bytes) -> tuple[bytes, bool]:
         """Redact JSON ``data`` (as orjson writes it); returns the bytes to store and whether anything changed."""
-        if data.startswith(_BLOB_HEAD):
+        if data.startswith(BLOB_HEAD):
             blob = self._top_blob(data)
             if blob is not None:
                 return blob
@@ -111,7 +108,7 @@ class Redactor:
         self, args_json: bytes, result_json: bytes, call_id: str | None
     ) -> tuple[bytes, bytes, str | None]:
         """The default :meth:`redact_call_with_id`, which the default :meth:`redact_call` shares."""
-        if len(result_json) <= _JOINED_SCAN_LIMIT and not result_json.startswith(_BLOB_HEAD):
+        if len(result_json) <= _JOINED_SCAN_LIMIT and not result_json.startswith(BLOB_HEAD):
             # Compact JSON never holds a raw newline and no fragment matches one, so
             # nothing can match across the joins: one scan answers for all three.
             joined = args_json + b"\n" + result_json
@@ -128,34 +125,15 @@ class Redactor:
         return args, result_json, None if call_id is None else self.redact_text(call_id)
 
     def _large_text(self, data: bytes, found: frozenset[Hashable] | None) -> tuple[bytes, bool] | None:
-        """A large result that is one string, redacted without building a ``str`` (None: not as orjson writes it).
-
-        orjson escapes only ``"``, ``\\`` and control characters; without a ``\\u00XX`` (a
-        rare control character) each of its escapes is one of Python's, so ``escape_decode``
-        gives the text's UTF-8 at once. The secrets found in it are then replaced in the
-        JSON itself, each offset moved by the escapes before it: exactly what orjson would
-        write for the redacted text.
-        """
-        if _escaped(data, b"\\u") or _escaped(data, b"\\/"):
+        """A large result that is one string, redacted without building a ``str`` (None: not as orjson writes it)."""
+        raw = string_text(data)
+        if raw is None:
             return None  # control characters (or another writer): parsed as any JSON
-        view = memoryview(data)
-        raw: bytes = codecs.escape_decode(view[1:-1])[0]
         rules, fold = (None, None) if found is None else (self._rules_for(found), not found.isdisjoint(FOLD))
         spans = whole_spans(raw, self._secret_spans(raw, rules, fold, text=True))
         if not spans:
             return data, False
-        longer = raw.translate(_JSON_LONGER)  # 1 where the JSON writes the byte as two
-        replacement = orjson.dumps(self.replacement)[1:-1]
-        parts: list[bytes | memoryview] = []
-        text_at, json_at, kept = 0, 1, 0
-        for start, end in spans:
-            json_start = json_at + start - text_at + longer.count(1, text_at, start)
-            json_end = json_start + end - start + longer.count(1, start, end)
-            parts += (view[kept:json_start], replacement)
-            text_at = end
-            json_at = kept = json_end
-        parts.append(view[kept:])
-        return b"".join(parts), True
+        return replace_in_string(data, raw, spans, orjson.dumps(self.replacement)[1:-1]), True
 
     def _redact_json(self, data: bytes, found: frozenset[Hashable]) -> tuple[bytes, bool]:
         """Apply the rules whose fragments were found: the parse is skipped when none can match."""
@@ -311,7 +289,7 @@ class Redactor:
     def _blob(self, value: dict[str, Any]) -> dict[str, Any] | None:
         """A redacted ``{"$bytes": base64}`` value, or None when it does not hold base64."""
         text = value["$bytes"]
-        raw = _from_base64(text) if isinstance(text, str) else None
+        raw = from_base64(text) if isinstance(text, str) else None
         if raw is None:
             return None
         redacted = self.redact_bytes(raw)
@@ -321,22 +299,22 @@ class Redactor:
 
     def _top_blob(self, data: bytes) -> tuple[bytes, bool] | None:
         """A whole result that is bytes: decoded straight from the JSON, no parse and no scan of the base64."""
-        if not data.endswith(b'"}') or data.find(b'"', len(_BLOB_HEAD)) != len(data) - 2:
+        if not data.endswith(b'"}') or data.find(b'"', len(BLOB_HEAD)) != len(data) - 2:
             return None
-        raw = _from_base64(memoryview(data)[len(_BLOB_HEAD) : -2])
+        raw = from_base64(memoryview(data)[len(BLOB_HEAD) : -2])
         if raw is None:
             return None
         redacted = self.redact_bytes(raw)
         if redacted is raw:
             return data, False
-        return _BLOB_HEAD + base64.b64encode(redacted) + b'"}', True
+        return BLOB_HEAD + base64.b64encode(redacted) + b'"}', True
 
     def redact_value(self, value: Any) -> Any:
         """A redacted copy of a JSON value (dicts, lists, strings, numbers), by every rule."""
         if isinstance(value, str):
             return self.redact_text(value)
         if isinstance(value, dict):
-            raw = _from_base64(value["$bytes"]) if len(value) == 1 and isinstance(value.get("$bytes"), str) else None
+            raw = from_base64(value["$bytes"]) if len(value) == 1 and isinstance(value.get("$bytes"), str) else None
             if raw is not None:
                 redacted = self.redact_bytes(raw)
                 return value if redacted == raw else {"$bytes": base64.b64encode(redacted).decode("ascii")}
@@ -369,32 +347,6 @@ def _starts(rule: Rule, found: frozenset[Hashable], positions: dict[Hashable, li
                 return None  # too frequent to place: one pass is cheaper
             starts += places
     return sorted(set(starts))
-
-
-def _escaped(data: bytes, escape: bytes, most: int = 4096) -> bool:
-    """Whether JSON ``data`` holds ``escape`` (``\\u``, say) as an escape, not after an escaped backslash.
-
-    Past ``most`` look-alikes it answers yes: the caller then takes its general path.
-    """
-    at = data.find(escape)
-    while at >= 0 and most:
-        run = at
-        while run and data[run - 1] == 0x5C:  # backslashes just before it
-            run -= 1
-        if (at - run) % 2 == 0:
-            return True
-        at = data.find(escape, at + 2)
-        most -= 1
-    return at >= 0
-
-
-def _from_base64(text: str | memoryview) -> bytes | None:
-    """The bytes a ``{"$bytes": ...}`` value holds, or None if ``text`` is not the base64 toolctx writes."""
-    try:
-        raw = binascii.a2b_base64(text)  # lenient (faster): an exact length shows nothing was skipped
-    except (binascii.Error, ValueError):
-        return None
-    return raw if len(text) == (len(raw) + 2) // 3 * 4 else None
 
 
 @functools.cache

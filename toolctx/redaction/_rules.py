@@ -316,6 +316,6 @@ DEFAULT_PATTERNS: tuple[SecretPattern, ...] = (
         (":AA",),
     ),
 )
-"""Secret formats found inside text (see the module docstring for each)."""
+"""Secret formats found inside text (each is described in the table of secret formats above)."""
 
 STARTS_AT_ANCHOR = frozenset(DEFAULT_PATTERNS)  # patterns known to start where one of their anchors does
