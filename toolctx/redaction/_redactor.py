@@ -85,7 +85,11 @@ class Redactor:
         return self._redact_json(data, self._prefilter.found(data) if found is None else found)
 
     def redact_call(self, args_json: bytes, result_json: bytes) -> tuple[bytes, bytes]:
-        """Redact a call's argument and result JSON, with one scan when both are small."""
+        """Redact a call's argument and result JSON, with one scan when both are small.
+
+        Overriding it changes how sessions redact every call (:meth:`redact_call_with_id`
+        uses the override), and the override may call ``super().redact_call``.
+        """
         args, result, _ = self._redact_parts(args_json, result_json, None)
         return args, result
 
