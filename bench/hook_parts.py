@@ -54,8 +54,8 @@ def take_out(variant: str) -> None:
     """Replace the part ``variant`` names, in this process."""
     from toolctx_openai_agents import compaction, tools
 
-    from toolctx._secret_scan import Prefilter
     from toolctx.compaction import CompactionSettings, Compactor, SavedCall
+    from toolctx.redaction._prefilter import Prefilter
 
     if variant == "no-scan":
         Prefilter.found = lambda self, data: frozenset()  # type: ignore[method-assign]

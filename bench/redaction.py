@@ -6,8 +6,9 @@
 **Per call.** Replays the argument and output of every tool call in the trace file
 (real, public coding and customer-service sessions; see that folder's README) through
 
-- ``toolctx``: ``Redactor.redact_call`` as a session runs it: one scan that finds
-  which fragments occur, then only the rules those fragments belong to;
+- ``toolctx``: ``Redactor.redact_call``, the work a session does for each call
+  (``redact_call_with_id``, here without an id): one scan that finds which
+  fragments occur, then only the rules those fragments belong to;
 - ``every rule on a hit``: the reference, one scan that answers only "any
   fragment?", then the whole value parsed, walked with every rule and compared.
 

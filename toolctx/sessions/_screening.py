@@ -26,7 +26,7 @@ class CallScreen:
         the result, in one scan when they are small).
         """
         args_json = call.args_json
-        redacted_args, data, call_id = self.redactor._redact_call(args_json, data, call.call_id)
+        redacted_args, data, call_id = self.redactor.redact_call_with_id(args_json, data, call.call_id)
         call.call_id = call_id
         echoes: tuple[str, ...] = ()
         if redacted_args != args_json:  # a secret argument: find where the tool echoed it

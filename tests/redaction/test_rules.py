@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.test_redaction_forms import FORMS, ORDINARY
+from tests.redaction.test_secret_forms import FORMS, ORDINARY
 from toolctx import ConfigError
 from toolctx._serialize import encode
 from toolctx.redaction import REDACTED, Redactor, SecretPattern, default_redactor

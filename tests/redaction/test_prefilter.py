@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolctx._secret_scan import Folded, Prefilter, Screen, splice
+from toolctx.redaction._forms import Folded, splice
+from toolctx.redaction._prefilter import Prefilter, Screen
 
 CASELESS = ["token", "api_key", "password"]
 EXACT = ["AKIA", "sk-", "-----BEGIN"]

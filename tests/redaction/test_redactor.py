@@ -193,7 +193,7 @@ def test_running_only_the_rules_whose_fragments_were_found_redacts_like_every_ru
 def test_a_key_word_in_a_string_result_costs_no_parse(monkeypatch: pytest.MonkeyPatch) -> None:
     redactor = Redactor()
     source = orjson.dumps("def refresh_token(password):\n    return secret_store[password]  # token")
-    monkeypatch.setattr("toolctx.redaction.orjson.loads", lambda *_: pytest.fail("the output was parsed"))
+    monkeypatch.setattr("toolctx.redaction._redactor.orjson.loads", lambda *_: pytest.fail("the output was parsed"))
     out, changed = redactor(source)
     assert out is source
     assert not changed
@@ -269,3 +269,32 @@ def test_a_bearer_token_in_any_letter_case_is_redacted() -> None:
     for scheme in ("Bearer", "bEARER", "BeArEr"):
         out = redact({"header": f"Authorization: {scheme} abcdefghijklmnop1234"})
         assert out == {"header": f"Authorization: {scheme} {REDACTED}"}
+
+
+def test_a_call_is_redacted_with_its_id_as_a_session_stores_it() -> None:
+    redactor = default_redactor()
+    args, result = orjson.dumps({"api_key": "k-123456", "q": "x"}), orjson.dumps("token=abc123def")
+    secret_id = "call-" + SECRETS["github"]
+    out_args, out_result, out_id = redactor.redact_call_with_id(args, result, secret_id)
+    assert (out_args, out_result) == redactor.redact_call(args, result)
+    assert orjson.loads(out_args) == {"api_key": REDACTED, "q": "x"}
+    assert out_id == f"call-{REDACTED}"
+    assert redactor.redact_call_with_id(args, result, "call_1")[2] == "call_1"
+    assert redactor.redact_call_with_id(b'{"q":"x"}', b'"ok"', None) == (b'{"q":"x"}', b'"ok"', None)
+
+
+def test_a_subclass_extending_redact_call_with_super_redacts_stored_calls(tmp_path: Path) -> None:
+    class Internal(Redactor):
+        def redact_call(self, args_json: bytes, result_json: bytes) -> tuple[bytes, bytes]:
+            args, result = super().redact_call(args_json, result_json)
+            return args, result.replace(b"internal-42", b"[X]")
+
+    redactor = Internal()
+    _, result = redactor.redact_call(b'{"q":"x"}', orjson.dumps("internal-42 password=hunter22"))
+    assert orjson.loads(result) == f"[X] password={REDACTED}"
+    with session(tmp_path, redact=redactor) as s:
+        pointer = s.save_context("lookup", {"token": "t-1"}, "served by internal-42", call_id="call_1")
+        [context] = s.load_contexts([pointer])
+    assert context.args == {"token": REDACTED}
+    assert context.result == "served by [X]"
+    assert context.call_id == "call_1"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -253,14 +254,19 @@ def test_every_default_pattern_has_a_form() -> None:
     assert covered == {p.name for p in DEFAULT_PATTERNS}
 
 
-def test_every_default_pattern_is_documented() -> None:
+def test_the_documented_rule_list_names_every_default_key_and_pattern_in_order() -> None:
     import toolctx.redaction as module
 
     doc = module.__doc__ or ""
-    for pattern in DEFAULT_PATTERNS:
-        assert f"``{pattern.name}``" in doc
-    for key in module.DEFAULT_KEYS:
-        assert f"``{key}``" in doc
+    listed_keys = re.search(r":data:`DEFAULT_KEYS` \((.*?)\)", doc, re.DOTALL)
+    assert listed_keys is not None
+    assert tuple(re.findall(r"``(\w+)``", listed_keys.group(1))) == module.DEFAULT_KEYS
+    lines = doc.splitlines()
+    rules = [i for i, line in enumerate(lines) if line.startswith("=====")]
+    assert len(rules) == 3  # the formats table: its head, the line under it, its foot
+    table = lines[rules[1] + 1 : rules[2]]
+    listed_patterns = [m.group(1) for line in table if (m := re.match(r"``([\w-]+)``", line))]
+    assert listed_patterns == [p.name for p in DEFAULT_PATTERNS]
 
 
 def test_uuids_and_hashes_under_a_secret_key_are_redacted(redactor: Redactor) -> None:

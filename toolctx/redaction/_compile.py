@@ -1,0 +1,94 @@
+"""The rules compiled for scanning: one regex for each rule, and the prefilter that picks them.
+
+:func:`compile_rules` turns a redactor's keys and patterns into :class:`Rule` objects (one for
+each literal the key words are found by, one for each pattern) and one :class:`Prefilter`
+over every fragment they need. A rule runs on an output only when the prefilter found one of
+its ``triggers``; a rule whose matches start where one of its ``literals`` does can, in large
+data, be tried at just those places.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+from toolctx.errors import ConfigError
+from toolctx.redaction._keys import key_assignments, key_test, words
+from toolctx.redaction._prefilter import Prefilter, Screen
+from toolctx.redaction._rules import STARTS_AT_ANCHOR, SecretPattern
+
+__all__ = ["BLOB_MARK", "FOLD", "CompiledRules", "Rule", "compile_rules"]
+
+BLOB_MARK = '"$bytes":"'
+"""A fragment found where JSON holds a ``bytes`` value (``{"$bytes": base64}``)."""
+# A full-width letter or digit (０-９, Ａ-Ｚ, ａ-ｚ), as UTF-8 or JSON-escaped: then full-width forms are read.
+_FOLD_SCREENS = (
+    Screen("full-width", rb"\xef(?:\xbc[\x90-\x99\xa1-\xba]|\xbd[\x81-\x9a])", b"\xef", caseless=False),
+    Screen("full-width-escaped", rb"\\uff(?:1[0-9]|2[1-9a-f]|3[0-9a]|4[1-9a-f]|5[0-9a])", b"\\u"),
+)
+FOLD = frozenset(s.name for s in _FOLD_SCREENS)
+"""The fragments found where text holds full-width letters or digits to read as ASCII."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One compiled rule: a key assignment (``assignment``) or a secret pattern."""
+
+    name: str
+    regex: re.Pattern[bytes]
+    caseless: bool
+    triggers: frozenset[Hashable]  # fragments whose presence makes it run (none: always)
+    literals: tuple[Hashable, ...] = ()  # when set, every match starts where one of these does
+    assignment: bool = False
+
+
+@dataclass(frozen=True)
+class CompiledRules:
+    """What a redactor scans with, built once from its keys and patterns."""
+
+    rules: tuple[Rule, ...]
+    unanchored: tuple[Rule, ...]  # rules that run on every output
+    key_words: frozenset[Hashable]  # the fragments by which secret keys are found
+    key_test: re.Pattern[str] | None  # passed by the words of a secret key
+    prefilter: Prefilter
+
+
+def compile_rules(keys: Sequence[str], patterns: Sequence[SecretPattern]) -> CompiledRules:
+    """Compile ``keys`` (lower case) and ``patterns``; a :class:`ConfigError` names a pattern that is not valid."""
+    key_words = sorted({words(k) for k in keys} - {""}, key=len, reverse=True)
+    rules: list[Rule] = []
+    screens: list[Screen] = [*_FOLD_SCREENS]
+    caseless: set[str] = set()
+    exact: set[str | bytes] = {BLOB_MARK}
+    assignments = key_assignments(key_words)
+    for key in assignments:
+        screens.append(key.screen)
+        anchor = key.literal.decode() if key.caseless else key.literal
+        rules.append(Rule(key.name, key.regex, key.caseless, frozenset({key.name}), (anchor,), assignment=True))
+    for pattern in patterns:
+        try:
+            regex = re.compile(pattern.regex.encode("utf-8", "surrogatepass"))
+        except re.error as exc:
+            raise ConfigError(f"secret pattern {pattern.name!r} is not a valid regex: {exc}") from exc
+        triggers: frozenset[Hashable] = frozenset(pattern.anchors)
+        literals: tuple[Hashable, ...] = pattern.anchors
+        if pattern.screen:
+            if len(pattern.anchors) != 1:
+                raise ConfigError(f"secret pattern {pattern.name!r} has a screen, so it needs exactly one anchor")
+            name, anchor = f"pattern:{pattern.name}", pattern.anchors[0]
+            screens.append(Screen(name, pattern.screen.encode(), anchor.encode(), pattern.caseless))
+            triggers = frozenset({name})
+            literals = (anchor if pattern.caseless else anchor.encode(),)
+        else:
+            (caseless if pattern.caseless else exact).update(pattern.anchors)
+        rules.append(Rule(pattern.name, regex, pattern.caseless, triggers, literals * (pattern in STARTS_AT_ANCHOR)))
+    placed = {literal for rule in rules for literal in rule.literals}
+    return CompiledRules(
+        rules=tuple(rules),
+        unanchored=tuple(r for r in rules if not r.triggers),
+        # Any key word, wherever it is, may be part of a dict key: is_secret_key() judges those.
+        key_words=frozenset(k.literal.decode() if k.caseless else k.literal for k in assignments),
+        key_test=key_test(key_words),
+        prefilter=Prefilter(caseless, exact, screens=screens, place=placed),
+    )

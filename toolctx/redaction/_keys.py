@@ -1,0 +1,164 @@
+"""How keys are read: the words of a key, and assignments to a secret key in text.
+
+The rules these implement are stated in ``_rules`` (**Secret keys**); this module holds
+their syntax. A key is judged by its words (:func:`words`); in text, an assignment
+``KEY = value`` is found by the key's longest word, and :func:`assigned_span` judges the
+match: whether the value may be a secret and whether the whole key is secret.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+from toolctx.redaction._forms import FULL_WIDTH
+from toolctx.redaction._prefilter import Screen
+
+__all__ = ["KeyAssignment", "assigned_span", "key_assignments", "key_test", "words"]
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_PERCENT = re.compile(r"%(?:5[fF]|2[dDeE0])")
+_SEPARATORS = re.compile(r"[\W_]+")
+
+# Assignments in text (``KEY = value``). The key is found by its longest word, the words after
+# that one matched with any separators between them, the rest read back to where the key
+# starts, and the whole judged by the same test as a dict key.
+_KEY_BEFORE = re.compile(rb"[A-Za-z0-9_.%\-\x80-\xff]*")  # matched on the reversed text before the word
+_WORD_GAP = rb"(?:[-_. ]|%5f|%2d|%2e|%20)*"  # between two words of a key, in lowered text
+_KEY_END = rb"(?:[-_.]|%5f|%2d|%2e)*"  # separators that may trail a key (``__api_key__``)
+_CLOSE = rb"(?:\\{0,4}[\"'`])?+[ \t]{0,8}+"
+_OPERATOR = rb"(?P<op>[:=]|\xef\xbc[\x9a\x9d]|\\u[fF][fF]1[aAdD])[=>]?[ \t]{0,8}+"
+_VALUE = (
+    rb"(?:\[(?P<list>[^\[\]{}\r\n]++)\]|\\{0,4}\"(?P<dq>[^\"\\\r\n]++)|\\{0,4}'(?P<sq>[^'\\\r\n]++)"
+    rb"|`(?P<bq>[^`\\\r\n]++)|(?P<bare>[^\s\"'`,;&<>()\[\]{}\\]++))"
+)
+_SCHEMES = rb"(?:basic|bearer|digest|token|negotiate|ntlm|hmac|apikey|aws4-hmac-sha256)"
+# After a colon (a header), the rest of the line; after ``=`` (code), a value like any other.
+_LINE_VALUE = (
+    rb"(?::|\xef\xbc\x9a|\\u[fF][fF]1[aA])[ \t]{0,8}+(?:\\{0,4}[\"'`])?+(?:"
+    + _SCHEMES
+    + rb"[ \t]++)?(?P<line>[^\r\n\"'`\\]++)"
+)
+_LINE_WORDS = frozenset({b"authorization", b"cookie"})
+# The screen of a key word: the same up to the operator, also in JSON-escaped text.
+_SCREEN_TAIL = rb"(?:\\{0,9}[\"'`])?(?:[ \t]|\\t){0,8}(?:[:=]|\xef\xbc[\x9a\x9d]|\\{1,2}u[fF][fF]1[aAdD])"
+_AFTER_BARE = frozenset([b"", *(bytes([c]) for c in b" \t\n\r\x0b\x0c\"'`,;&<>)]}\\")])
+_COLONS = (b":", b"\xef\xbc\x9a", b"\\uff1a")
+_NOT_SECRET = frozenset(
+    b"none null nil true false undefined str string bytes int integer bool boolean float number any object "
+    b"optional required secretstr".split()
+)
+_NOT_SECRET_LENGTH = max(map(len, _NOT_SECRET))
+_NAME = re.compile(rb"[$@]?[A-Za-z_][A-Za-z0-9_\-]*")
+_DOTTED_NAME = re.compile(rb"[$@]?[A-Za-z_]{1,32}(?:\.[A-Za-z_]{1,32})++")
+_WORDY = re.compile(rb"[A-Za-z0-9\x80-\xff]")
+
+
+def words(key: str) -> str:
+    """``key`` as lower-case snake-case words: ``X-Api-Key``, ``apiKey``, ``api%5Fkey`` and ``ａｐｉ＿ｋｅｙ`` alike."""
+    if not key.isascii():
+        key = key.translate(FULL_WIDTH)
+    if "%" in key:
+        key = _PERCENT.sub("_", key)
+    return _SEPARATORS.sub("_", _CAMEL.sub("_", key)).lower().strip("_")
+
+
+def _chars(text: str) -> bytes:
+    return b"".join(re.escape(c.encode()) if c.isascii() else rb"[\x80-\xff]{1,4}" for c in text)
+
+
+def _key_literal(word: str, possessive: bool) -> tuple[bytes, bool, bytes]:
+    """How a key word is found in text: its longest word (or ASCII run in it), whether in any case, and the rest.
+
+    The rest is a regex for the words after that one; ``possessive`` for ``re`` (whose
+    separators are then never given back), plain for a screen that Hyperscan compiles.
+    """
+    parts = word.split("_")
+    index = max(range(len(parts)), key=lambda i: len(parts[i]))
+    part = parts[index]
+    runs = list(re.finditer(r"[a-z0-9]{2,}", part))
+    if runs:
+        run = max(runs, key=lambda m: len(m.group()))
+        literal, caseless, after = run.group().encode(), True, part[run.end() :]
+    else:  # no ASCII to lower: found as written
+        literal, caseless, after = part.encode(), False, ""
+    gap, end = (_WORD_GAP + b"+", _KEY_END + b"+") if possessive else (_WORD_GAP, _KEY_END)
+    rest = _chars(after) + b"".join(gap + _chars(p) for p in parts[index + 1 :])
+    return literal, caseless, rest + (b"" if word == "token" else b"s?") + end
+
+
+def key_test(words_: Iterable[str]) -> re.Pattern[str] | None:
+    """The test a key's :func:`words` pass when the key ends with one of ``words_`` (None: no key is secret)."""
+    ordered = sorted(words_, key=len, reverse=True)
+    alternatives = "|".join(re.escape(w) + ("" if w == "token" else "s?") for w in ordered)
+    return re.compile(rf"(?:^|_)(?:{alternatives})$") if ordered else None
+
+
+class KeyAssignment(NamedTuple):
+    """The rule finding ``KEY = value`` for the key words sharing one literal, and its screen."""
+
+    name: str
+    literal: bytes
+    caseless: bool
+    regex: re.Pattern[bytes]
+    screen: Screen
+
+
+def key_assignments(words_: Iterable[str]) -> list[KeyAssignment]:
+    """One rule for each literal the key ``words_`` (snake case, longest first) are found by."""
+    by_literal: dict[tuple[bytes, bool], list[tuple[bytes, bytes]]] = {}
+    for word in words_:
+        literal, in_any_case, rest = _key_literal(word, possessive=True)
+        by_literal.setdefault((literal, in_any_case), []).append((rest, _key_literal(word, possessive=False)[2]))
+    found: list[KeyAssignment] = []
+    for (literal, in_any_case), rests in sorted(by_literal.items()):
+        name = f"key:{literal.decode('utf-8', 'replace')}"
+        longest_first = sorted(set(rests), key=lambda pair: len(pair[0]), reverse=True)
+        rest = b"(?:" + b"|".join(r for r, _ in longest_first) + b")"
+        screen = b"(?:" + b"|".join(r for _, r in longest_first) + b")"
+        value = _OPERATOR + _VALUE
+        if literal in _LINE_WORDS:
+            value = b"(?:" + _LINE_VALUE + b"|" + value + b")"
+        regex = re.compile(re.escape(literal) + b"(?P<rest>" + rest + b")" + _CLOSE + value)
+        found.append(
+            KeyAssignment(
+                name,
+                literal,
+                in_any_case,
+                regex,
+                Screen(name, re.escape(literal) + screen + _SCREEN_TAIL, literal, in_any_case),
+            )
+        )
+    return found
+
+
+def assigned_span(
+    match: re.Match[bytes], data: bytes, replacement: bytes, is_secret_key: Callable[[str], bool]
+) -> tuple[int, int] | None:
+    """The value's span of a ``KEY = value`` match, if the value may be a secret and the key is secret."""
+    kind = match.lastgroup or "bare"
+    value_start, value_end = match.span(kind)
+    value = data[value_start:value_end]
+    if replacement in (value, data[value_start - 1 : value_end + 1]):
+        return None  # already redacted
+    if kind != "line":
+        if not _WORDY.search(value):
+            return None  # no letter or digit: already masked (``****``), or punctuation
+        if len(value) <= _NOT_SECRET_LENGTH and value.lower() in _NOT_SECRET:
+            return None  # a type or a literal: ``token: str``, ``password = None``
+        if kind == "bare":
+            if data[value_end : value_end + 1] not in _AFTER_BARE:
+                return None  # ``token = tokenizer(text)``: a call, not a value
+            if _DOTTED_NAME.fullmatch(value) or (_NAME.fullmatch(value) and is_secret_key(value.decode())):
+                return None  # a name passed on: ``password=password``, ``token = self.token``
+            if match["op"].lower() in _COLONS and len(value) < 8 and value.isalpha():
+                return None  # after a colon, a short word is prose: ``password: see below``
+    start = match.start()
+    floor = max(0, start - 64)
+    begin = start - _KEY_BEFORE.match(data[floor:start][::-1]).end()  # type: ignore[union-attr]
+    if begin < start and begin and data[begin - 1] == 0x5C and data[begin] in b"nrt":
+        begin += 1  # an escaped newline (JSON inside a string) ends the line before the key
+    if not is_secret_key(data[begin : match.end("rest")].decode("utf-8", "replace")):
+        return None
+    return value_start, value_end
