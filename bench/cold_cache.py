@@ -44,9 +44,7 @@ from toolctx_openai_agents import compact_tool_outputs
 from toolctx_openai_agents.tools import parse_arguments
 
 import toolctx
-from toolctx.compaction import CompactionSettings, notes
-from toolctx.compaction import persist_call, shown_output
-from toolctx.compaction import output_text
+from toolctx.compaction import CompactionSettings, notes, output_text, persist_call, shown_output
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "dev.jsonl"
 MODES = ("warm", "evicted")

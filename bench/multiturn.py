@@ -61,8 +61,8 @@ from toolctx_langchain import ToolContextMiddleware
 from toolctx_openai_agents import read_context
 
 from toolctx import Conversations
-from toolctx.redaction import resolve_redactor
 from toolctx.compaction import STAND_IN_MARK, handle_of, is_stand_in
+from toolctx.redaction import resolve_redactor
 
 STRESS: dict[str, Any] = {
     "max_output_tokens": 100,
