@@ -54,16 +54,21 @@ def take_out(variant: str) -> None:
     """Replace the part ``variant`` names, in this process."""
     from toolctx_openai_agents import compaction, tools
 
-    from toolctx.compaction import CompactionSettings, Compactor, SavedCall
+    from toolctx.compaction import (
+        CompactionSettings,
+        Compactor,
+        SavedCall,
+        _tooltime,  # (the one tool-time rule: its steps are taken out where it calls them)
+    )
     from toolctx.redaction._prefilter import Prefilter
 
     if variant == "no-scan":
         Prefilter.found = lambda self, data: frozenset()  # type: ignore[method-assign]
     elif variant == "no-stand-in":
-        tools.shown_output = lambda *args: None  # type: ignore[assignment]
+        _tooltime.shown_output = lambda *args: None  # type: ignore[assignment]
     elif variant == "no-store":
-        tools.persist_call = lambda session, name, *args, **kwargs: SavedCall(name, False, False)  # type: ignore[assignment]
-        tools.queue_call = lambda *args, **kwargs: False  # type: ignore[assignment]
+        _tooltime.persist_call = lambda session, name, *args, **kwargs: SavedCall(name, False, False)  # type: ignore[assignment]
+        _tooltime.queue_call = lambda *args, **kwargs: False  # type: ignore[assignment]
     elif variant == "floor":
 
         async def invoke_only(self: Any, ctx: Any, arguments: str) -> Any:
