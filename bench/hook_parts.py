@@ -52,7 +52,7 @@ VARIANTS = {
 
 def take_out(variant: str) -> None:
     """Replace the part ``variant`` names, in this process."""
-    from toolctx_openai_agents import compaction, tools
+    from toolctx_openai_agents import tools
 
     from toolctx.compaction import (
         CompactionSettings,
@@ -76,7 +76,12 @@ def take_out(variant: str) -> None:
 
         tools._Persisted.__call__ = invoke_only  # type: ignore[method-assign]
     elif variant == "no-text":
-        compaction.CompactionSettings = lambda: CompactionSettings(text_chars=1 << 62)  # type: ignore[assignment,misc]
+        made = CompactionSettings.of  # (every host resolves its settings here)
+
+        def without_text(settings: Any = None, /, **options: Any) -> CompactionSettings:
+            return made(settings, **options) if settings is not None else made(**{"text_chars": 1 << 62, **options})
+
+        CompactionSettings.of = staticmethod(without_text)  # type: ignore[method-assign,assignment]
     elif variant == "no-batch":
         Compactor._compact = lambda self, *args: []  # type: ignore[method-assign]
     elif variant == "no-policy":
