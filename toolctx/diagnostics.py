@@ -5,8 +5,9 @@
   nothing unless the application configured logging);
 - :func:`internal_error` reports a failure of toolctx's own that must never break
   the user's tool or model call: it is logged and warned as a
-  :class:`~toolctx.ToolctxWarning`, and under pytest the warning is raised, so a
-  test sees it.
+  :class:`~toolctx.ToolctxWarning`; a warnings filter that makes warnings errors
+  (pytest's ``filterwarnings = error``) cannot raise it into the call: it is kept
+  for :func:`toolctx.testing.escalated_warnings` instead, so a test can fail on it.
 """
 
 from __future__ import annotations

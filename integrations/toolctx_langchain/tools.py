@@ -197,7 +197,13 @@ def read_context_tool(session: SessionSource = None) -> BaseTool:
     """
     get_session = session_resolver(session)
 
-    def read_context_fn(id: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result") -> str:
+    def read_context_fn(
+        id: str = "", offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result", **unknown: Any
+    ) -> str:
+        # (the schema is the shared JSON one, which LangChain hands on unvalidated: a missing id, a wrong type
+        # or a stray key is answered in words, as the other hosts answer it, never raised into the run)
+        if unknown:
+            return f"read_context takes id, offset, limit and part; got {sorted(unknown)!r:.200}."
         thread = thread_of()
         return read_context(get_session(thread), id, offset, limit, part, scope=thread)
 

@@ -109,6 +109,17 @@ def test_compaction_keeps_the_newest_half_of_the_window_and_the_state_keeps_it(s
     assert again.recent_outputs() == outputs.recent_outputs()
 
 
+def test_a_bad_plugin_state_leaves_the_plugin_as_it_was(s: toolctx.ContextSession) -> None:
+    outputs = ToolOutputPlugin(session=s, max_outputs=4)
+    outputs.add_output("t", "kept result")
+    before = outputs.get_state()
+    bad = {**before, "results": {"c1": "a stand-in"}, "outputs": [{"tool": 3}]}
+    with pytest.raises(ConfigError, match="tool-output plugin state"):
+        outputs.restore_state(bad)
+    assert outputs.get_state() == before  # nothing of the bad state was taken
+    assert [o.output for o in outputs.recent_outputs()] == ["kept result"]
+
+
 # -- a pinned component is never compacted ------------------------------------------------------------------------
 
 

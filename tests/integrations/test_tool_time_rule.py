@@ -16,6 +16,7 @@ from toolctx_langchain import read_context_tool as langchain_read_context
 from toolctx_openai_agents import persist_tools
 from toolctx_openai_agents import read_context_tool as agents_read_context
 
+import toolctx
 from toolctx import session
 from toolctx.assembly import ToolCallSpec, ToolOutputPlugin
 from toolctx.compaction import (
@@ -156,3 +157,23 @@ def test_the_sdk_read_context_reads_back_and_answers_bad_arguments_in_words(cont
             "offset must be a whole number"
         )
         assert "read_context needs the id" in asyncio.run(sdk.on_invoke_tool(ctx, "{}"))
+
+
+def test_the_langchain_read_context_answers_bad_arguments_in_words(context_dir: Path) -> None:
+    """The shared JSON schema reaches the function unvalidated: a bad call must not end the agent's run."""
+    read = langchain_read_context()
+    with session(context_dir) as s:
+        saved = s.record_call("probe", {}, BIG)
+        assert read.invoke({"id": saved.handle, "limit": 50}).startswith(f"[{saved.handle} characters 0-50 of")
+        assert "read_context needs the id" in read.invoke({})
+        assert read.invoke({"id": saved.handle, "offset": "x"}).startswith("offset must be a whole number")
+        assert read.invoke({"ref": saved.handle}) == "read_context takes id, offset, limit and part; got ['ref']."
+
+
+def test_at_tool_time_never_raises_into_the_tool_call(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        odd = ["not", "text"]  # (not a str: a host's mistake)
+        with pytest.warns(toolctx.ToolctxWarning, match="could not (tell how to show|make a stand-in)"):
+            result = at_tool_time(CompactionSettings(), s, "probe", {}, odd, odd)  # type: ignore[arg-type]
+        assert result.shown is None  # the model gets the output as it is
+        assert result.saved is not None  # and the call is stored

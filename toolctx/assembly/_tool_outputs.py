@@ -327,14 +327,20 @@ class ToolOutputPlugin:
     def restore_state(self, state: Any) -> None:
         if not isinstance(state, dict):
             raise ConfigError(f"a tool-output plugin state is a dict with results and args, got {state!r:.80}")
-        self.compactor.results.clear()
-        self.compactor.results.update({str(k): str(v) for k, v in dict(state.get("results") or {}).items()})
-        self.compactor.args.clear()
-        self.compactor.args.update({str(k): dict(v) for k, v in dict(state.get("args") or {}).items()})
+        # Everything is read before anything changes: a bad state leaves the plugin as it was.
         try:
-            self._outputs = [ToolOutput.model_validate(o) for o in state.get("outputs") or ()]
+            results = {str(k): str(v) for k, v in dict(state.get("results") or {}).items()}
+            args = {str(k): dict(v) for k, v in dict(state.get("args") or {}).items()}
+            outputs = [ToolOutput.model_validate(o) for o in state.get("outputs") or ()]
         except ValidationError as exc:
             raise config_error("tool-output plugin state", exc) from None
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"a tool-output plugin state has results and args as dicts: {exc}") from None
+        self.compactor.results.clear()
+        self.compactor.results.update(results)
+        self.compactor.args.clear()
+        self.compactor.args.update(args)
+        self._outputs = outputs
         if state.get("offered"):
             notes(self.session()).offer_read_context = True
 

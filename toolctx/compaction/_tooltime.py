@@ -1,9 +1,12 @@
 """The tool-time rule: store a tool's call, then show its output whole, queue it, or stand it in.
 
-Every host that sees a tool's output before the model does (the LangChain
+Every host that decides what the model is shown of a tool's output (the LangChain
 middleware and ``persist_tool``, the Agents SDK's persisted tools, the
 assembler's :class:`~toolctx.assembly.ToolOutputPlugin`) calls :func:`at_tool_time`
-and only translates its framework's objects around it.
+and only translates its framework's objects around it. Paths that show the model
+nothing of their own (a failed call the framework reports, a ``Command`` that
+updates a graph's state, the Agents SDK's observing hooks) store the call with
+:func:`persist_call`, the rule's first step.
 """
 
 from __future__ import annotations
@@ -78,7 +81,12 @@ def at_tool_time(
     call is queued; another mapping is read when it is stored, and must not change
     meanwhile.
     """
-    if queue and error is None and stand_in and output is text and shown_whole(settings, text):
+    try:
+        whole = queue and error is None and stand_in and output is text and shown_whole(settings, text)
+    except Exception as exc:  # (a text that is not one, say: stored now, and decided below)
+        internal_error(f"could not tell how to show an output of tool {tool_name!r}", exc)
+        whole = False
+    if whole:
         queue_call(session, tool_name, args, text, call_id=call_id, task_id=task_id)
         return ToolTime(None, None)
     saved = persist_call(session, tool_name, args, output, error=error, call_id=call_id, task_id=task_id)

@@ -4,27 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import toolctx.tokens
 from toolctx._checks import fraction, whole_number
 from toolctx.fresh._allocation import FIXED_COMPONENTS, DynamicShares, FixedAllocations, TokenBudget, share_out
 from toolctx.fresh._truncate import FitItems, Truncation, fit_items, truncate_lines
-from toolctx.tokens import EstimateCounter, TokenCounter
+from toolctx.tokens import TokenCounter, resolve_counter
 
 __all__ = ["TokenBudgeter", "default_counter"]
 
 
 def default_counter() -> TokenCounter:
     """The exact o200k_base counter when this install has one, else the fast estimate."""
-    get_counter = getattr(toolctx.tokens, "get_counter", None)
-    if get_counter is not None:
-        try:
-            counter = get_counter("o200k_base")
-        except (ImportError, LookupError, ValueError):  # no exact tokenizer installed
-            pass
-        else:
-            if isinstance(counter, TokenCounter):
-                return counter
-    return EstimateCounter()
+    return resolve_counter(None)
 
 
 class TokenBudgeter:
