@@ -168,7 +168,7 @@ class _PersistedTool:
                 output_text(text),  # measured as the model reads it (a str output: the very same object)
                 error=error,
                 task_id=task,
-                stand_in=stand_in,
+                shown_as_text=stand_in,
             )
         except Exception as exc:  # a session that cannot be opened, say: the model gets the output whole
             internal_error(f"could not store a call of tool {tool.name!r}", exc)

@@ -134,7 +134,7 @@ def read_context_tool(session: SessionSource = None) -> FunctionTool:
     """
     get_session = session_resolver(session)
 
-    async def read_context(ctx: ToolContext[Any], arguments: str) -> str:
+    async def read_back(ctx: ToolContext[Any], arguments: str) -> str:
         given = parse_arguments(arguments)
         return read_stored(
             get_session(None),
@@ -157,7 +157,7 @@ def read_context_tool(session: SessionSource = None) -> FunctionTool:
         name=READ_CONTEXT,
         description=READ_CONTEXT_DESCRIPTION,
         params_json_schema=READ_CONTEXT_PARAMETERS,
-        on_invoke_tool=read_context,
+        on_invoke_tool=read_back,
         strict_json_schema=False,  # (offset, limit and part have defaults: the model may leave them out)
         is_enabled=offered,
     )

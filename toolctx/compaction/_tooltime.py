@@ -58,7 +58,7 @@ def at_tool_time(
     error: BaseException | ErrorInfo | None = None,
     call_id: str | None = None,
     task_id: int | str | None = None,
-    stand_in: bool = True,
+    shown_as_text: bool = True,
     queue: bool = True,
 ) -> ToolTime:
     """Store one tool call and decide what the model is shown of its output ``text``. Never raises.
@@ -74,7 +74,7 @@ def at_tool_time(
     3. a stored, successful, big output is shown as a stand-in cut from the stored
        copy (:func:`shown_output`); anything else is shown as it is.
 
-    ``text`` is the output as the model reads it. ``stand_in=False``: store the call
+    ``text`` is the output as the model reads it. ``shown_as_text=False``: store the call
     but never stand in for it (an output the framework does not show the model as
     text). ``queue=False``: store it now even when it is shown whole (a host that
     hands the call's id on at once). A plain dict of ``args`` is encoded when the
@@ -82,7 +82,7 @@ def at_tool_time(
     meanwhile.
     """
     try:
-        whole = queue and error is None and stand_in and output is text and shown_whole(settings, text)
+        whole = queue and error is None and shown_as_text and output is text and shown_whole(settings, text)
     except Exception as exc:  # (a text that is not one, say: stored now, and decided below)
         internal_error(f"could not tell how to show an output of tool {tool_name!r}", exc)
         whole = False
@@ -90,7 +90,7 @@ def at_tool_time(
         queue_call(session, tool_name, args, text, call_id=call_id, task_id=task_id)
         return ToolTime(None, None)
     saved = persist_call(session, tool_name, args, output, error=error, call_id=call_id, task_id=task_id)
-    if saved is None or error is not None or not stand_in:
+    if saved is None or error is not None or not shown_as_text:
         return ToolTime(None, saved)
     try:
         shown = shown_output(settings, session, saved, text)

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 from toolctx.sessions._clock import stamping_clock
 from toolctx.sessions._conversations import Conversations, conversation_key
+from toolctx.sessions._core import OnDebug
 from toolctx.sessions._current import current_session, reset_default_session, session
 from toolctx.sessions._gc import gc
 from toolctx.sessions._kept import SessionState, SessionSummary, list_sessions, read_session_context, session_pointers
 from toolctx.sessions._loading import ContextRef
-from toolctx.sessions._recording import OnDebug, SavedCall
+from toolctx.sessions._recording import SavedCall
 from toolctx.sessions._records import Call, CallParts
 from toolctx.sessions._saving import SavePath
 from toolctx.sessions._session import ContextSession, open_sessions

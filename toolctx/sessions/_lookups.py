@@ -12,14 +12,14 @@ from toolctx._internal import DEBUG
 from toolctx.errors import ConfigError
 from toolctx.models import ContextPointer, StorageKind, StoredContext
 from toolctx.selection import MIN_SCORE_RATIO, Candidates, SelectionState, as_strategy, pointer_tokens, select, utc_now
+from toolctx.sessions._core import SessionCore
 from toolctx.sessions._loading import ContextRef, Loader
-from toolctx.sessions._recording import Recording
 from toolctx.sessions._records import CallParts, Record
 
 __all__ = ["Lookups"]
 
 
-class Lookups(Recording):
+class Lookups(SessionCore):
     """The doors of :class:`~toolctx.ContextSession` that read calls back (a base class of it)."""
 
     _loader: Loader

@@ -8,23 +8,20 @@ check the call once and encode its arguments as stored.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from toolctx._defaults import byte_count
-from toolctx._internal import WARNING, internal_error, log
 from toolctx._naming import handle, sanitize_tool_name
 from toolctx._serialize import clean_text, encode
 from toolctx.errors import ConfigError
 from toolctx.models import ContextPointer, ErrorInfo, StorageKind
 from toolctx.sessions._clock import clock
+from toolctx.sessions._core import SessionCore
 from toolctx.sessions._records import Call, Record
-from toolctx.sessions._saving import SavePath
 
-__all__ = ["OnDebug", "Recording", "SavedCall", "checked_task_id"]
-
-OnDebug = Callable[[str, dict[str, Any]], None]
+__all__ = ["Recording", "SavedCall", "checked_task_id"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,27 +44,8 @@ class SavedCall:
         return handle(self.id)
 
 
-class Recording:
+class Recording(SessionCore):
     """The doors of :class:`~toolctx.ContextSession` that record calls (a base class of it)."""
-
-    session_id: str
-    _saver: SavePath
-    _on_debug: OnDebug | None
-
-    def _event(self, level: int, event: str, **data: Any) -> None:
-        if self._on_debug is not None:
-            try:
-                self._on_debug(event, data)
-            except Exception as exc:
-                internal_error("the on_debug callback raised", exc)
-        log(level, event, session=self.session_id, **data)
-
-    def _skip(self, ref: str, reason: str) -> None:
-        self._event(WARNING, "skipped", ref=ref[:200], reason=reason)
-
-    def _pointer(self, record: Record) -> ContextPointer:
-        path = self._saver.store.path(record.filename) if record.storage is StorageKind.DISK else None
-        return record.pointer(self.session_id, path)
 
     def save_context(
         self,

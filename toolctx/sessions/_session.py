@@ -34,9 +34,10 @@ from toolctx._naming import new_session_id, validate_session_id
 from toolctx._platform import fork_safe_lock
 from toolctx.errors import ConfigError, SessionClosedError
 from toolctx.redaction import Redactor, resolve_redactor
+from toolctx.sessions._core import OnDebug
 from toolctx.sessions._loading import Loader
 from toolctx.sessions._lookups import Lookups
-from toolctx.sessions._recording import OnDebug, checked_task_id
+from toolctx.sessions._recording import Recording, checked_task_id
 from toolctx.sessions._resume import recover
 from toolctx.sessions._saving import SavePath, current_tags
 from toolctx.storage import BlobStore, LocalStore
@@ -90,7 +91,7 @@ def entered_sessions() -> list[ContextSession]:
         return [s for s, _ in _entered]
 
 
-class ContextSession(Lookups):
+class ContextSession(Recording, Lookups):
     """One agent session's stored tool calls.
 
     Use it as ``with toolctx.session(...) as s:`` (or ``async with``) so decorated
