@@ -88,7 +88,7 @@ def at_tool_time(
         whole = False
     if whole:
         queue_call(session, tool_name, args, text, call_id=call_id, task_id=task_id)
-        return ToolTime(None, None)
+        return _QUEUED
     saved = persist_call(session, tool_name, args, output, error=error, call_id=call_id, task_id=task_id)
     if saved is None or error is not None or not shown_as_text:
         return ToolTime(None, saved)
@@ -98,6 +98,9 @@ def at_tool_time(
         internal_error(f"could not make a stand-in for a call of tool {tool_name!r}; the model gets it whole", exc)
         shown = None
     return ToolTime(shown, saved)
+
+
+_QUEUED = ToolTime(None, None)  # (the usual outcome: one object, not one per call)
 
 
 def _short_ascii(settings: CompactionSettings, text: str) -> bool:

@@ -11,31 +11,28 @@ from toolctx._internal import internal_error
 
 __all__ = ["LaterSaves"]
 
+Later = tuple[contextvars.Context, Callable[[], object]]
 
-class LaterSaves:
-    """Saves queued by tool hooks, run in order, each in a copy of the context it was queued in.
+
+class LaterSaves(deque[Later]):
+    """Saves queued by tool hooks, each with a copy of the context it was queued in, run in order.
 
     A tool hook that queues its call does not pay for storing it on its own with
     cold caches: the next reader of the records stores the queue in one go. One
     thread stores at a time; a queued save that reads the records (it is one of
-    them) does not store the queue again.
+    them) does not store the queue again. (A deque: queueing, counting and
+    testing for emptiness stay C calls on the tool hook's path.)
     """
 
     def __init__(self) -> None:
-        self._pending: deque[tuple[contextvars.Context, Callable[[], object]]] = deque()
+        super().__init__()
         self._lock = threading.RLock()  # (re-entered by the saves it runs)
         self._draining = False
 
-    def __len__(self) -> int:
-        return len(self._pending)
-
-    def __bool__(self) -> bool:
-        return bool(self._pending)
-
     def put(self, save: Callable[[], object]) -> int:
         """Queue ``save``, to run in a copy of the caller's context; returns how many are queued now."""
-        self._pending.append((contextvars.copy_context(), save))
-        return len(self._pending)
+        self.append((contextvars.copy_context(), save))
+        return len(self)
 
     def run(self, timeout: float | None = None) -> None:
         """Run the queued saves, oldest first; a reader in another thread meanwhile waits for them.
@@ -51,28 +48,22 @@ class LaterSaves:
             if self._draining:  # (a queued save reading the records: it is one of them)
                 return
             self._draining = True
-            pending = self._pending
             try:
-                while pending:
-                    context, save = pending[0]  # (left in the queue until stored: a reader sees it and waits)
+                while self:
+                    context, save = self[0]  # (left in the queue until stored: a reader sees it and waits)
                     try:
                         context.run(save)
                     except Exception as exc:
                         internal_error("could not store a queued tool call; the model was shown it whole", exc)
                     finally:
-                        pending.popleft()
+                        self.popleft()
             finally:
                 self._draining = False
         finally:
             self._lock.release()
 
-    def drop(self) -> int:
-        """Forget what is queued (a session that ended while another thread ran it); returns how many."""
-        left, self._pending = len(self._pending), deque()
-        return left
-
     def after_fork(self) -> None:
         """A forked child's copy: empty (the parent stores what it queued), with fresh locks."""
-        self._pending = deque()
+        self.clear()
         self._lock = threading.RLock()
         self._draining = False

@@ -379,7 +379,8 @@ class SavePath:
             if self.closed:
                 return None
             self.closed = True
-            left = self._later.drop()  # (another thread storing them took too long)
+            # (another thread storing them took too long: it goes on with the old queue, whose saves are refused)
+            left, self._later = len(self._later), LaterSaves()
         if left:
             internal_error(
                 f"session {self.session_id} ended while another thread was still storing its queue; "
