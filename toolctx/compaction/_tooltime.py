@@ -86,8 +86,14 @@ def at_tool_time(
     except Exception as exc:  # (a text that is not one, say: stored now, and decided below)
         internal_error(f"could not tell how to show an output of tool {tool_name!r}", exc)
         whole = False
-    if whole:
-        queue_call(session, tool_name, args, text, call_id=call_id, task_id=task_id)
+    if whole:  # (queue_call, written out: the tool hook's most frequent path, run with the caches cold)
+        try:
+            query_id = notes(session).query_id
+            session.record_call_later(
+                tool_name, args, text, task_id, query_id, call_id=None if call_id is None else str(call_id)
+            )
+        except Exception as exc:
+            internal_error(f"could not store a call of tool {tool_name!r}", exc)
         return _QUEUED
     saved = persist_call(session, tool_name, args, output, error=error, call_id=call_id, task_id=task_id)
     if saved is None or error is not None or not shown_as_text:
