@@ -70,6 +70,17 @@ NAMED_TUPLE_API = {"_asdict", "_field_defaults", "_fields", "_make", "_replace"}
 DOCUMENTED_PRIVATE = {("sys", "_getframe")}  # (CPython's own, documented in the sys module)
 
 
+def absolute_imports(tree: ast.Module) -> list[tuple[int, str]]:
+    """Every absolute import of a module, at any level: (line, ``module`` and each ``module.name`` it imports)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found += [(node.lineno, node.module)] + [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+    return found
+
+
 def sources() -> dict[str, tuple[Path, ast.Module]]:
     """Every module of toolctx and the integration packages, by dotted name, with its tree."""
     found: dict[str, tuple[Path, ast.Module]] = {}
@@ -95,23 +106,16 @@ def test_no_module_imports_another_packages_underscore_module_or_name() -> None:
     found: list[str] = []
     for name, (path, tree) in modules.items():
         mine = package_of(name, modules)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [f"{node.module}.{alias.name}" for alias in node.names]
-            elif isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            else:
+        for lineno, target in absolute_imports(tree):
+            parts = target.split(".")
+            if parts[0] not in {"toolctx", "toolctx_langchain", "toolctx_openai_agents"}:
                 continue
-            for target in targets:
-                parts = target.split(".")
-                if parts[0] not in {"toolctx", "toolctx_langchain", "toolctx_openai_agents"}:
-                    continue
-                private = next((i for i, part in enumerate(parts) if i and part.startswith("_")), None)
-                if private is None or parts[private].startswith("__"):
-                    continue
-                owner = package_of(".".join(parts[:private]), modules)
-                if mine != owner and not mine.startswith(owner + "."):
-                    found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} imports {target}")
+            private = next((i for i, part in enumerate(parts) if i and part.startswith("_")), None)
+            if private is None or parts[private].startswith("__"):
+                continue
+            owner = package_of(".".join(parts[:private]), modules)
+            if mine != owner and not mine.startswith(owner + "."):
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{lineno} imports {target}")
     assert found == [], "\n".join(found)
 
 
@@ -182,17 +186,10 @@ def subpackage_imports() -> dict[tuple[str, str], list[str]]:
         if len(parts) < 2 or parts[0] not in subpackages:
             continue
         importer = parts[0]
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-            elif isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            else:
-                continue
-            for target in targets:
-                names = target.split(".")
-                if names[0] == "toolctx" and len(names) > 1 and names[1] in subpackages and names[1] != importer:
-                    found.setdefault((importer, names[1]), []).append(f"{'/'.join(parts)} -> {target}")
+        for _, target in absolute_imports(ast.parse(path.read_text())):
+            names = target.split(".")
+            if names[0] == "toolctx" and len(names) > 1 and names[1] in subpackages and names[1] != importer:
+                found.setdefault((importer, names[1]), []).append(f"{'/'.join(parts)} -> {target}")
     return found
 
 
