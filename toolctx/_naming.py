@@ -1,6 +1,6 @@
 """Every name toolctx makes: context files, session ids, pointer ids and handles.
 
-Context files are named ``{tool}_{argshash}_{timestamp}_{counter}_{random}.json``.
+Context files are named ``{tool}_{argshash}_{timestamp}_{counter}_{id}.json``.
 Every part is built from a fixed alphabet, so no tool name, argument or id can
 produce a separator, ``..`` or an absolute path: whatever comes in, the name stays
 inside the session directory.
@@ -12,12 +12,17 @@ files ``.{name}.{8 hex}.tmp``. A name alone never makes a file toolctx's:
 :func:`is_own_file` also reads the first bytes, which toolctx always writes the same
 way (a context document names its id and session before anything else).
 
-A stored call's id is its session's random part then its counter in hex
-(``9f3a1c2b``); models are shown it as the handle ``ctx:<id>``.
+A stored call's id is ten random characters of lowercase base 32 (``k3v9q2mxa7``,
+50 bits drawn for each call): knowing one handle tells nothing about another.
+Models are shown it as the handle ``ctx:<id>``. Files of sessions written before
+ids were random end with the session's six random hex digits, and their id is
+those digits then the counter in hex (``9f3a1c2b``); they still read back.
 """
 
 from __future__ import annotations
 
+import base64
+import os
 import re
 import secrets
 import time
@@ -42,10 +47,10 @@ __all__ = [
     "handle",
     "is_own_file",
     "is_temp_name",
-    "new_rand",
+    "new_pointer_id",
     "new_session_id",
     "parse_context_filename",
-    "pointer_id",
+    "legacy_pointer_id",
     "sanitize_tool_name",
     "strip_handle",
     "validate_session_id",
@@ -62,20 +67,23 @@ HEAD_BYTES = 512
 """How much of a file :func:`is_own_file` needs: the longest header it checks fits."""
 HANDLE_PREFIX = "ctx:"
 RAND_DIGITS = 6
-POINTER_ID = re.compile(rf"[0-9a-f]{{{RAND_DIGITS + 1},}}")
-"""A pointer id: the session's random part then the call's counter, both hex."""
+"""The hex digits a session written before ids were random put at the start of every id."""
+ID_CHARS = 10
+"""The characters of a stored call's id: 50 random bits in lowercase base 32."""
+POINTER_ID = re.compile(r"[0-9a-z]{7,64}")
+"""A pointer id: ten random base-32 characters (or, written earlier, a session's hex part then a counter)."""
 HANDLE_PATTERN = re.compile(rf"{HANDLE_PREFIX}({POINTER_ID.pattern})")
 """Finds a handle in text; group 1 is the pointer id."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _CONTEXT_FILE = re.compile(
     r"(?P<tool>[A-Za-z0-9_-]{1,64})_(?P<hash>[0-9a-f]{16})_(?P<ts>[0-9]{13,})"
-    rf"_(?P<counter>[0-9]+)_(?P<rand>[0-9a-f]{{{RAND_DIGITS}}})\.json"
+    r"_(?P<counter>[0-9]+)_(?P<tail>[0-9a-z]{6,64})\.json"
 )
 _TEMP_FILE = re.compile(r"\.(?P<final>[A-Za-z0-9_.-]{1,200})\.[0-9a-f]{8}\.tmp")
 # What toolctx writes first in each kind of file (a context document: any format version).
 _DOCUMENT_HEAD = re.compile(
-    rb'\{"format":"toolctx/[0-9]{1,9}","id":"(?P<id>[0-9a-f]{1,64})","session_id":"(?P<session>[A-Za-z0-9_.-]{1,128})",'
+    rb'\{"format":"toolctx/[0-9]{1,9}","id":"(?P<id>[0-9a-z]{1,64})","session_id":"(?P<session>[A-Za-z0-9_.-]{1,128})",'
 )
 _MARKER_HEAD = re.compile(
     rb'\{"format":"toolctx-session/[0-9]{1,9}","session_id":"(?P<session>[A-Za-z0-9_.-]{1,128})",'
@@ -91,11 +99,14 @@ class ContextName(NamedTuple):
     args_hash: str
     timestamp_ms: int
     counter: int
-    rand: str
+    tail: str
 
     @property
     def pointer_id(self) -> str:
-        return pointer_id(self.rand, self.counter)
+        """The id the name was made for: its tail, or for a name written before ids were random (a tail of six
+        hex digits, the session's) that tail then the counter in hex."""
+        tail = self.tail
+        return legacy_pointer_id(tail, self.counter) if len(tail) == RAND_DIGITS else tail
 
 
 def sanitize_tool_name(name: str) -> str:
@@ -110,14 +121,19 @@ def sanitize_tool_name(name: str) -> str:
     return safe or "tool"
 
 
-def pointer_id(rand: str, counter: int) -> str:
-    """The short id of a stored context: its random part then its counter, in hex."""
+def legacy_pointer_id(rand: str, counter: int) -> str:
+    """The id of a call stored before ids were random: the session's hex part then the counter in hex
+    (:func:`toolctx.testing.fixed_session` still numbers its calls this way, so a test can write them down)."""
     return f"{rand}{counter:x}"
 
 
-def new_rand() -> str:
-    """A session's random part: ids begin, and file names end, with it."""
-    return secrets.token_hex(RAND_DIGITS // 2)
+def new_pointer_id() -> str:
+    """A new call's id: :data:`ID_CHARS` characters of lowercase base 32, from the system's random source.
+
+    About six tokens in a model's prompt (o200k); 50 bits, so guessing one handle of
+    a session of 10,000 calls takes about 10^11 tries.
+    """
+    return base64.b32encode(os.urandom(7))[:ID_CHARS].decode("ascii").lower()
 
 
 def handle(pointer_id: str) -> str:
@@ -130,9 +146,9 @@ def strip_handle(ref: str) -> str:
     return ref[len(HANDLE_PREFIX) :] if ref.startswith(HANDLE_PREFIX) else ref
 
 
-def context_filename(safe_tool: str, args_hash: str, timestamp_ms: int, counter: int, rand: str) -> str:
-    """Build a context file name from already-safe parts."""
-    return f"{safe_tool}_{args_hash}_{timestamp_ms}_{counter}_{rand}.json"
+def context_filename(safe_tool: str, args_hash: str, timestamp_ms: int, counter: int, pointer_id: str) -> str:
+    """Build a context file name from already-safe parts (a call's counter orders the files of its session)."""
+    return f"{safe_tool}_{args_hash}_{timestamp_ms}_{counter}_{pointer_id}.json"
 
 
 def parse_context_filename(name: str) -> ContextName | None:
@@ -140,7 +156,7 @@ def parse_context_filename(name: str) -> ContextName | None:
     match = _CONTEXT_FILE.fullmatch(name)
     if match is None:
         return None
-    return ContextName(match["tool"], match["hash"], int(match["ts"]), int(match["counter"]), match["rand"])
+    return ContextName(match["tool"], match["hash"], int(match["ts"]), int(match["counter"]), match["tail"])
 
 
 def is_own_file(name: str, head: bytes, session_id: str) -> bool:

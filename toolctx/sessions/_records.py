@@ -29,7 +29,7 @@ import orjson
 from toolctx._defaults import ARGS_INLINE_LIMIT, INDEX_PREVIEW_CHARS, PREVIEW_CHARS
 from toolctx._describe import default_description
 from toolctx._internal import describe_error
-from toolctx._naming import POINTER_ID, RAND_DIGITS, context_filename, parse_context_filename
+from toolctx._naming import POINTER_ID, context_filename, parse_context_filename
 from toolctx._serialize import clean_text
 from toolctx.models import FORMAT, CallMetadata, ContextPointer, ErrorInfo, StorageKind, StoredContext, trusted
 from toolctx.redaction import Redactor
@@ -138,6 +138,7 @@ class Record:
         "_tokens",
         "args_hash",
         "call",
+        "counter",
         "id",
         "is_error",
         "payload",
@@ -158,8 +159,10 @@ class Record:
         tokens: int | None,
         plain: bool = False,
         preview: str | None = None,
+        counter: int = 0,
     ) -> None:
         self.id = id
+        self.counter = counter  # the call's place in its session, which orders its file among the others
         self.call = call
         self.args_hash = args_hash
         self.timestamp_ns = timestamp_ns
@@ -185,17 +188,13 @@ class Record:
         return tokens
 
     @property
-    def counter(self) -> int:
-        return int(self.id[RAND_DIGITS:], 16)
-
-    @property
     def filename(self) -> str:
         # Built from the record's parts each time (not cached: ~100 bytes per call saved);
         # set explicitly for calls sharing an earlier file or recovered from disk.
         if self._filename is not None:
             return self._filename
         ts_ms = self.timestamp_ns // 1_000_000
-        return context_filename(self.call.safe_name, self.args_hash, ts_ms, self.counter, self.id[:RAND_DIGITS])
+        return context_filename(self.call.safe_name, self.args_hash, ts_ms, self.counter, self.id)
 
     @property
     def timestamp(self) -> datetime:
@@ -333,8 +332,8 @@ class Record:
 
 def _from_file(filename: str, meta: CallMetadata, args_json: bytes, **fields: Any) -> Record:
     parsed = parse_context_filename(filename)
-    # The id is the random part then the counter in hex. It is read from the id, not the
-    # file name: a repeated identical call shares the file of the first one.
+    # The id is read from the document, not the file name: a repeated identical call shares the
+    # file of the first one.
     if parsed is None or POINTER_ID.fullmatch(meta.id) is None:
         raise ValueError(f"{filename!r} / {meta.id!r} is not a context file name and id")
     call = Call(
@@ -344,7 +343,7 @@ def _from_file(filename: str, meta: CallMetadata, args_json: bytes, **fields: An
         **{name: getattr(meta, name) for name in CALL_FIELDS},
     )
     timestamp_ns = (meta.timestamp - _EPOCH) // _NS * 1000
-    record = Record(meta.id, call, meta.args_hash, timestamp_ns, **fields)
+    record = Record(meta.id, call, meta.args_hash, timestamp_ns, **fields, counter=parsed.counter)
     record.storage = StorageKind.DISK
     record._filename = filename
     return record

@@ -31,7 +31,7 @@ import xxhash
 from toolctx._defaults import INDEX_PREVIEW_CHARS, PREVIEW_CHARS
 from toolctx._hashing import hash_bytes
 from toolctx._internal import DEBUG, internal_error, log_enabled
-from toolctx._naming import HEAD_BYTES, MANIFEST_NAME, is_own_file, new_rand, pointer_id
+from toolctx._naming import HEAD_BYTES, MANIFEST_NAME, is_own_file, legacy_pointer_id, new_pointer_id
 from toolctx._platform import fork_safe_lock
 from toolctx._serialize import encode
 from toolctx.errors import SessionClosedError
@@ -99,9 +99,8 @@ class SavePath:
         self._memory: deque[Record] = deque()  # outputs held in memory, oldest first
         self._written: dict[str, str] = {}  # identical-output key -> file already holding it
         self._screen = None if redactor is None else CallScreen(redactor)
-        self._ids = itertools.count()
-        # Ids begin, and file names end, with this per-session random part; a forked child gets its own.
-        self.rand = new_rand()
+        self._ids = itertools.count()  # numbers the calls, in the order they are saved
+        self.numbered: str | None = None  # a fixed hex part: ids are it then the counter (fixed_session's)
         self._emit = emit
         self._always_emit = always_emit  # an on_debug callback wants every event, logged or not
         self._where = where
@@ -211,8 +210,9 @@ class SavePath:
             size = len(data)
             # A plain string result previews as itself, unless redaction changed it.
             plain = isinstance(result, str) and data is encoded and not notes
+            counter = next(self._ids)  # (atomic under the GIL)
             record = Record(
-                pointer_id(self.rand, next(self._ids)),  # next() is atomic under the GIL
+                self._new_id(counter),
                 call,
                 hash_bytes(args_json),
                 clock.time_ns() if timestamp_ns is None else timestamp_ns,
@@ -220,6 +220,7 @@ class SavePath:
                 error is not None,
                 None,  # estimated when first needed: most calls kept in memory never are
                 plain,
+                counter=counter,
             )
             threshold = self.threshold if call.threshold is None else call.threshold
             if size < threshold and self.memory_budget:
@@ -465,6 +466,15 @@ class SavePath:
             self._index.add(record.id, record.search_text, record.preview, record.tokens)
         self._ids = itertools.count(max((r.counter for r in records), default=-1) + 1)
 
+    def _new_id(self, counter: int) -> str:
+        """The id of the call numbered ``counter``: random, never one of this session's already."""
+        if self.numbered is not None:
+            return legacy_pointer_id(self.numbered, counter)
+        while True:
+            pointer = new_pointer_id()
+            if pointer not in self._records:  # (2^-50 a pair: checked all the same)
+                return pointer
+
     def snapshot(self) -> list[Record]:
         """Every record, oldest first (a queued call keeps the time it was queued at)."""
         self.store_queued()
@@ -476,13 +486,12 @@ class SavePath:
     def after_fork(self) -> None:
         """Make a forked child's copy usable: it has only the thread that forked it.
 
-        Its ids get a new random part (it shares the parent's counter). No call is
+        (Its ids are drawn from the system's random source, which a fork does not copy.) No call is
         being saved there and no one waits (the locks themselves are released by
         ``fork_safe_lock``). The search index is rebuilt from the records: another
         thread may have been in the middle of indexing or searching, leaving it half
         updated, or pinned by a view of its arrays that no thread will ever drop.
         """
-        self.rand = new_rand()
         self._saving = []
         self._later.after_fork()  # (the parent stores what it queued)
         self._idle = threading.Condition(self.lock)
