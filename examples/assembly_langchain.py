@@ -56,7 +56,7 @@ class ScriptedChat(FakeMessagesListChatModel):
                 content="", tool_calls=[{"name": "read_file", "args": {"path": path}, "id": f"call-{len(messages)}"}]
             )
         elif len(results) == 1 and str(results[0].content).startswith("[toolctx stand-in]"):
-            handle = re.search(r"ctx:[0-9a-f]+", str(results[0].content)).group(0)  # type: ignore[union-attr]
+            handle = re.search(r"ctx:[0-9a-z]+", str(results[0].content)).group(0)  # type: ignore[union-attr]
             args = {"id": handle, "offset": 0, "limit": 60}
             reply = AIMessage(
                 content="", tool_calls=[{"name": "read_context", "args": args, "id": f"call-{len(messages)}"}]

@@ -55,7 +55,7 @@ class ScriptedClient:
             path = "service.log" if "log" in task else "config.py"
             return _reply(None, [(f"call{self.calls}", "read_file", {"path": path})])
         if last["role"] == "tool" and last["content"].startswith("[toolctx stand-in]"):
-            handle = re.search(r"ctx:[0-9a-f]+", last["content"]).group(0)  # type: ignore[union-attr]
+            handle = re.search(r"ctx:[0-9a-z]+", last["content"]).group(0)  # type: ignore[union-attr]
             return _reply(None, [(f"call{self.calls}", "read_context", {"id": handle, "offset": 0, "limit": 60})])
         return _reply(f"Done: {task.split(': ', 1)[1]}.", [])
 

@@ -48,7 +48,7 @@ class ScriptedChat(FakeMessagesListChatModel):
         if not results:
             reply = AIMessage(content="", tool_calls=[{"name": "sales_report", "args": {"year": 2026}, "id": "c1"}])
         elif len(results) == 1:
-            handle = re.search(r"ctx:[0-9a-f]+", str(results[0].content)).group(0)  # type: ignore[union-attr]
+            handle = re.search(r"ctx:[0-9a-z]+", str(results[0].content)).group(0)  # type: ignore[union-attr]
             reply = AIMessage(
                 content="",
                 tool_calls=[{"name": "read_context", "args": {"id": handle, "offset": 0, "limit": 400}, "id": "c2"}],

@@ -39,7 +39,7 @@ def last_output(call: Any) -> str:
 
 
 def read_back(call: Any) -> Any:
-    handle = re.search(r"ctx:[0-9a-f]+", last_output(call)).group(0)  # type: ignore[union-attr]
+    handle = re.search(r"ctx:[0-9a-z]+", last_output(call)).group(0)  # type: ignore[union-attr]
     return [function_call("read_context", {"id": handle, "offset": 0, "limit": 400}, call_id="c2")]
 
 

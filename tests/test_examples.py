@@ -19,7 +19,7 @@ def run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
 def test_quickstart_stores_selects_loads_and_cleans_up(tmp_path: Path) -> None:
     out = run([str(ROOT / "examples" / "quickstart.py")], tmp_path).stdout
     assert "Stored 4 tool outputs" in out
-    assert re.search(r"\[disk: read_file_[0-9a-f]{16}_\d+_\d+_[0-9a-f]{6}\.json\]", out)
+    assert re.search(r"\[disk: read_file_[0-9a-f]{16}_\d+_\d+_[0-9a-z]{10}\.json\]", out)
     assert "[memory]" in out
     assert "session.lock" in out  # the lock that tells a live session from an orphan
     assert "Selected for the answer: ctx:" in out
@@ -48,7 +48,7 @@ def test_the_framework_examples_store_stand_in_read_back_and_clean_up(tmp_path: 
     for script in ("langchain_agent.py", "openai_agents_agent.py"):
         out = run([str(ROOT / "examples" / script)], tmp_path).stdout
         assert "sales_report returned 51,960 characters; toolctx stored them as ctx:" in out
-        assert re.search(r"on disk: sales_report_[0-9a-f]{16}_\d+_\d+_[0-9a-f]{6}\.json", out)
+        assert re.search(r"on disk: sales_report_[0-9a-f]{16}_\d+_\d+_[0-9a-z]{10}\.json", out)
         assert "What the model saw instead (2," in out
         assert "[toolctx stand-in]" in out
         assert "The model called read_context and got:" in out

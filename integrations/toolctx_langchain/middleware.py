@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import (
     AgentMiddleware,
+    AgentState,
     ExtendedModelResponse,
     ModelRequest,
     ModelResponse,
     ToolCallRequest,
 )
+from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AnyMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
@@ -37,9 +40,17 @@ from toolctx.compaction import (
 from toolctx.compaction import before_model_call as run_hook
 from toolctx.diagnostics import internal_error
 from toolctx_langchain._messages import MessageAdapter, as_sent, model_arguments, stand_in_metadata
-from toolctx_langchain.tools import read_context_tool, run_config, thread_and_task, thread_of
+from toolctx_langchain.tools import read_back, read_context_tool, thread_and_task
 
 __all__ = ["ToolContextMiddleware"]
+
+_RUN = "toolctx_run"
+
+
+class _RunState(AgentState[Any]):
+    """The agent's state with the run a conversation without a thread is scoped to (never input or output)."""
+
+    toolctx_run: NotRequired[Annotated[str, PrivateStateAttr]]
 
 
 class ToolContextMiddleware(AgentMiddleware):
@@ -49,7 +60,10 @@ class ToolContextMiddleware(AgentMiddleware):
     (without the parameters LangChain injects, such as ``ToolRuntime``, state,
     store or the call id) and the ToolMessage's content (with its artifact, if
     any) are saved in the session, tagged with the latest human message as the
-    query and the thread (or run) id as the task. A big output reaches the model
+    query and the conversation as the task: the thread, else the run id in the
+    config, else a random id the middleware gives each run (``agent.invoke``
+    without a config), so a run without a thread reads back only its own
+    outputs. A big output reaches the model
     as a stand-in cut from the stored copy; error results, and any result that
     could not be stored, reach it whole. A successful call whose text content is
     certainly shown whole (:func:`~toolctx.compaction.shown_whole`), without an
@@ -76,6 +90,8 @@ class ToolContextMiddleware(AgentMiddleware):
     ``before_model_call=lambda tokens: store.before_model_call(agent_id, tokens, window)``.
     """
 
+    state_schema = _RunState
+
     def __init__(
         self,
         settings: CompactionSettings | None = None,
@@ -99,13 +115,24 @@ class ToolContextMiddleware(AgentMiddleware):
         self._prefix: PrefixSize[SystemMessage, BaseTool | dict[str, Any]] = PrefixSize(_system_text, _tool_text)
         self.tools = [read_context_tool(self.session)] if read_tool else []
 
+    # -- the conversation --------------------------------------------------------------
+
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """A run without a thread (or a run id in its config) gets its own random scope."""
+        try:
+            task = thread_and_task()[1]
+        except Exception as exc:
+            internal_error("could not read the run's config", exc)
+            task = None
+        return None if task is not None else {_RUN: secrets.token_hex(16)}
+
     # -- tool calls ------------------------------------------------------------------
 
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]]
     ) -> ToolMessage | Command[Any]:
         if request.tool_call["name"] == READ_CONTEXT:
-            return handler(request)
+            return self._read(request) if self.tools else handler(request)
         try:
             result = handler(request)
         except Exception as exc:
@@ -119,7 +146,7 @@ class ToolContextMiddleware(AgentMiddleware):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         if request.tool_call["name"] == READ_CONTEXT:
-            return await handler(request)
+            return self._read(request) if self.tools else await handler(request)
         try:
             result = await handler(request)
         except Exception as exc:
@@ -132,10 +159,26 @@ class ToolContextMiddleware(AgentMiddleware):
         args = model_arguments(getattr(request, "tool", None), call.get("args") or {})
         return persist_call(where[0], call["name"], args, result, error=error, call_id=call.get("id"), task_id=where[1])
 
-    def _where(self, request: ToolCallRequest) -> _Where:
-        """The session a tool call is stored in, and its task (the thread, else the run id)."""
+    def _where(self, request: ToolCallRequest | ModelRequest) -> _Where:
+        """The session a call is stored in, and its task (the thread, else the run id, else the run's scope)."""
         thread, task = thread_and_task(getattr(request.runtime, "config", None))
+        if task is None:
+            state = getattr(request, "state", None)
+            run = state.get(_RUN) if isinstance(state, Mapping) else None
+            task = run if isinstance(run, str) else None
         return self.session(thread), task
+
+    def _read(self, request: ToolCallRequest) -> ToolMessage:
+        """The middleware's own ``read_context``: it knows the conversation, even one without a thread."""
+        call = request.tool_call
+        try:
+            session, task = self._where(request)
+            given = call.get("args")
+            text = read_back(session, given if isinstance(given, Mapping) else {}, task)
+        except Exception as exc:
+            internal_error("read_context could not read the session", exc)
+            text = "read_context could not read the stored outputs just now; go on without them."
+        return ToolMessage(content=text, tool_call_id=call.get("id") or "", name=READ_CONTEXT)
 
     def _failed(self, request: ToolCallRequest, error: Exception) -> None:
         try:
@@ -205,12 +248,11 @@ class ToolContextMiddleware(AgentMiddleware):
     def _prepared(self, request: ModelRequest) -> tuple[ModelRequest, list[AnyMessage]]:
         """The request to send, and the messages whose shown form changed in this call."""
         try:
-            config = run_config()
-            session = self.session(thread_of(config))
+            session, task = self._where(request)
             session_notes = notes(session)
             session_notes.prefix_tokens = self._prefix(request.system_message, request.tools)
             offer = session_notes.offer_read_context  # as the Agents SDK does: decided before this call's edits
-            messages, edits = self.compactor.view(request.messages, thread_of(config, or_run=True), session)
+            messages, edits = self.compactor.view(request.messages, task, session)
             changed = (
                 [m for m, before in zip(messages, request.messages, strict=True) if m is not before] if edits else []
             )

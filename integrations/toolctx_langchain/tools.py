@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import ToolMessage
@@ -11,7 +12,7 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.config import get_config
 from langgraph.types import Command
 
-from toolctx import ErrorInfo
+from toolctx import ContextSession, ErrorInfo
 from toolctx.compaction import (
     DEFAULT_READ_LIMIT,
     READ_CONTEXT,
@@ -28,7 +29,7 @@ from toolctx.compaction import (
 from toolctx.diagnostics import internal_error
 from toolctx_langchain._messages import model_arguments
 
-__all__ = ["READ_CONTEXT", "persist_tool", "read_context_tool", "thread_and_task", "thread_of"]
+__all__ = ["READ_CONTEXT", "persist_tool", "read_back", "read_context_tool", "thread_and_task", "thread_of"]
 
 
 def run_config() -> dict[str, Any]:
@@ -194,21 +195,37 @@ def read_context_tool(session: SessionSource = None) -> BaseTool:
 
     Inside a LangGraph thread it reads only outputs stored in that thread, so a
     handle from another conversation reads as unknown even in a shared session.
+    (With :class:`~toolctx_langchain.ToolContextMiddleware`, a run without a thread
+    reads only its own run's outputs: the middleware answers the calls.)
     """
     get_session = session_resolver(session)
 
-    def read_context_fn(
-        id: str = "", offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result", **unknown: Any
-    ) -> str:
-        # (the schema is the shared JSON one, which LangChain hands on unvalidated: a missing id, a wrong type
-        # or a stray key is answered in words, as the other hosts answer it, never raised into the run)
-        if unknown:
-            return f"read_context takes id, offset, limit and part; got {sorted(unknown)!r:.200}."
+    def read_context_fn(**given: Any) -> str:
         thread = thread_of()
-        return read_context(get_session(thread), id, offset, limit, part, scope=thread)
+        return read_back(get_session(thread), given, thread)
 
     return StructuredTool.from_function(
         read_context_fn, name=READ_CONTEXT, description=READ_CONTEXT_DESCRIPTION, args_schema=READ_CONTEXT_PARAMETERS
+    )
+
+
+def read_back(session: ContextSession, given: Mapping[str, Any], scope: str | None) -> str:
+    """The answer to a ``read_context`` call with the arguments ``given``, reading only calls of ``scope``.
+
+    (The schema is the shared JSON one, which LangChain hands on unvalidated: a
+    missing id, a wrong type or a stray key is answered in words, as the other
+    hosts answer it, never raised into the run.)
+    """
+    unknown = sorted(set(given) - {"id", "offset", "limit", "part"})
+    if unknown:
+        return f"read_context takes id, offset, limit and part; got {unknown!r:.200}."
+    return read_context(
+        session,
+        given.get("id", ""),
+        given.get("offset", 0),
+        given.get("limit", DEFAULT_READ_LIMIT),
+        given.get("part", "result"),
+        scope=scope,
     )
 
 

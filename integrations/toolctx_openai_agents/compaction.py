@@ -10,7 +10,9 @@ from typing import Any
 import orjson
 from agents import FunctionTool
 from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
+from agents.tracing import get_current_trace
 
+from toolctx import ContextSession
 from toolctx.compaction import (
     READ_CONTEXT,
     BeforeModelCall,
@@ -28,7 +30,7 @@ from toolctx.compaction import before_model_call as run_hook
 from toolctx.diagnostics import internal_error
 from toolctx.tokens import estimate_tokens_cached as estimated
 from toolctx_openai_agents._tokens import tool_definition
-from toolctx_openai_agents.tools import _Arguments, arguments_json
+from toolctx_openai_agents.tools import Run, _Arguments, arguments_json, run_of
 
 __all__ = ["InputItemAdapter", "compact_tool_outputs"]
 
@@ -125,6 +127,20 @@ def _said(content: Any) -> str:
     return "".join(str(b.get("text", "")) for b in blocks)
 
 
+def _task(run: Run | None, session: ContextSession) -> str | None:
+    """The task the run's calls are found and stored under, as its tools tag them (``conversation_of``): its
+    group (from the SDK's trace, else from the run's tools once one ran), else the session's conversation,
+    else the run itself."""
+    group = getattr(get_current_trace(), "group_id", None) if run is not None else None
+    if isinstance(group, str) and group:
+        return group
+    if run is not None and run.group is not None:
+        return run.group
+    if session.conversation is not None:
+        return session.conversation
+    return None if run is None else run.scope
+
+
 def compact_tool_outputs(
     settings: CompactionSettings | None = None,
     *,
@@ -166,11 +182,13 @@ def compact_tool_outputs(
     def compacted(original: ModelInputData, agent: Any) -> ModelInputData:
         try:
             items = original.input  # (read, never changed: the items sent are a new list)
-            key = adapter.fingerprint(items[0]) if items else None
             session = compactor.session(None)
+            run = run_of()
+            task = _task(run, session)
+            key: Hashable = task if task is not None else (adapter.fingerprint(items[0]) if items else None)
             instructions = original.instructions if isinstance(original.instructions, str) else None
             notes(session).prefix_tokens = prefix(instructions or None, _sent_tools(agent))
-            shown, _ = compactor.view(items, key, session)
+            shown, _ = compactor.view(items, key, session, task=task)
             run_hook(before_model_call, session)
             return ModelInputData(input=shown, instructions=original.instructions)
         except Exception as exc:  # compaction is an optimisation: never break the run

@@ -49,7 +49,9 @@ class ToolContextHooks(RunHooks[Any]):
             call_id = context.tool_call_id if isinstance(context, ToolContext) else None
             session = self.session(None)
             args = parse_arguments(arguments)
-            pointer = persist_call(session, tool.name, args, result, call_id=call_id, task_id=conversation_of(context))
+            pointer = persist_call(
+                session, tool.name, args, result, call_id=call_id, task_id=conversation_of(context, session)
+            )
             if pointer is not None and pointer.stored and over_limit(self.settings, tool.name, output_text(result)):
                 # compact_tool_outputs shows this output as a stand-in: offer read_context in the same model call
                 notes(session).offer_read_context = True

@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import copy
 import json
+import secrets
+import weakref
 from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from importlib import metadata
@@ -15,7 +17,9 @@ import orjson
 from agents import FunctionTool, Tool
 from agents.run_config import ToolErrorFormatter, ToolErrorFormatterArgs
 from agents.tool_context import ToolContext
+from agents.tracing import get_current_trace
 
+from toolctx import ContextSession
 from toolctx.compaction import (
     DEFAULT_READ_LIMIT,
     READ_CONTEXT,
@@ -38,7 +42,9 @@ __all__ = [
     "persist_tools",
     "read_context",
     "read_context_tool",
+    "read_scope",
     "record_tool_errors",
+    "run_of",
 ]
 
 
@@ -119,30 +125,79 @@ def _plain(value: Any) -> bool:
 _DEEPEST = 250  # (orjson writes at most 254 nested arrays and objects)
 
 
-def conversation_of(context: object) -> str | None:
-    """The run's ``RunConfig.group_id`` (the SDK's conversation id), which tags calls and scopes reads."""
+class Run:
+    """One run of the SDK, as toolctx scopes it: a random scope, and the ``group_id`` its tools were run with."""
+
+    __slots__ = ("__weakref__", "group", "scope")
+
+    def __init__(self) -> None:
+        self.scope = f"run:{secrets.token_hex(16)}"
+        self.group: str | None = None
+
+
+_RUNS: weakref.WeakKeyDictionary[Any, Run] = weakref.WeakKeyDictionary()  # the SDK's trace of a run -> the run
+
+
+def run_of() -> Run | None:
+    """The run going on, known by the trace the SDK opens for it (a no-op one when tracing is off); None
+    outside a run. Runs inside one ``agents.trace()`` block are one workflow, so one run here."""
+    trace = get_current_trace()
+    if trace is None:
+        return None
+    try:
+        run = _RUNS.get(trace)
+        if run is None:
+            run = _RUNS[trace] = Run()
+    except TypeError:  # (a trace of another provider that cannot be weakly referenced)
+        return None
+    return run
+
+
+def conversation_of(context: object, session: ContextSession | None = None) -> str | None:
+    """The task a tool call is stored under: the run's ``RunConfig.group_id`` (the SDK's conversation id),
+    else the conversation ``session`` serves alone (:attr:`~toolctx.ContextSession.conversation`), else the
+    run itself (a random scope for each), so a run without either reads back only its own calls."""
     run_config = getattr(context, "run_config", None)
     group = getattr(run_config, "group_id", None)
-    return group if isinstance(group, str) and group else None
+    run = run_of()
+    if isinstance(group, str) and group:
+        if run is not None:
+            run.group = group  # (the input filter, which is not told the group, learns it here)
+        return group
+    if session is not None and session.conversation is not None:
+        return session.conversation
+    return None if run is None else run.scope
+
+
+def read_scope(context: object, session: ContextSession) -> str | tuple[str, ...] | None:
+    """What ``read_context`` may read in this run: calls of its conversation, and those the input filter
+    stored for the run before it knew the run's group."""
+    task = conversation_of(context, session)
+    run = run_of()
+    if run is None or task is None or task == run.scope:
+        return task
+    return (task, run.scope)
 
 
 def read_context_tool(session: SessionSource = None) -> FunctionTool:
     """The ``read_context`` function tool, reading from ``session`` (the current one by default).
 
-    With a ``RunConfig.group_id`` it reads only outputs stored under that group, so
-    a handle from another conversation reads as unknown even in a shared session.
+    With a ``RunConfig.group_id`` it reads only outputs stored under that group, and
+    without one only those of its own run, so a handle from another conversation
+    reads as unknown even in a shared session.
     """
     get_session = session_resolver(session)
 
     async def read_back(ctx: ToolContext[Any], arguments: str) -> str:
         given = parse_arguments(arguments)
+        session = get_session(None)
         return read_stored(
-            get_session(None),
+            session,
             given.get("id"),  # type: ignore[arg-type]  # (anything but a str is answered with what to send)
             given.get("offset", 0),
             given.get("limit", DEFAULT_READ_LIMIT),
             given.get("part", "result"),
-            scope=conversation_of(ctx),
+            scope=read_scope(ctx, session),
         )
 
     def offered(context: Any, agent: Any) -> bool:
@@ -260,7 +315,7 @@ class _Persisted:
             session = self.get_session(None)
             args = _Arguments(arguments)  # (parsed when stored: a queued call's with the calls before it)
             call_id = getattr(ctx, "tool_call_id", None)  # (a plain RunContextWrapper, invoked directly, has none)
-            group = conversation_of(ctx)
+            group = conversation_of(ctx, session)
             text = output_text(output)
         except Exception as exc:
             internal_error(f"could not store a call of tool {self.name!r}", exc)

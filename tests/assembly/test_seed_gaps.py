@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from toolctx.assembly import (
     ToolOutputPlugin,
 )
 from toolctx.errors import ConfigError
+from toolctx.testing import fixed_session
 from toolctx.tokens import EstimateCounter, TokenCounter, count_request, get_counter
 
 from .conftest import CharCounter, run, tool_turn
@@ -192,20 +194,25 @@ def _conversation(counter: TokenCounter, s: toolctx.ContextSession, max_tokens: 
 
 @pytest.mark.parametrize("counter", [get_counter("o200k_base"), EstimateCounter()], ids=["exact", "estimate"])
 def test_reported_tokens_equal_count_request_on_the_prepared_openai_request(
-    s: toolctx.ContextSession, counter: TokenCounter
+    context_dir: Path, counter: TokenCounter
 ) -> None:
-    ctx = _conversation(counter, s)
-    budget = ctx.get_budget()
-    prepared = run(ctx.prepare())
-    exact = count_request(prepared.to_openai(), tools=prepared.openai_tools(), counter=counter)
-    assert prepared.budget.used == exact
-    assert ctx.get_budget().used == exact
-    assert budget.used == exact  # no stand-in or compaction happened at this budget
-    tight = _conversation(counter, s, max_tokens=exact - 1)  # one token short: it must compact to fit
-    squeezed = run(tight.prepare())
-    assert squeezed.compacted
-    assert count_request(squeezed.to_openai(), tools=squeezed.openai_tools(), counter=counter) == squeezed.budget.used
-    assert squeezed.budget.used <= exact - 1
+    # (each conversation in a session of its own numbered from 0: both show the same handles, so the same tokens)
+    with fixed_session(context_dir / "first") as s:
+        ctx = _conversation(counter, s)
+        budget = ctx.get_budget()
+        prepared = run(ctx.prepare())
+        exact = count_request(prepared.to_openai(), tools=prepared.openai_tools(), counter=counter)
+        assert prepared.budget.used == exact
+        assert ctx.get_budget().used == exact
+        assert budget.used == exact  # no stand-in or compaction happened at this budget
+    with fixed_session(context_dir / "second") as s:
+        tight = _conversation(counter, s, max_tokens=exact - 1)  # one token short: it must compact to fit
+        squeezed = run(tight.prepare())
+        assert squeezed.compacted
+        assert (
+            count_request(squeezed.to_openai(), tools=squeezed.openai_tools(), counter=counter) == squeezed.budget.used
+        )
+        assert squeezed.budget.used <= exact - 1
 
 
 # -- get_budget() before the first prepare() ----------------------------------------------------------------------

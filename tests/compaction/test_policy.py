@@ -59,7 +59,7 @@ class Loop:
         return self.call_model()
 
     def call_model(self) -> list[Message]:
-        shown, edits = self.compactor.view(list(self.messages))
+        shown, edits = self.compactor.view(list(self.messages), task=self.task)
         self.views.append(shown)
         self.edits.append(len(edits))
         return shown
@@ -486,7 +486,7 @@ def test_a_later_turn_shows_old_assistant_text_with_the_same_marker(context_dir:
             loop.step(("run", {"command": "pytest"}, output(loop.steps)), thought=thought(loop.steps))
         first = loop.views[-1]
         stored = len(s)
-        later = Compactor(DictAdapter(), SMALL, s).view(list(loop.messages))[0]
+        later = Compactor(DictAdapter(), SMALL, s).view(list(loop.messages), task="conversation-1")[0]
         assert [m["text"] for m in later] == [m["text"] for m in first]
         assert any(m["role"] == "assistant" and is_stand_in(m["text"]) for m in later)
         assert len(s) == stored
@@ -496,7 +496,7 @@ def test_a_later_turn_shows_old_assistant_text_with_the_same_marker(context_dir:
         for m in renamed:  # its calls, stored as its tool hooks would, under its task
             if m["role"] == "tool":
                 persist_call(s, "run", {"command": "pytest"}, m["text"], call_id=m["call_id"], task_id="conversation-2")
-        theirs = other.view(renamed)[0]
+        theirs = other.view(renamed, task="conversation-2")[0]
         markers = {m["text"] for m in later if m["role"] == "assistant" and is_stand_in(m["text"])}
         assert markers
         assert markers.isdisjoint(m["text"] for m in theirs if m["role"] == "assistant")
@@ -552,7 +552,7 @@ def test_assistant_text_markers_stay_the_same_and_survive_a_reread(context_dir: 
         first = {m["id"]: m["text"] for m in loop.views[-1] if m["role"] == "assistant" and is_stand_in(m["text"])}
         assert first
         loop.step(("run", {"command": "pytest"}, output(loop.steps)), thought=thought(loop.steps))
-        again, _ = loop.compactor.view(list(loop.messages), key="a fresh read of the same history")
+        again, _ = loop.compactor.view(list(loop.messages), key="a fresh read of the same history", task=None)
         for view in (loop.views[-1], again):
             for m in view:
                 if m["id"] in first:
@@ -563,8 +563,9 @@ def test_assistant_text_markers_stay_the_same_and_survive_a_reread(context_dir: 
 
 
 def test_old_assistant_text_is_stored_under_the_task_of_the_conversations_calls(context_dir: Path) -> None:
-    # The oldest call has no task (stored before the conversation had one): the markers of old assistant
-    # text still go under the conversation's task, so a read scoped to it finds them.
+    # The oldest call has no task (stored before the conversation had one): it is stored again under the
+    # conversation's task when compacted, and the markers of old assistant text go under that task too, so a
+    # read scoped to it finds every marker.
     with session(context_dir) as s:
         loop = Loop(s)
         loop.step(("run", {"command": "pytest"}, output(0)), thought=thought(0))

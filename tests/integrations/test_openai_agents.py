@@ -70,12 +70,19 @@ def quotes(ticker: str, n: int) -> Quote:
     return Quote(ticker=ticker, rows=[{"i": i, "price": 100 + i} for i in range(n)])
 
 
+def stored_call(s: toolctx.ContextSession, call_id: str) -> Any:
+    """The newest call stored with this framework id, in whichever run's scope (a run without a group_id
+    stores under its own)."""
+    found = [p for p in s.get_all_pointers() if p.call_id == call_id]
+    return found[-1] if found else None
+
+
 def outputs(call: Any) -> list[dict[str, Any]]:
     return [dict(i) for i in call.input if isinstance(i, dict) and i.get("type") == "function_call_output"]
 
 
 def handle_in(call: Any) -> str:
-    match = re.search(r"ctx:[0-9a-f]+", str(outputs(call)[-1]["output"]))
+    match = re.search(r"ctx:[0-9a-z]+", str(outputs(call)[-1]["output"]))
     assert match
     return match.group(0)
 
@@ -128,7 +135,7 @@ def read(handle: str, call_id: str, **options: int) -> Any:
 
 
 def handle_in_first(call: Any) -> str:
-    match = re.search(r"ctx:[0-9a-f]+", str(outputs(call)[0]["output"]))
+    match = re.search(r"ctx:[0-9a-z]+", str(outputs(call)[0]["output"]))
     assert match
     return match.group(0)
 
@@ -160,14 +167,14 @@ def test_older_outputs_are_compacted_restorably(context_dir: Path) -> None:
         ]
         call_ids = [dict(i)["call_id"] for i in last.input if isinstance(i, dict) and i.get("type") == "function_call"]
         assert call_ids == [o["call_id"] for o in shown]  # every call keeps its output
-        handle = re.search(r"ctx:[0-9a-f]+", shown[0]["output"]).group(0)  # type: ignore[union-attr]
+        handle = re.search(r"ctx:[0-9a-z]+", shown[0]["output"]).group(0)  # type: ignore[union-attr]
         assert s.load_contexts([handle])[0].result == "value of k0 " * 200
         full = [
-            {**o, "output": s.load_contexts([s.find_call(o["call_id"]).id])[0].result}  # type: ignore[union-attr]
+            {**o, "output": s.load_contexts([stored_call(s, o["call_id"]).id])[0].result}  # type: ignore[union-attr]
             for o in shown
         ]
         assert len(json.dumps(shown)) < len(json.dumps(full)) / 2
-        assert s.find_call("err").is_error is SDK_SHOWS_TOOL_ERRORS  # type: ignore[union-attr]
+        assert stored_call(s, "err").is_error is SDK_SHOWS_TOOL_ERRORS  # type: ignore[union-attr]
 
 
 def test_outputs_stored_without_persist_tools_are_stored_when_compacted(context_dir: Path) -> None:
@@ -182,7 +189,7 @@ def test_outputs_stored_without_persist_tools_are_stored_when_compacted(context_
             ),
         )
         assert [p.call_id for p in s.get_all_pointers()] == ["c0", "c1", "c2"]
-        assert s.load_contexts([s.find_call("c0")])[0].args == {"key": "k0"}  # type: ignore[list-item]
+        assert s.load_contexts([stored_call(s, "c0")])[0].args == {"key": "k0"}  # type: ignore[list-item]
 
 
 @function_tool
@@ -585,7 +592,7 @@ def test_a_call_shown_whole_is_stored_with_the_next_reader_and_a_big_one_at_once
         assert invoke("small", "k1") == "value of k1 " * 200
         assert invoke("accented", "é") == "value of é " * 200
         assert len(s._saver._later) == 2  # queued, not stored one by one
-        stored = s.find_call("small")  # any reader stores the queue first
+        stored = stored_call(s, "small")  # any reader stores the queue first
         assert stored is not None
         assert s.load_contexts([stored])[0].args == {"key": "k1"}
         [persisted] = persist_tools([lookup], max_output_tokens=100)

@@ -52,7 +52,7 @@ def test_secrets_in_names_tags_call_ids_and_descriptions_are_redacted(context_di
             description=f"fetch with {SECRET} and {TOKEN}",
         )
         [context] = s.load_contexts([pointer])
-        assert s.find_call(f"call {REDACTED}") is not None
+        assert s.find_call(f"call {REDACTED}", task_id=f"task {REDACTED}") is not None
     for shown in (pointer, context):
         assert TOKEN not in shown.tool_name
         assert shown.task_id == f"task {REDACTED}"

@@ -164,13 +164,15 @@ class ToolOutputPlugin:
         self.session = resolve_session(session)
         self.adapter = HistoryItemAdapter()
         self.compactor: Compactor[HistoryMessage] = Compactor(self.adapter, self.settings, self.session)
+        # The conversation this plugin serves: its calls are stored under it, and only its calls read back.
         self._key = uuid.uuid4().hex
         self._last: Sequence[HistoryMessage] = ()
         self._shown: list[HistoryMessage] = []  # what the last history_view() returned for them
         self._offer = False  # read_context in this call's tool list
 
     def __repr__(self) -> str:
-        return f"ToolOutputPlugin({self.name!r}, outputs={len(self._outputs)}, compacted={len(self.compactor.results)})"
+        compacted = len(self.compactor.decisions(self._key)["results"])
+        return f"ToolOutputPlugin({self.name!r}, outputs={len(self._outputs)}, compacted={compacted})"
 
     def get_component(self) -> Component | None:
         """The window of recent outputs added with :meth:`add_output` (None while there are none).
@@ -244,7 +246,16 @@ class ToolOutputPlugin:
             failure = ErrorInfo(type="ToolError", message=text[:20_000])
         # (stored now, never queued: the plugin hands the call's id on at once)
         outcome = at_tool_time(
-            self.settings, session, tool, arguments, output, text, error=failure, call_id=call_id, queue=False
+            self.settings,
+            session,
+            tool,
+            arguments,
+            output,
+            text,
+            error=failure,
+            call_id=call_id,
+            task_id=self._key,
+            queue=False,
         )
         meta: dict[str, Any] = {"is_error": True} if failure is not None else {}
         if outcome.saved is not None:
@@ -272,13 +283,11 @@ class ToolOutputPlugin:
 
     def pinned(self, messages: Sequence[HistoryMessage]) -> None:
         """``messages`` were pinned: their calls' results and arguments are shown whole again, and never compacted."""
+        ids = []
         for message in messages:
-            ids = [c.id for c in message.tool_calls] + ([message.tool_call_id] if message.tool_call_id else [])
-            for call_id in ids:
-                self.adapter.pinned_calls.add(call_id)
-                self.compactor.results.pop(call_id, None)
-                self.compactor.args.pop(call_id, None)
-        self._key = uuid.uuid4().hex  # the policy reads the history again, with the pins
+            ids += [c.id for c in message.tool_calls] + ([message.tool_call_id] if message.tool_call_id else [])
+        self.adapter.pinned_calls.update(ids)
+        self.compactor.forget(self._key, ids)  # (the policy reads the history again, with the pins)
 
     def tool_definitions(self) -> list[dict[str, Any]]:
         """``read_context``, once the conversation (or the window of recent outputs) shows a stand-in."""
@@ -312,34 +321,38 @@ class ToolOutputPlugin:
     def read(self, ref: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result") -> str:
         """The body of a ``read_context`` tool call: the stored text behind a handle.
 
-        See :func:`toolctx.compaction.read_context` for the arguments.
+        See :func:`toolctx.compaction.read_context` for the arguments. It reads the
+        calls this plugin stored (under its conversation) and the assembler's
+        compacted history (stored without a task), never another conversation's calls.
         """
-        return read_context(self.session(), ref, offset, limit, part)
+        return read_context(self.session(), ref, offset, limit, part, scope=(self._key, None))
 
     def get_state(self) -> dict[str, Any]:
         return {
-            "results": dict(self.compactor.results),
-            "args": {k: dict(v) for k, v in self.compactor.args.items()},
+            "conversation": self._key,
+            **self.compactor.decisions(self._key),
             "offered": notes(self.session()).offer_read_context,
             "outputs": [o.model_dump(mode="json") for o in self._outputs],
         }
 
     def restore_state(self, state: Any) -> None:
         if not isinstance(state, dict):
-            raise ConfigError(f"a tool-output plugin state is a dict with results and args, got {state!r:.80}")
+            raise ConfigError(f"a tool-output plugin state is a dict (see get_state), got {state!r:.80}")
         # Everything is read before anything changes: a bad state leaves the plugin as it was.
+        conversation = state.get("conversation", self._key)
+        if not isinstance(conversation, str) or not conversation:
+            raise ConfigError(f"a tool-output plugin state names its conversation by a str, got {conversation!r:.80}")
+        decisions = {name: state.get(name) for name in ("results", "args")}
+        if any(isinstance(made, dict) for made in decisions.values()):
+            decisions = {}  # (a state saved before decisions named their content: the policy decides again)
         try:
-            results = {str(k): str(v) for k, v in dict(state.get("results") or {}).items()}
-            args = {str(k): dict(v) for k, v in dict(state.get("args") or {}).items()}
             outputs = [ToolOutput.model_validate(o) for o in state.get("outputs") or ()]
+            self.compactor.adopt(conversation, decisions)
         except ValidationError as exc:
             raise config_error("tool-output plugin state", exc) from None
         except (TypeError, ValueError) as exc:
-            raise ConfigError(f"a tool-output plugin state has results and args as dicts: {exc}") from None
-        self.compactor.results.clear()
-        self.compactor.results.update(results)
-        self.compactor.args.clear()
-        self.compactor.args.update(args)
+            raise ConfigError(f"a tool-output plugin state has results and args as lists: {exc}") from None
+        self._key = conversation
         self._outputs = outputs
         if state.get("offered"):
             notes(self.session()).offer_read_context = True

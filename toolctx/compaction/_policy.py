@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
@@ -26,13 +26,14 @@ from toolctx.compaction._settings import CompactionSettings, pays_for_cache_brea
 from toolctx.compaction._standins import (
     ASSISTANT_TEXT,
     argument_stand_in,
+    handle_of,
     is_stand_in,
     result_marker,
     stored_text,
     text_marker,
 )
 from toolctx.compaction._tooltime import persist_call, shown_output
-from toolctx.sessions import ContextSession, SavedCall
+from toolctx.sessions import CallParts, ContextSession, SavedCall
 from toolctx.tokens import estimate_tokens_cached as estimated
 
 __all__ = ["Compactor", "Item", "ItemAdapter", "ToolCall"]
@@ -42,6 +43,12 @@ _MARKER_TOKENS = 25  # a result marker without preview, in tokens
 _ARG_STAND_IN_TOKENS = 35  # an argument stand-in without its preview
 _TEXT_MARKER_TOKENS = 25  # a marker for old assistant text
 _CONVERSATIONS = 64  # conversations remembered per compactor, least recently used dropped
+_UNSET: Any = object()
+
+
+def _digest(text: str) -> int:
+    """What a decision remembers of the content it was made for."""
+    return xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass"))
 
 
 def _text_key(task: int | str | None, text: str) -> str:
@@ -109,8 +116,11 @@ class ItemAdapter(Protocol[T]):
 class Edit:
     """One decision: the result text or the arguments a tool call is shown with from now on.
 
-    An edit of old assistant text has no ``call_id``; ``text`` is the text it replaces
-    (the message at ``position``) and ``result`` its marker.
+    ``position``: the result's message; ``call_position``: its call's; ``digest``:
+    what the decision remembers of the output it replaces; ``originals``: the same
+    of each argument it replaces. An edit of old assistant text has no
+    ``call_id``; ``text`` is the text it replaces (the message at ``position``) and
+    ``result`` its marker.
     """
 
     call_id: str | None
@@ -118,30 +128,43 @@ class Edit:
     args: Mapping[str, Any] | None = None
     text: str | None = None
     position: int = -1
+    call_position: int = -1
+    digest: int = 0
+    originals: Mapping[str, int] | None = None
+
+
+class _Result(NamedTuple):
+    """A result in a conversation: the call it answers (and where that call is) and the result as described."""
+
+    call_position: int
+    call: ToolCall
+    item: Item
 
 
 @dataclass
 class _Conversation:
+    key: Hashable = None
+    task: int | str | None = None  # the task its calls are stored and found under
     length: int = 0
     first: Hashable = None
     last: Hashable = None
     emitted: list[Any] = field(default_factory=list)
     shown: int = 0  # estimated tokens of what the model is shown
     sizes: list[int] = field(default_factory=list)  # the same, per item
-    calls: dict[str, tuple[int, ToolCall]] = field(default_factory=dict)  # call id -> (position, call)
-    results: dict[str, tuple[int, Item]] = field(default_factory=dict)  # call id -> (position, result)
-    recent: deque[str] = field(default_factory=deque)  # results still inside the keep window
+    calls: dict[str, tuple[int, ToolCall]] = field(default_factory=dict)  # call id -> its latest (position, call)
+    results: dict[int, _Result] = field(default_factory=dict)  # position -> the result there
+    recent: deque[int] = field(default_factory=deque)  # positions of results still inside the keep window
     texts: deque[tuple[int, str]] = field(default_factory=deque)  # (position, text): assistant text not yet old
     said: dict[int, str] = field(default_factory=dict)  # position -> text: old assistant text, a candidate
-    candidates: deque[tuple[str | int, int]] = field(default_factory=deque)  # (call id or text position, gain)
+    candidates: deque[tuple[int, int]] = field(default_factory=deque)  # (position of a result or text, gain)
     available: int = 0  # estimated tokens all candidates would free
     model_calls: int = 0  # model calls made so far
-    task: int | str | None = None  # the task the conversation's calls are stored under...
-    task_known: bool = False  # ...once a stored call of it with a task has been read
+    final: set[int] = field(default_factory=set)  # positions of results shown a compaction marker
+    early: dict[int, str] = field(default_factory=dict)  # position -> a big output's stand-in this compactor made
 
 
 class Compactor(Generic[T]):
-    """One compaction policy for one adapter; state per conversation, decisions per tool call id.
+    """One compaction policy for one adapter; state and decisions per conversation.
 
     ``view(items, key)`` returns the items to send and the edits made in this call.
     Work per call is proportional to the items new since the previous call plus
@@ -153,32 +176,46 @@ class Compactor(Generic[T]):
         self.adapter = adapter
         self.settings = settings
         self.session: Resolver = session_resolver(session)
-        self.results: dict[str, str] = {}  # call id -> the result text shown from now on
-        self.args: dict[str, Mapping[str, Any]] = {}  # call id -> the arguments shown from now on
-        self.texts: dict[tuple[Hashable, str], str] = {}  # (message, its text) -> the marker shown from now on
+        # (conversation, call id) -> {digest of the output: the result text shown from now on}
+        self.results: dict[tuple[Hashable, str], dict[int, str]] = {}
+        # (conversation, call id) -> [(digests of the arguments replaced, the arguments shown from now on)]
+        self.args: dict[tuple[Hashable, str], list[tuple[Mapping[str, int], Mapping[str, Any]]]] = {}
+        # (conversation, message, its text) -> the marker shown from now on
+        self.texts: dict[tuple[Hashable, Hashable, str], str] = {}
         self.operations = 0
-        self._early: set[str] = set()  # call ids shown a head-and-tail stand-in by this compactor
+        self._early: set[tuple[Hashable, str, int]] = set()  # outputs shown a head-and-tail stand-in by this compactor
         self._conversations: OrderedDict[Hashable, _Conversation] = OrderedDict()
         self._lock = threading.Lock()  # one adapter may serve agents running in several threads
 
     # -- one model call ----------------------------------------------------------------
 
     def view(
-        self, items: Sequence[T], key: Hashable = None, session: ContextSession | None = None, *, now: bool = False
+        self,
+        items: Sequence[T],
+        key: Hashable = None,
+        session: ContextSession | None = None,
+        *,
+        task: int | str | None = _UNSET,
+        now: bool = False,
     ) -> tuple[list[T], list[Edit]]:
         """The items to send, and the edits this call made (empty: the same as last time plus the new ones).
 
         ``key`` tells conversations apart (a thread id); ``session`` saves resolving it again
         (without it, a string ``key`` names the conversation to the session resolver).
+        ``task``: the task the conversation's calls are stored under, which scopes
+        every lookup and every call stored here (by default ``key`` if it is a str or
+        an int, else None).
         ``now``: make a batch in this call of everything the rules allow (never the
         ``keep`` most recent results, errors or excluded tools), whatever the
         high-water mark and the cache say; for a caller whose context does not fit.
         """
         if session is None:
             session = self.session(key if isinstance(key, str) else None)
+        if task is _UNSET:
+            task = key if isinstance(key, (str, int)) and not isinstance(key, bool) else None
         with self._lock:
             try:
-                return self._view(items, key, session, now)
+                return self._view(items, key, task, session, now)
             except BaseException:
                 # Half taken in, the conversation would show some items twice next time: read it again
                 # from the start then (the decisions made per call id are kept, so it comes out the same).
@@ -186,7 +223,7 @@ class Compactor(Generic[T]):
                 raise
 
     def _view(
-        self, items: Sequence[T], key: Hashable, session: ContextSession, now: bool = False
+        self, items: Sequence[T], key: Hashable, task: int | str | None, session: ContextSession, now: bool = False
     ) -> tuple[list[T], list[Edit]]:
         fingerprint = self.adapter.fingerprint
         conversation = self._conversation(key)
@@ -196,9 +233,10 @@ class Compactor(Generic[T]):
             0 < conversation.length <= n
             and first == conversation.first
             and fingerprint(items[conversation.length - 1]) == conversation.last
+            and task == conversation.task
         )
         if not reuse:
-            conversation = self._conversations[key] = _Conversation()
+            conversation = self._conversations[key] = _Conversation(key, task)
         session_notes = notes(session)
         for position in range(conversation.length, n):
             conversation.emitted.append(self._add(conversation, session, session_notes, position, items[position]))
@@ -212,7 +250,7 @@ class Compactor(Generic[T]):
     def _conversation(self, key: Hashable) -> _Conversation:
         found = self._conversations.get(key)
         if found is None:
-            found = self._conversations[key] = _Conversation()
+            found = self._conversations[key] = _Conversation(key)
             while len(self._conversations) > _CONVERSATIONS:
                 self._conversations.popitem(last=False)
         else:
@@ -227,23 +265,36 @@ class Compactor(Generic[T]):
         described = self.adapter.describe(item)
         if described.question is not None:
             session_notes.question(described.question)
+        key = conversation.key
         shown_args: dict[str, Mapping[str, Any]] = {}
         for call in described.calls:
             conversation.calls[call.id] = (position, call)
-            if call.id in self.args:
-                shown_args[call.id] = self.args[call.id]
+            decided_args = self.args.get((key, call.id))
+            if decided_args is not None:
+                args = _args_for(decided_args, call)
+                if args is not None:
+                    shown_args[call.id] = args
         result = None
         call_id = described.result_of
         if call_id is None and described.text and described.question is None:  # an assistant's text
-            result = self.texts.get((self.adapter.fingerprint(item), described.text))
+            result = self.texts.get((key, self.adapter.fingerprint(item), described.text))
             if result is None and len(described.text) > self.settings.text_chars and not is_stand_in(described.text):
                 conversation.texts.append((position, described.text))
         elif call_id is not None:
-            result = self.results.get(call_id)
+            call_position, call = conversation.calls.get(call_id) or (-1, ToolCall(call_id, "", {}))
+            decided = self.results.get((key, call_id))
+            if decided is not None:
+                digest = _digest(described.text)
+                result = decided.get(digest)
+                if result is not None:
+                    if (key, call_id, digest) in self._early:
+                        conversation.early[position] = result
+                    else:
+                        conversation.final.add(position)
+            conversation.results[position] = _Result(call_position, call, described)
             if result is None and described.tokens > self.settings.max_output_tokens:
-                result = self._unhooked(conversation, session, call_id, described)
-            conversation.results[call_id] = (position, described)
-            conversation.recent.append(call_id)
+                result = self._unhooked(conversation, session, position)
+            conversation.recent.append(position)
             if is_stand_in(described.text):
                 session_notes.offer_read_context = True
         tokens = described.tokens
@@ -254,24 +305,55 @@ class Compactor(Generic[T]):
         conversation.sizes.append(tokens)
         return item
 
-    def _unhooked(self, conversation: _Conversation, session: ContextSession, call_id: str, result: Item) -> str | None:
+    def _unhooked(self, conversation: _Conversation, session: ContextSession, position: int) -> str | None:
         """The stand-in for a big output that reached the model whole (an MCP or hosted tool, say), or None.
 
         Outputs of wrapped tools were given their stand-in when the tool ran; one
         that no wrapper saw is stored now (unless a hook stored it already) and
         stood in for from this call on.
         """
+        call, result = conversation.results[position][1:]
         if result.is_error or is_stand_in(result.text):
             return None
-        call = self._call(conversation, call_id)
         if (call.name or result.tool) in self.settings.exclude_tools:
             return None
-        pointer = session.find_call(call_id) or self._store_late(session, call, result, conversation.task)
+        stored = self._stored(conversation, session, call, result)
+        if stored is not None:
+            pointer: SavedCall | None = SavedCall(stored.id, True, stored.error is not None, stored.tool_name)
+        else:
+            pointer = self._store_late(session, call, result, conversation.task)
         shown = shown_output(self.settings, session, pointer, result.text)
         if shown is not None:
-            self.results[call_id] = shown
-            self._early.add(call_id)  # still a candidate for the short marker once it is old
+            digest = _digest(result.text)
+            self.results.setdefault((conversation.key, call.id), {})[digest] = shown
+            self._early.add((conversation.key, call.id, digest))  # still a candidate for the short marker once old
+            conversation.early[position] = shown
         return shown
+
+    def _stored(
+        self, conversation: _Conversation, session: ContextSession, call: ToolCall, result: Item
+    ) -> CallParts | None:
+        """The stored copy of a result the conversation shows, or None: the call a stand-in names, else the
+        newest call stored under the conversation's task with this call id, arguments and output."""
+        named = handle_of(result.text)
+        if named is not None:
+            parts = session.parts_of(named)
+            # (a handle of another conversation's, in a history someone supplied: not this conversation's call)
+            return parts if parts is not None and parts.task_id == conversation.task else None
+        candidates = session.call_parts(call.id, task_id=conversation.task)
+        if not candidates:
+            return None
+        args = call.args if isinstance(call.args, dict) else dict(call.args)
+        text = result.text
+        for parts in candidates:
+            if parts.args == args and stored_text(parts) == text:
+                return parts
+        # The store may have redacted the call: compare with what storing this one would keep.
+        kept_args, kept = session.kept_call(call.name or result.tool or "tool", args, text)
+        for parts in candidates:
+            if parts.args == kept_args and stored_text(parts) == kept:
+                return parts
+        return None
 
     # -- choosing and making a batch ---------------------------------------------------------
 
@@ -280,13 +362,12 @@ class Compactor(Generic[T]):
     ) -> list[Edit]:
         settings = self.settings
         while len(conversation.recent) > settings.keep:
-            call_id = conversation.recent.popleft()
-            before = conversation.results[call_id][0] if call_id in conversation.results else -1
-            while conversation.texts and conversation.texts[0][0] < before:  # assistant text older than it
-                position, text = conversation.texts.popleft()
-                if self._candidate(conversation, position, estimated(text) - _TEXT_MARKER_TOKENS):
-                    conversation.said[position] = text
-            self._candidate(conversation, call_id, self._estimated_gain(conversation, call_id))
+            position = conversation.recent.popleft()
+            while conversation.texts and conversation.texts[0][0] < position:  # assistant text older than it
+                said_at, text = conversation.texts.popleft()
+                if self._candidate(conversation, said_at, estimated(text) - _TEXT_MARKER_TOKENS):
+                    conversation.said[said_at] = text
+            self._candidate(conversation, position, self._estimated_gain(conversation, position))
         if now:
             if not conversation.available:
                 return []
@@ -310,42 +391,38 @@ class Compactor(Generic[T]):
                 # list and the messages then change in the same call, one cache break instead of two.
                 session_notes.offer_read_context = True
                 return []
-        chosen: list[str | int] = []
+        chosen: list[int] = []
         expected = 0
         while conversation.candidates and expected < wanted:
-            unit, gain = conversation.candidates.popleft()
+            position, gain = conversation.candidates.popleft()
             conversation.available -= gain
-            chosen.append(unit)
+            chosen.append(position)
             expected += gain
-        # the calls first: their stored copies tell the task the conversation's texts are stored under
-        chosen.sort(key=lambda unit: isinstance(unit, int))
-        edits = [edit for unit in chosen if (edit := self._edit(conversation, session, unit)) is not None]
+        edits = [edit for position in chosen if (edit := self._edit(conversation, session, position)) is not None]
         self._apply(conversation, edits)
         return edits
 
-    def _candidate(self, conversation: _Conversation, unit: str | int, gain: int) -> bool:
+    def _candidate(self, conversation: _Conversation, position: int, gain: int) -> bool:
         if gain <= 0:
             return False
-        conversation.candidates.append((unit, gain))
+        conversation.candidates.append((position, gain))
         conversation.available += gain
         return True
 
-    def _estimated_gain(self, conversation: _Conversation, call_id: str) -> int:
+    def _estimated_gain(self, conversation: _Conversation, position: int) -> int:
         self.operations += 1
         settings = self.settings
-        position_result = conversation.results.get(call_id)
-        if position_result is None or (call_id in self.results and call_id not in self._early):
+        if position in conversation.final:
             return 0
-        result = position_result[1]
-        tool = result.tool or self._call(conversation, call_id).name
+        _, call, result = conversation.results[position]
+        tool = result.tool or call.name
         if result.is_error or tool in settings.exclude_tools:
             return 0
-        shown = self.results.get(call_id)  # a tool-time stand-in this compactor made, or the output as described
+        shown = conversation.early.get(position)  # a tool-time stand-in this compactor made, or the output
         tokens = result.tokens if shown is None else estimated(shown)
         gain = tokens - _MARKER_TOKENS - settings.preview_chars // 4
         gain = gain if gain > 0 else 0  # (a comparison, not max(): this path runs with cold caches)
-        call = self._call(conversation, call_id)
-        if call_id not in self.args and self._may_have_long_args(call):
+        if (conversation.key, call.id) not in self.args and self._may_have_long_args(call):
             shown_in = _ARG_STAND_IN_TOKENS + settings.args_preview_chars // 4  # (what its stand-in costs)
             for value in call.args.values():
                 if isinstance(value, str) and len(value) > settings.args_chars and not is_stand_in(value):
@@ -365,40 +442,31 @@ class Compactor(Generic[T]):
     def _may_have_long_args(self, call: ToolCall) -> bool:
         return call.size < 0 or call.size > self.settings.args_chars
 
-    @staticmethod
-    def _call(conversation: _Conversation, call_id: str) -> ToolCall:
-        found = conversation.calls.get(call_id)
-        return found[1] if found is not None else ToolCall(call_id, "", {})
-
-    def _edit(self, conversation: _Conversation, session: ContextSession, unit: str | int) -> Edit | None:
+    def _edit(self, conversation: _Conversation, session: ContextSession, position: int) -> Edit | None:
         """The stand-ins for one old call (or assistant text), cut from its stored copy; None if not restorable."""
         self.operations += 1
-        if isinstance(unit, int):
-            return self._text_edit(conversation, session, unit)
-        call_id = unit
+        if position in conversation.said:
+            return self._text_edit(conversation, session, position)
         settings = self.settings
-        result = conversation.results[call_id][1]
-        call = self._call(conversation, call_id)
+        call_position, call, result = conversation.results[position]
         try:
-            stored = session.call_parts(call_id)  # (load_call's parts, without its metadata: once per call)
-            if stored is None and session.find_call(call_id) is None:  # no hook stored it: store it now
+            stored = self._stored(conversation, session, call, result)
+            if stored is None and handle_of(result.text) is None:  # no hook stored it: store it now
                 saved = self._store_late(session, call, result, conversation.task)
                 if saved is None or not saved.stored:
                     return None
-                stored = session.call_parts(call_id)
-            elif stored is not None and stored.task_id is not None and not conversation.task_known:
-                # late stores of this conversation go under the same task
-                conversation.task, conversation.task_known = stored.task_id, True
+                stored = session.parts_of(saved.id)
             if stored is None or stored.error is not None:
                 return None
         except Exception as exc:  # compaction is an optimisation: never break the model call
-            internal_error(f"could not read the stored call {call_id!r} back; it stays as it is", exc)
+            internal_error(f"could not read the stored call {call.id!r} back; it stays as it is", exc)
             return None
         text = stored_text(stored)
         marker = result_marker(stored.id, call.name or result.tool or stored.tool_name, text, settings.preview_chars)
         new_result = marker if len(marker) < len(result.text) else None
         new_args: dict[str, Any] | None = None
-        if self._may_have_long_args(call):
+        originals: dict[str, int] = {}
+        if call_position >= 0 and self._may_have_long_args(call):
             for name, value in call.args.items():
                 kept = stored.args.get(name)
                 long = isinstance(value, str) and len(value) > settings.args_chars and not is_stand_in(value)
@@ -407,30 +475,27 @@ class Compactor(Generic[T]):
                     if len(replacement) < len(value):
                         new_args = dict(call.args) if new_args is None else new_args
                         new_args[name] = replacement
+                        originals[name] = _digest(value)
         if new_result is None and new_args is None:
             return None
-        return Edit(call_id, new_result, new_args)
+        return Edit(call.id, new_result, new_args, None, position, call_position, _digest(result.text), originals)
 
     def _text_edit(self, conversation: _Conversation, session: ContextSession, position: int) -> Edit | None:
         """The marker for the old assistant text at ``position``, cut from its stored copy; None if not restorable."""
         said = conversation.said.pop(position)  # (every text candidate's text is there, taken once)
+        task = conversation.task
         try:
-            if not conversation.task_known:  # read back under the same scope as the conversation's calls
-                newest = next(reversed(conversation.results), None)
-                parts = session.call_parts(newest) if newest is not None else None
-                if parts is not None and parts.task_id is not None:
-                    conversation.task, conversation.task_known = parts.task_id, True
             # Keyed by the text as stored (redacted: the key is kept too) and the conversation's task: a later
             # turn (another process, say) that compacts the same old text again finds it, and shows the same
             # marker (the prompt prefix stays the same).
             redactor = session.redactor
-            key = _text_key(conversation.task, said if redactor is None else redactor.redact_text(said))
-            stored = session.call_parts(key)
-            if stored is not None and (stored.tool_name != ASSISTANT_TEXT or stored.task_id != conversation.task):
-                stored = None  # (not this conversation's own: never shown a marker it could not read back)
-            if stored is None:
-                session.record_call(ASSISTANT_TEXT, {}, said, conversation.task, call_id=key)
-                stored = session.call_parts(key)
+            key = _text_key(task, said if redactor is None else redactor.redact_text(said))
+            found = [p for p in session.call_parts(key, task_id=task) if p.tool_name == ASSISTANT_TEXT]
+            if found:
+                stored: CallParts | None = found[0]
+            else:
+                saved = session.record_call(ASSISTANT_TEXT, {}, said, task, call_id=key)
+                stored = session.parts_of(saved.id) if saved.stored else None
         except Exception as exc:  # compaction is an optimisation: never break the model call
             internal_error("could not store old assistant text to compact it; it stays as it is", exc)
             return None
@@ -448,23 +513,24 @@ class Compactor(Generic[T]):
         )
 
     def _apply(self, conversation: _Conversation, edits: list[Edit]) -> None:
+        key = conversation.key
         by_position: dict[int, tuple[str | None, dict[str, Mapping[str, Any]]]] = {}
         for edit in edits:
             if edit.call_id is None:  # old assistant text
                 if edit.text is not None and edit.result is not None:
                     original = conversation.emitted[edit.position]
-                    self.texts[(self.adapter.fingerprint(original), edit.text)] = edit.result
+                    self.texts[(key, self.adapter.fingerprint(original), edit.text)] = edit.result
                     by_position[edit.position] = (edit.result, by_position.get(edit.position, (None, {}))[1])
                 continue
             if edit.result is not None:
-                self.results[edit.call_id] = edit.result
-                self._early.discard(edit.call_id)
-                position = conversation.results[edit.call_id][0]
-                by_position[position] = (edit.result, by_position.get(position, (None, {}))[1])
-            if edit.args is not None:
-                self.args[edit.call_id] = edit.args
-                position = conversation.calls[edit.call_id][0]
-                text, args = by_position.setdefault(position, (None, {}))
+                self.results.setdefault((key, edit.call_id), {})[edit.digest] = edit.result
+                self._early.discard((key, edit.call_id, edit.digest))
+                conversation.final.add(edit.position)
+                conversation.early.pop(edit.position, None)
+                by_position[edit.position] = (edit.result, by_position.get(edit.position, (None, {}))[1])
+            if edit.args is not None and edit.originals is not None:
+                self.args.setdefault((key, edit.call_id), []).append((edit.originals, edit.args))
+                text, args = by_position.setdefault(edit.call_position, (None, {}))
                 args[edit.call_id] = edit.args
         for position, (text, args) in by_position.items():
             after = self.adapter.apply(conversation.emitted[position], text, args)
@@ -472,3 +538,65 @@ class Compactor(Generic[T]):
             conversation.shown += size - conversation.sizes[position]
             conversation.sizes[position] = size
             conversation.emitted[position] = after
+
+    # -- what a host keeps of a conversation's decisions --------------------------------------
+
+    def forget(self, key: Hashable, call_ids: Iterable[str]) -> None:
+        """Drop the decisions about these calls of conversation ``key`` (they are shown whole again), and read
+        its history again from the start on the next call."""
+        with self._lock:
+            for call_id in call_ids:
+                self.results.pop((key, call_id), None)
+                self.args.pop((key, call_id), None)
+            self._conversations.pop(key, None)
+
+    def decisions(self, key: Hashable) -> dict[str, Any]:
+        """The decisions made for conversation ``key``, as JSON, for :meth:`adopt` (in another process, say)."""
+        with self._lock:
+            results = [
+                [call_id, digest, shown]
+                for (owner, call_id), made in self.results.items()
+                if owner == key
+                for digest, shown in made.items()
+                if (key, call_id, digest) not in self._early
+            ]
+            args = [
+                [call_id, dict(originals), dict(shown)]
+                for (owner, call_id), made in self.args.items()
+                if owner == key
+                for originals, shown in made
+            ]
+        return {"results": results, "args": args}
+
+    def adopt(self, key: Hashable, decisions: Mapping[str, Any]) -> None:
+        """Take over :meth:`decisions` for conversation ``key``; raises ValueError (changing nothing) if they
+        are not in that form."""
+        results: dict[tuple[Hashable, str], dict[int, str]] = {}
+        args: dict[tuple[Hashable, str], list[tuple[Mapping[str, int], Mapping[str, Any]]]] = {}
+        try:
+            for call_id, digest, shown in decisions.get("results") or ():
+                results.setdefault((key, str(call_id)), {})[int(digest)] = str(shown)
+            for call_id, originals, shown in decisions.get("args") or ():
+                kept = ({str(k): int(v) for k, v in dict(originals).items()}, dict(shown))
+                args.setdefault((key, str(call_id)), []).append(kept)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"decisions are lists of [call id, digest, shown] and [call id, digests, args]: {exc}"
+            ) from None
+        with self._lock:
+            for owned in [k for k in self.results if k[0] == key]:
+                del self.results[owned]
+            for owned in [k for k in self.args if k[0] == key]:
+                del self.args[owned]
+            self.results.update(results)
+            self.args.update(args)
+            self._conversations.pop(key, None)
+
+
+def _args_for(decided: list[tuple[Mapping[str, int], Mapping[str, Any]]], call: ToolCall) -> Mapping[str, Any] | None:
+    """The arguments shown for ``call``: those of the decision made for a call with the same long arguments."""
+    args = call.args
+    for originals, shown in decided:
+        if all(isinstance(v := args.get(name), str) and _digest(v) == d for name, d in originals.items()):
+            return shown
+    return None

@@ -56,14 +56,17 @@ ASSISTANT_TEXT = "assistant_text"
 """The tool name old assistant text is stored under when compaction stands in for it."""
 
 
+_TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
+
+
 def output_text(result: Any) -> str:
     """A tool result as the text a model reads: strings as they are, anything else as JSON."""
     if isinstance(result, str):
         return result
-    if isinstance(result, dict) and result.get("type") == "text" and isinstance(result.get("text"), str):
+    if isinstance(result, dict) and result.get("type") in _TEXT_BLOCKS and isinstance(result.get("text"), str):
         return str(result["text"])  # one content block (what an MCP tool's text result becomes)
-    if isinstance(result, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in result):
-        return "".join(str(b.get("text", "")) for b in result)  # chat content blocks
+    if isinstance(result, list) and all(isinstance(b, dict) and b.get("type") in _TEXT_BLOCKS for b in result):
+        return "".join(str(b.get("text", "")) for b in result)  # chat content blocks (or the Responses API's)
     try:
         return orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
     except TypeError:
@@ -181,16 +184,18 @@ def read_context(
     limit: int = DEFAULT_READ_LIMIT,
     part: str = "result",
     *,
-    scope: int | str | None = None,
+    scope: int | str | tuple[int | str | None, ...] | None = None,
 ) -> str:
     """The stored output (or arguments) behind a handle, from ``offset`` for ``limit`` characters.
 
     ``part`` is ``"result"`` (the output), ``"args"`` (all arguments, as JSON) or
     ``"args.<name>"`` (one argument; a string comes back as it is). Meant as the body
     of a ``read_context`` tool: every problem comes back as a message the model can
-    act on, never as an exception. With ``scope`` (a conversation's task id), a
-    call stored under another task reads exactly like one that does not exist, so
-    a conversation learns nothing about another's outputs.
+    act on, never as an exception. With ``scope`` (a conversation's task id, or a
+    tuple of the ones it may read), a call stored under another task reads exactly
+    like one that does not exist, so a conversation learns nothing about another's
+    outputs. Without it, a handle reads back in whatever conversation holds it
+    (handles are random: one is never derived from another).
     """
     if not isinstance(ref, str) or not ref.strip():
         return f'read_context needs the id of a stored output, for example id="{handle("1a2b3c4")}".'
@@ -204,7 +209,7 @@ def read_context(
         return f'part must be "result", "args" or "args.<name>", got {part!r:.80}.'
     key = ref.strip()
     found = session.load_contexts([key])
-    if found and scope is not None and found[0].task_id != scope:
+    if found and scope is not None and found[0].task_id not in (scope if isinstance(scope, tuple) else (scope,)):
         found = []
     if not found:
         return (

@@ -126,6 +126,7 @@ class Conversations:
                 found = ContextSession.resume(session_id, self.context_dir, keep=True, **self._options)
             except SessionNotFoundError:
                 found = ContextSession(self.context_dir, session_id=session_id, keep=True, **self._options)
+            found.conversation = conversation_key(conversation)
             self._open[session_id] = found
             self._touch(found)
             self._close_least_used()

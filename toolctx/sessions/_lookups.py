@@ -1,4 +1,4 @@
-"""Reading a session back: pointers, calls by their framework id, selection and loading."""
+"""Reading a session back: pointers, calls by their conversation and framework id, selection and loading."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from datetime import datetime
 import orjson
 
 from toolctx._internal import DEBUG
+from toolctx._naming import strip_handle
 from toolctx.errors import ConfigError
 from toolctx.models import ContextPointer, StorageKind, StoredContext
 from toolctx.selection import MIN_SCORE_RATIO, Candidates, SelectionState, as_strategy, pointer_tokens, select, utc_now
@@ -39,42 +40,50 @@ class Lookups(SessionCore):
         """Calls tagged with ``task_id`` (see :meth:`task`)."""
         return [self._pointer(r) for r in self._snapshot() if r.call.task_id == task_id]
 
-    def find_call(self, call_id: str) -> ContextPointer | None:
-        """The pointer stored with this framework call id (the latest, if several), or None."""
-        if not isinstance(call_id, str):
-            raise ConfigError(f"call_id must be a str, got {type(call_id).__name__}: {call_id!r:.80}")
-        saver = self._saver
-        record = saver.records.get(saver.calls.get(call_id, ""))
-        return None if record is None else self._pointer(record)
+    def find_call(self, call_id: str, *, task_id: int | str | None = None) -> ContextPointer | None:
+        """The newest call stored with this framework call id under ``task_id`` (a conversation's), or None.
 
-    def load_call(self, call_id: str) -> StoredContext | None:
-        """The call stored with this framework call id (the latest), loaded in full; None if none was stored.
-
-        ``load_contexts([find_call(call_id)])`` without making the pointer. A call whose
-        output could not be written, or whose file cannot be read, is None too: tell
-        the two apart with :meth:`find_call`.
+        The task is part of a call's identity: two conversations (threads, groups,
+        runs) that number their calls alike each find their own. ``task_id=None``
+        finds calls as ``save_context`` stores them: under the enclosing
+        :meth:`task` block's tag, else under none. A framework may
+        give one id to several calls of a conversation: :meth:`call_parts` lists them all.
         """
-        if not isinstance(call_id, str):
-            raise ConfigError(f"call_id must be a str, got {type(call_id).__name__}: {call_id!r:.80}")
-        saver = self._saver
-        record = saver.records.get(saver.calls.get(call_id, ""))
-        if record is None or record.storage is StorageKind.NONE:
+        records = self._saver.named(_checked_call_id(call_id), task_id)
+        return self._pointer(records[0]) if records else None
+
+    def load_call(self, call_id: str, *, task_id: int | str | None = None) -> StoredContext | None:
+        """The newest call stored with this framework call id under ``task_id``, loaded in full; None if none was.
+
+        ``load_contexts([find_call(call_id, task_id=...)])`` without making the pointer.
+        A call whose output could not be written, or whose file cannot be read, is
+        None too: tell the two apart with :meth:`find_call`.
+        """
+        records = self._saver.named(_checked_call_id(call_id), task_id)
+        if not records or records[0].storage is StorageKind.NONE:
             return None
-        return next(iter(self.load_contexts([record.id])), None)
+        return next(iter(self.load_contexts([records[0].id])), None)
 
-    def call_parts(self, call_id: str) -> CallParts | None:
-        """What :meth:`load_call` gives of the call, read straight from memory while its output is there.
+    def call_parts(self, call_id: str, *, task_id: int | str | None = None) -> list[CallParts]:
+        """What :meth:`load_call` gives of every call stored with this framework call id under ``task_id``,
+        newest first, read straight from memory while an output is there.
 
-        Compaction reads every call it stands in for back: this is its path, without
-        the context's metadata (description, timestamp) it does not use. None if no
-        call was stored with this framework call id, or its output was not.
+        Compaction reads every call it stands in for back, and tells calls that share
+        an id apart by their output: this is its path, without the context's metadata
+        (description, timestamp) it does not use. Calls whose output was not stored
+        are left out.
         """
-        saver = self._saver
-        record = saver.records.get(saver.calls.get(call_id, ""))
+        found = (self._parts(record) for record in self._saver.named(_checked_call_id(call_id), task_id))
+        return [parts for parts in found if parts is not None]
+
+    def parts_of(self, ref: str) -> CallParts | None:
+        """:meth:`call_parts` of the call with this pointer id (or handle): None if this session has no such
+        call, or its output was not stored."""
+        record = self._saver.records.get(strip_handle(ref)) if isinstance(ref, str) else None
         return None if record is None else self._parts(record)
 
     def _parts(self, record: Record) -> CallParts | None:
-        """:meth:`call_parts` of a record of this session (None if its output is not stored)."""
+        """The parts of a record of this session (None if its output is not stored)."""
         if record.storage is StorageKind.NONE:
             return None
         args_json = record.call.args_json  # read before the payload: moving it to the store shortens it after
@@ -178,3 +187,9 @@ class Lookups(SessionCore):
                 self._event(DEBUG, "loaded", id=context.id, tool=context.tool_name)
                 loaded.append(context)
         return loaded
+
+
+def _checked_call_id(call_id: object) -> str:
+    if not isinstance(call_id, str):
+        raise ConfigError(f"call_id must be a str, got {type(call_id).__name__}: {call_id!r:.80}")
+    return call_id

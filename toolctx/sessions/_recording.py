@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import orjson
+
 from toolctx._defaults import byte_count
 from toolctx._naming import handle, sanitize_tool_name
 from toolctx._serialize import clean_text, encode
@@ -135,6 +137,19 @@ class Recording(SessionCore):
             call_id=None if call_id is None else clean_text(call_id),
         )
         return self._saver.save(call, result, error, timestamp_ns)
+
+    def kept_call(self, tool_name: str, args: Mapping[str, Any], text: str) -> tuple[Any, str]:
+        """A call with ``args`` and the string output ``text`` as storing it would keep them: the arguments (as
+        read back) and the output, redacted the way this session redacts. Compaction tells a conversation's
+        call from another stored under the same framework id by it."""
+        args_json, args_notes, order = _Encoded.of(args)
+        screen = self._saver.screen
+        if screen is None:
+            return orjson.loads(args_json), text
+        call = Call(*_tool_names(tool_name), args_json, args_notes, order=order)
+        kept_args, data, _ = screen.screen(call, encode(text)[0])
+        kept = orjson.loads(data)
+        return orjson.loads(kept_args), kept if isinstance(kept, str) else text
 
     def record_call_later(
         self,

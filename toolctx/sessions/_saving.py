@@ -93,7 +93,8 @@ class SavePath:
         self._closing = False  # close() has begun: queue() refuses, save() still stores
         self._later = LaterSaves()  # calls queue() took, stored in order before anything reads the records
         self._records: dict[str, Record] = {}
-        self._calls: dict[str, str] = {}  # framework call id -> record id
+        # (task, framework call id) -> the ids of the records stored under it, oldest first (one: just the id)
+        self._calls: dict[tuple[int | str | None, str], str | list[str]] = {}
         self.memory_bytes = 0
         self._generation = 0  # changes each time the store is cleared
         self._memory: deque[Record] = deque()  # outputs held in memory, oldest first
@@ -114,12 +115,38 @@ class SavePath:
             self.store_queued()
         return self._records
 
-    @property
-    def calls(self) -> dict[str, str]:
-        """Record ids by the framework's call id (the calls queued first stored)."""
+    def named(self, call_id: str, task_id: int | str | None) -> list[Record]:
+        """The records stored with this framework call id under this task (None: the enclosing ``task()``
+        block's, as a call is stored), newest first (queued calls stored first). A framework may give the same
+        id to several calls (one numbering its calls per response)."""
         if self._later:
             self.store_queued()
-        return self._calls
+        if task_id is None:  # (as a call is stored: under the enclosing task() block's tag)
+            task_id = current_tags.get().task_id
+        found = self._calls.get((task_id, call_id))
+        if found is None:
+            return []
+        records = self._records
+        ids = (found,) if isinstance(found, str) else reversed(found)
+        return [record for pointer in ids if (record := records.get(pointer)) is not None]
+
+    @property
+    def screen(self) -> CallScreen | None:
+        """How this session redacts a call before keeping it (None: it keeps calls as they are)."""
+        return self._screen
+
+    def _name(self, record: Record) -> None:
+        """File ``record`` under its framework call id and task, the newest of any stored so."""
+        call = record.call
+        key = (call.task_id, call.call_id or "")
+        with self.lock:
+            found = self._calls.get(key)
+            if found is None:
+                self._calls[key] = record.id
+            elif isinstance(found, str):
+                self._calls[key] = [found, record.id]
+            else:
+                found.append(record.id)
 
     @property
     def index(self) -> SearchIndex:
@@ -234,7 +261,7 @@ class SavePath:
                 indexed = preview if self._index.backlog < _LONG_PREVIEWS else record.preview
                 self._keep_on_disk(record, (data, error, notes), indexed)
             if call.call_id is not None:
-                self._calls[call.call_id] = record.id
+                self._name(record)
             if self._always_emit or log_enabled(DEBUG):
                 self._emit(DEBUG, "saved", id=record.id, tool=call.tool_name, size=size, storage=str(record.storage))
             if len(notes) > len(call.args_notes):  # arguments in fallback form are noted in the document only
@@ -459,9 +486,9 @@ class SavePath:
         """Take over records rebuilt from the store (resume), numbering new calls after them."""
         with self.lock:
             self._records = {r.id: r for r in records}
-            for record in records:
-                if record.call.call_id is not None:
-                    self._calls[record.call.call_id] = record.id
+        for record in sorted(records, key=lambda r: (r.timestamp_ns, r.counter)):
+            if record.call.call_id is not None:
+                self._name(record)
         for record in records:
             self._index.add(record.id, record.search_text, record.preview, record.tokens)
         self._ids = itertools.count(max((r.counter for r in records), default=-1) + 1)

@@ -111,6 +111,11 @@ class ContextSession(Recording, Lookups):
     ``redact``: remove secrets from arguments and results before storing them (on
     by default; see :mod:`toolctx.redaction`); ``False`` turns it off.
     ``on_debug``: called as ``on_debug(event, data)`` for every event toolctx logs.
+    ``conversation`` (an attribute, None by default): the conversation the session
+    serves alone. :class:`Conversations` sets it; set it on a session opened for one
+    conversation. The framework adapters store and read its calls under it when
+    the framework names no thread or group, so handles read back across turns;
+    without it (and without a thread or group) a run reads back only its own.
     ``close_timeout``: seconds the session, when it ends, waits for calls other
     threads are still saving (5 by default). Calls saved after it ended are refused
     (``SessionClosedError``; decorated tools store them in the current session
@@ -138,6 +143,9 @@ class ContextSession(Recording, Lookups):
         self._context_dir = resolve_context_dir(context_dir)
         self.session_id = validate_session_id(session_id) if session_id is not None else new_session_id()
         self.keep = bool(keep)
+        # The conversation this session serves alone (Conversations sets it; set it for a session opened for
+        # one conversation): adapters scope its calls to it when the framework names no thread or group.
+        self.conversation: str | None = None
         if store is not None and not isinstance(store, BlobStore):
             raise ConfigError(f"store must be a toolctx.storage.BlobStore, got {type(store).__name__}")
         if on_debug is not None and not callable(on_debug):
