@@ -288,7 +288,10 @@ def replay_agents(
     replay = _Replay(trace, clock, with_toolctx)
     replay.filter_inputs = filter_inputs
     figures = Figures(trace.id, trace.source, FRAMEWORK, with_toolctx, tool_calls=len(trace.calls))
-    with tempfile.TemporaryDirectory() as tmp, toolctx.session(tmp):
+    with tempfile.TemporaryDirectory() as tmp, toolctx.session(tmp) as conversation:
+        # One session serves this one conversation (its turns are runs of one SQLiteSession): said so, its
+        # turns store and read under the conversation, as Conversations.open(sdk_session) would do.
+        conversation.conversation = trace.id
         asyncio.run(_run(replay, figures, count))
     clock.fill(figures)
     figures.run_seconds = time.perf_counter() - started

@@ -83,10 +83,10 @@ def one_run(traces_path: Path, source: str, longest: int, min_gain: int) -> dict
     others: list[float] = []
     view = Compactor._view
 
-    def timed_view(self: Any, items: Any, key: Any, session: Any, now: bool = False) -> Any:
+    def timed_view(self: Any, items: Any, key: Any, task: Any, session: Any, now: bool = False) -> Any:
         spent.clear()
         started = time.thread_time_ns()
-        shown, edits = view(self, items, key, session, now)
+        shown, edits = view(self, items, key, task, session, now)
         total = (time.thread_time_ns() - started) / 1000
         if not edits:
             others.append(total)

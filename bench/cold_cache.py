@@ -109,13 +109,13 @@ def model_hook(sessions: Sequence[tuple[Trace, Inputs]], evict: bytearray | None
                         persist_call(session, call.name, args, call.output, call_id=call.id)
                         stored.add(call.id)
                 data = SimpleNamespace(model_data=ModelInputData(input=items, instructions=instructions), agent=agent)
-                decided = len(compactor.results) + len(compactor.args) + len(compactor.texts)
+                decided = len(compactor.decided)
                 if evict is not None:
                     _evict(evict)
                 started = time.thread_time()
                 compact(data)  # type: ignore[arg-type]
                 seconds = time.thread_time() - started
-                edits = len(compactor.results) + len(compactor.args) + len(compactor.texts) - decided
+                edits = len(compactor.decided) - decided
                 made.append(ModelCall(seconds, n * 5 // len(inputs), edits, notes(session).shown_tokens))
     return made
 

@@ -156,7 +156,7 @@ def fixed_session(
     """
     clock = clock or FixedClock()
     with stamping_clock(clock.time_ns), session_for_test(context_dir, session_id=session_id, **options) as opened:
-        opened.save_path.numbered = FIXED_RAND
+        opened.save_path.names.numbered = FIXED_RAND
         yield opened
 
 

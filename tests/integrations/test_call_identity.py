@@ -129,7 +129,7 @@ def test_runs_without_a_thread_read_back_only_their_own(context_dir: Path) -> No
 
     first = chat(*numbered_per_response("a", 3))
     second = chat(*numbered_per_response("b", 1)[:1], steal, AIMessage(content="done"))
-    with session(context_dir) as s:
+    with session(context_dir):
         create_agent(first, [fetch], middleware=[ToolContextMiddleware(**COMPACT)]).invoke(
             {"messages": [HumanMessage("go")]}
         )
@@ -198,7 +198,7 @@ def test_sdk_turns_numbering_calls_alike_never_read_another_call(context_dir: Pa
 
 def test_sdk_runs_without_a_group_read_back_only_their_own(context_dir: Path) -> None:
     first = ScriptedModel([*sdk_steps("a", 3), [assistant_message("done")]])
-    with session(context_dir) as s:
+    with session(context_dir):
         agent = Agent(name="a", model=first, tools=[*persist_tools([fetch_sdk], max_output_tokens=100), read_context])
         run_sdk(agent)
         ref = HANDLE.search(str(first.calls[-1].input))
@@ -217,7 +217,8 @@ def test_sdk_runs_without_a_group_read_back_only_their_own(context_dir: Path) ->
 
         second = ScriptedModel([ModelStep.respond(read_it), ModelStep.respond(done), [assistant_message("done")]])
         run_sdk(Agent(name="b", model=second, tools=[read_context]))
-        assert answers and answers[0].startswith("No stored output")
+        assert answers
+        assert answers[0].startswith("No stored output")
 
 
 # -- the assembler ----------------------------------------------------------------------------
@@ -239,5 +240,5 @@ def test_two_assemblers_sharing_a_session_and_call_ids_each_read_their_own(conte
             assert is_stand_in(result.content)
             ref = f"ctx:{handle_of(result.content)}"
             assert plugin.read(ref, 0, 10**9).partition("\n")[2] == output(owner, 0)
-            theirs = [m for m in plugins[other][0].get_history() if m.role == "tool"][0]
+            theirs = next(m for m in plugins[other][0].get_history() if m.role == "tool")
             assert plugin.read(f"ctx:{handle_of(theirs.content)}").startswith("No stored output")

@@ -249,7 +249,7 @@ def test_a_call_whose_output_goes_to_disk_at_once_is_not_queued(context_dir: Pat
     with session(context_dir, threshold=0) as s:  # (as Conversations opens its sessions: on disk as saved)
         queue_call(s, "ls", {}, "a.py", call_id="d1")
         assert not s._saver._later
-        assert s._saver._records[s._saver._calls[None, "d1"]].storage is StorageKind.DISK
+        assert s._saver.named("d1", None)[0].storage is StorageKind.DISK
 
 
 def test_memory_bytes_counts_what_was_queued(context_dir: Path) -> None:

@@ -31,6 +31,7 @@ From need to door:
 
 from __future__ import annotations
 
+from toolctx.compaction._items import Edit, Item, ItemAdapter, ToolCall
 from toolctx.compaction._notes import (
     BeforeModelCall,
     Notes,
@@ -40,7 +41,7 @@ from toolctx.compaction._notes import (
     notes,
     session_resolver,
 )
-from toolctx.compaction._policy import Compactor, Edit, Item, ItemAdapter, ToolCall
+from toolctx.compaction._policy import Compactor
 from toolctx.compaction._prefix import PrefixSize
 from toolctx.compaction._settings import READ_CONTEXT, CompactionSettings, pays_for_cache_break
 from toolctx.compaction._standins import (

@@ -16,11 +16,13 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import xxhash
 
 from toolctx._internal import internal_error
+from toolctx.compaction._decisions import Decisions, digest
+from toolctx.compaction._items import Edit, Item, ItemAdapter, ToolCall
 from toolctx.compaction._notes import Notes, Resolver, SessionSource, notes, session_resolver
 from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
 from toolctx.compaction._standins import (
@@ -36,7 +38,7 @@ from toolctx.compaction._tooltime import persist_call, shown_output
 from toolctx.sessions import CallParts, ContextSession, SavedCall
 from toolctx.tokens import estimate_tokens_cached as estimated
 
-__all__ = ["Compactor", "Item", "ItemAdapter", "ToolCall"]
+__all__ = ["Compactor"]
 
 T = TypeVar("T")
 _MARKER_TOKENS = 25  # a result marker without preview, in tokens
@@ -44,11 +46,6 @@ _ARG_STAND_IN_TOKENS = 35  # an argument stand-in without its preview
 _TEXT_MARKER_TOKENS = 25  # a marker for old assistant text
 _CONVERSATIONS = 64  # conversations remembered per compactor, least recently used dropped
 _UNSET: Any = object()
-
-
-def _digest(text: str) -> int:
-    """What a decision remembers of the content it was made for."""
-    return xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass"))
 
 
 def _text_key(task: int | str | None, text: str) -> str:
@@ -59,81 +56,7 @@ def _text_key(task: int | str | None, text: str) -> str:
     return f"{ASSISTANT_TEXT}:{digest}"
 
 
-class ToolCall(NamedTuple):  # (named tuples: made for every message, faster to build than frozen dataclasses)
-    """One tool call an item makes.
-
-    ``size``: the length of its arguments as sent (their JSON, in characters or
-    UTF-8 bytes), so the arguments of a call sent short are never read to look
-    for long ones. An adapter that gives it must give at least the length of
-    every string argument; -1 (the default) when not known. ``tokens``: the
-    estimated tokens of its arguments as sent; with ``size``, what standing in
-    for a long argument frees is taken as its share of them, instead of
-    estimating the argument again (-1: not known).
-    """
-
-    id: str
-    name: str
-    args: Mapping[str, Any]
-    size: int = -1
-    tokens: int = -1
-
-
-class Item(NamedTuple):
-    """One message or input item as the policy sees it.
-
-    ``tokens``: its estimated size as shown. ``calls``: the tool calls it makes.
-    ``result_of``: the call id it answers, with its ``text`` and ``tool``;
-    ``is_error``: the framework marks it as an error. ``question``: the text of
-    a user message (tool calls after it are tagged with it). For an assistant
-    message, ``text`` is what it says besides its calls, which the policy may
-    stand in for once it is old (leave it empty to keep a message as it is).
-    """
-
-    tokens: int
-    calls: tuple[ToolCall, ...] = ()
-    result_of: str | None = None
-    tool: str = ""
-    text: str = ""
-    is_error: bool = False
-    question: str | None = None
-
-
-class ItemAdapter(Protocol[T]):
-    """How a framework's messages are read and edited."""
-
-    def fingerprint(self, item: T) -> Hashable:
-        """Something equal for the same item on the next call (its id, type and call id)."""
-
-    def describe(self, item: T) -> Item:
-        """The item as the policy sees it."""
-
-    def apply(self, item: T, text: str | None, args: Mapping[str, Mapping[str, Any]]) -> T:
-        """A copy of ``item`` with its text replaced (if ``text``: a result, or an assistant's text) and its
-        calls' arguments (by call id)."""
-
-
-@dataclass(frozen=True)
-class Edit:
-    """One decision: the result text or the arguments a tool call is shown with from now on.
-
-    ``position``: the result's message; ``call_position``: its call's; ``digest``:
-    what the decision remembers of the output it replaces; ``originals``: the same
-    of each argument it replaces. An edit of old assistant text has no
-    ``call_id``; ``text`` is the text it replaces (the message at ``position``) and
-    ``result`` its marker.
-    """
-
-    call_id: str | None
-    result: str | None = None
-    args: Mapping[str, Any] | None = None
-    text: str | None = None
-    position: int = -1
-    call_position: int = -1
-    digest: int = 0
-    originals: Mapping[str, int] | None = None
-
-
-class _Result(NamedTuple):
+class _ResultAt(NamedTuple):
     """A result in a conversation: the call it answers (and where that call is) and the result as described."""
 
     call_position: int
@@ -152,7 +75,7 @@ class _Conversation:
     shown: int = 0  # estimated tokens of what the model is shown
     sizes: list[int] = field(default_factory=list)  # the same, per item
     calls: dict[str, tuple[int, ToolCall]] = field(default_factory=dict)  # call id -> its latest (position, call)
-    results: dict[int, _Result] = field(default_factory=dict)  # position -> the result there
+    results: dict[int, _ResultAt] = field(default_factory=dict)  # position -> the result there
     recent: deque[int] = field(default_factory=deque)  # positions of results still inside the keep window
     texts: deque[tuple[int, str]] = field(default_factory=deque)  # (position, text): assistant text not yet old
     said: dict[int, str] = field(default_factory=dict)  # position -> text: old assistant text, a candidate
@@ -176,14 +99,8 @@ class Compactor(Generic[T]):
         self.adapter = adapter
         self.settings = settings
         self.session: Resolver = session_resolver(session)
-        # (conversation, call id) -> {digest of the output: the result text shown from now on}
-        self.results: dict[tuple[Hashable, str], dict[int, str]] = {}
-        # (conversation, call id) -> [(digests of the arguments replaced, the arguments shown from now on)]
-        self.args: dict[tuple[Hashable, str], list[tuple[Mapping[str, int], Mapping[str, Any]]]] = {}
-        # (conversation, message, its text) -> the marker shown from now on
-        self.texts: dict[tuple[Hashable, Hashable, str], str] = {}
+        self.decided = Decisions()  # per conversation and content: what is shown from now on
         self.operations = 0
-        self._early: set[tuple[Hashable, str, int]] = set()  # outputs shown a head-and-tail stand-in by this compactor
         self._conversations: OrderedDict[Hashable, _Conversation] = OrderedDict()
         self._lock = threading.Lock()  # one adapter may serve agents running in several threads
 
@@ -269,29 +186,25 @@ class Compactor(Generic[T]):
         shown_args: dict[str, Mapping[str, Any]] = {}
         for call in described.calls:
             conversation.calls[call.id] = (position, call)
-            decided_args = self.args.get((key, call.id))
-            if decided_args is not None:
-                args = _args_for(decided_args, call)
-                if args is not None:
-                    shown_args[call.id] = args
+            args = self.decided.args_for(key, call)
+            if args is not None:
+                shown_args[call.id] = args
         result = None
         call_id = described.result_of
         if call_id is None and described.text and described.question is None:  # an assistant's text
-            result = self.texts.get((key, self.adapter.fingerprint(item), described.text))
+            result = self.decided.text(key, self.adapter.fingerprint(item), described.text)
             if result is None and len(described.text) > self.settings.text_chars and not is_stand_in(described.text):
                 conversation.texts.append((position, described.text))
         elif call_id is not None:
             call_position, call = conversation.calls.get(call_id) or (-1, ToolCall(call_id, "", {}))
-            decided = self.results.get((key, call_id))
+            decided = self.decided.result(key, call_id, described.text)
             if decided is not None:
-                digest = _digest(described.text)
-                result = decided.get(digest)
-                if result is not None:
-                    if (key, call_id, digest) in self._early:
-                        conversation.early[position] = result
-                    else:
-                        conversation.final.add(position)
-            conversation.results[position] = _Result(call_position, call, described)
+                result, early = decided
+                if early:
+                    conversation.early[position] = result
+                else:
+                    conversation.final.add(position)
+            conversation.results[position] = _ResultAt(call_position, call, described)
             if result is None and described.tokens > self.settings.max_output_tokens:
                 result = self._unhooked(conversation, session, position)
             conversation.recent.append(position)
@@ -324,9 +237,7 @@ class Compactor(Generic[T]):
             pointer = self._store_late(session, call, result, conversation.task)
         shown = shown_output(self.settings, session, pointer, result.text)
         if shown is not None:
-            digest = _digest(result.text)
-            self.results.setdefault((conversation.key, call.id), {})[digest] = shown
-            self._early.add((conversation.key, call.id, digest))  # still a candidate for the short marker once old
+            self.decided.stood_in(conversation.key, call.id, result.text, shown)  # (a candidate once old)
             conversation.early[position] = shown
         return shown
 
@@ -422,7 +333,7 @@ class Compactor(Generic[T]):
         tokens = result.tokens if shown is None else estimated(shown)
         gain = tokens - _MARKER_TOKENS - settings.preview_chars // 4
         gain = gain if gain > 0 else 0  # (a comparison, not max(): this path runs with cold caches)
-        if (conversation.key, call.id) not in self.args and self._may_have_long_args(call):
+        if self.decided.args_for(conversation.key, call) is None and self._may_have_long_args(call):
             shown_in = _ARG_STAND_IN_TOKENS + settings.args_preview_chars // 4  # (what its stand-in costs)
             for value in call.args.values():
                 if isinstance(value, str) and len(value) > settings.args_chars and not is_stand_in(value):
@@ -475,10 +386,10 @@ class Compactor(Generic[T]):
                     if len(replacement) < len(value):
                         new_args = dict(call.args) if new_args is None else new_args
                         new_args[name] = replacement
-                        originals[name] = _digest(value)
+                        originals[name] = digest(value)
         if new_result is None and new_args is None:
             return None
-        return Edit(call.id, new_result, new_args, None, position, call_position, _digest(result.text), originals)
+        return Edit(call.id, new_result, new_args, None, position, call_position, digest(result.text), originals)
 
     def _text_edit(self, conversation: _Conversation, session: ContextSession, position: int) -> Edit | None:
         """The marker for the old assistant text at ``position``, cut from its stored copy; None if not restorable."""
@@ -518,18 +429,15 @@ class Compactor(Generic[T]):
         for edit in edits:
             if edit.call_id is None:  # old assistant text
                 if edit.text is not None and edit.result is not None:
-                    original = conversation.emitted[edit.position]
-                    self.texts[(key, self.adapter.fingerprint(original), edit.text)] = edit.result
+                    self.decided.apply(key, edit, self.adapter.fingerprint(conversation.emitted[edit.position]))
                     by_position[edit.position] = (edit.result, by_position.get(edit.position, (None, {}))[1])
                 continue
+            self.decided.apply(key, edit)
             if edit.result is not None:
-                self.results.setdefault((key, edit.call_id), {})[edit.digest] = edit.result
-                self._early.discard((key, edit.call_id, edit.digest))
                 conversation.final.add(edit.position)
                 conversation.early.pop(edit.position, None)
                 by_position[edit.position] = (edit.result, by_position.get(edit.position, (None, {}))[1])
-            if edit.args is not None and edit.originals is not None:
-                self.args.setdefault((key, edit.call_id), []).append((edit.originals, edit.args))
+            if edit.args is not None:
                 text, args = by_position.setdefault(edit.call_position, (None, {}))
                 args[edit.call_id] = edit.args
         for position, (text, args) in by_position.items():
@@ -545,58 +453,17 @@ class Compactor(Generic[T]):
         """Drop the decisions about these calls of conversation ``key`` (they are shown whole again), and read
         its history again from the start on the next call."""
         with self._lock:
-            for call_id in call_ids:
-                self.results.pop((key, call_id), None)
-                self.args.pop((key, call_id), None)
+            self.decided.forget(key, list(call_ids))
             self._conversations.pop(key, None)
 
     def decisions(self, key: Hashable) -> dict[str, Any]:
         """The decisions made for conversation ``key``, as JSON, for :meth:`adopt` (in another process, say)."""
         with self._lock:
-            results = [
-                [call_id, digest, shown]
-                for (owner, call_id), made in self.results.items()
-                if owner == key
-                for digest, shown in made.items()
-                if (key, call_id, digest) not in self._early
-            ]
-            args = [
-                [call_id, dict(originals), dict(shown)]
-                for (owner, call_id), made in self.args.items()
-                if owner == key
-                for originals, shown in made
-            ]
-        return {"results": results, "args": args}
+            return self.decided.export(key)
 
     def adopt(self, key: Hashable, decisions: Mapping[str, Any]) -> None:
         """Take over :meth:`decisions` for conversation ``key``; raises ValueError (changing nothing) if they
         are not in that form."""
-        results: dict[tuple[Hashable, str], dict[int, str]] = {}
-        args: dict[tuple[Hashable, str], list[tuple[Mapping[str, int], Mapping[str, Any]]]] = {}
-        try:
-            for call_id, digest, shown in decisions.get("results") or ():
-                results.setdefault((key, str(call_id)), {})[int(digest)] = str(shown)
-            for call_id, originals, shown in decisions.get("args") or ():
-                kept = ({str(k): int(v) for k, v in dict(originals).items()}, dict(shown))
-                args.setdefault((key, str(call_id)), []).append(kept)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(
-                f"decisions are lists of [call id, digest, shown] and [call id, digests, args]: {exc}"
-            ) from None
         with self._lock:
-            for owned in [k for k in self.results if k[0] == key]:
-                del self.results[owned]
-            for owned in [k for k in self.args if k[0] == key]:
-                del self.args[owned]
-            self.results.update(results)
-            self.args.update(args)
+            self.decided.adopt(key, decisions)
             self._conversations.pop(key, None)
-
-
-def _args_for(decided: list[tuple[Mapping[str, int], Mapping[str, Any]]], call: ToolCall) -> Mapping[str, Any] | None:
-    """The arguments shown for ``call``: those of the decision made for a call with the same long arguments."""
-    args = call.args
-    for originals, shown in decided:
-        if all(isinstance(v := args.get(name), str) and _digest(v) == d for name, d in originals.items()):
-            return shown
-    return None

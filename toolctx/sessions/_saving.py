@@ -19,7 +19,6 @@ built later, when something asks for them.
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -31,7 +30,7 @@ import xxhash
 from toolctx._defaults import INDEX_PREVIEW_CHARS, PREVIEW_CHARS
 from toolctx._hashing import hash_bytes
 from toolctx._internal import DEBUG, internal_error, log_enabled
-from toolctx._naming import HEAD_BYTES, MANIFEST_NAME, is_own_file, legacy_pointer_id, new_pointer_id
+from toolctx._naming import HEAD_BYTES, MANIFEST_NAME, is_own_file
 from toolctx._platform import fork_safe_lock
 from toolctx._serialize import encode
 from toolctx.errors import SessionClosedError
@@ -39,6 +38,7 @@ from toolctx.models import ErrorInfo, StorageKind
 from toolctx.redaction import Redactor
 from toolctx.selection import SearchIndex
 from toolctx.sessions._clock import clock
+from toolctx.sessions._names import CallNames
 from toolctx.sessions._queue import LaterSaves
 from toolctx.sessions._records import Call, Payload, Record, error_info, preview_of
 from toolctx.sessions._screening import CallScreen
@@ -93,15 +93,12 @@ class SavePath:
         self._closing = False  # close() has begun: queue() refuses, save() still stores
         self._later = LaterSaves()  # calls queue() took, stored in order before anything reads the records
         self._records: dict[str, Record] = {}
-        # (task, framework call id) -> the ids of the records stored under it, oldest first (one: just the id)
-        self._calls: dict[tuple[int | str | None, str], str | list[str]] = {}
         self.memory_bytes = 0
         self._generation = 0  # changes each time the store is cleared
         self._memory: deque[Record] = deque()  # outputs held in memory, oldest first
         self._written: dict[str, str] = {}  # identical-output key -> file already holding it
         self._screen = None if redactor is None else CallScreen(redactor)
-        self._ids = itertools.count()  # numbers the calls, in the order they are saved
-        self.numbered: str | None = None  # a fixed hex part: ids are it then the counter (fixed_session's)
+        self.names = CallNames(self.lock)
         self._emit = emit
         self._always_emit = always_emit  # an on_debug callback wants every event, logged or not
         self._where = where
@@ -123,30 +120,13 @@ class SavePath:
             self.store_queued()
         if task_id is None:  # (as a call is stored: under the enclosing task() block's tag)
             task_id = current_tags.get().task_id
-        found = self._calls.get((task_id, call_id))
-        if found is None:
-            return []
         records = self._records
-        ids = (found,) if isinstance(found, str) else reversed(found)
-        return [record for pointer in ids if (record := records.get(pointer)) is not None]
+        return [record for pointer in self.names.ids(task_id, call_id) if (record := records.get(pointer)) is not None]
 
     @property
     def screen(self) -> CallScreen | None:
         """How this session redacts a call before keeping it (None: it keeps calls as they are)."""
         return self._screen
-
-    def _name(self, record: Record) -> None:
-        """File ``record`` under its framework call id and task, the newest of any stored so."""
-        call = record.call
-        key = (call.task_id, call.call_id or "")
-        with self.lock:
-            found = self._calls.get(key)
-            if found is None:
-                self._calls[key] = record.id
-            elif isinstance(found, str):
-                self._calls[key] = [found, record.id]
-            else:
-                found.append(record.id)
 
     @property
     def index(self) -> SearchIndex:
@@ -237,9 +217,9 @@ class SavePath:
             size = len(data)
             # A plain string result previews as itself, unless redaction changed it.
             plain = isinstance(result, str) and data is encoded and not notes
-            counter = next(self._ids)  # (atomic under the GIL)
+            pointer, counter = self.names.new(self._records)
             record = Record(
-                self._new_id(counter),
+                pointer,
                 call,
                 hash_bytes(args_json),
                 clock.time_ns() if timestamp_ns is None else timestamp_ns,
@@ -261,7 +241,7 @@ class SavePath:
                 indexed = preview if self._index.backlog < _LONG_PREVIEWS else record.preview
                 self._keep_on_disk(record, (data, error, notes), indexed)
             if call.call_id is not None:
-                self._name(record)
+                self.names.file(record)
             if self._always_emit or log_enabled(DEBUG):
                 self._emit(DEBUG, "saved", id=record.id, tool=call.tool_name, size=size, storage=str(record.storage))
             if len(notes) > len(call.args_notes):  # arguments in fallback form are noted in the document only
@@ -447,7 +427,7 @@ class SavePath:
             # A new dict, not the old one emptied: a selection that took the records before this
             # still finds every one it listed (records only ever go this way and in clear_store).
             self._records = {}
-            self._calls.clear()
+            self.names.clear()
             self._memory.clear()
             self.memory_bytes = 0
             self._index.clear()
@@ -486,21 +466,9 @@ class SavePath:
         """Take over records rebuilt from the store (resume), numbering new calls after them."""
         with self.lock:
             self._records = {r.id: r for r in records}
-        for record in sorted(records, key=lambda r: (r.timestamp_ns, r.counter)):
-            if record.call.call_id is not None:
-                self._name(record)
+            self.names.restore(records)
         for record in records:
             self._index.add(record.id, record.search_text, record.preview, record.tokens)
-        self._ids = itertools.count(max((r.counter for r in records), default=-1) + 1)
-
-    def _new_id(self, counter: int) -> str:
-        """The id of the call numbered ``counter``: random, never one of this session's already."""
-        if self.numbered is not None:
-            return legacy_pointer_id(self.numbered, counter)
-        while True:
-            pointer = new_pointer_id()
-            if pointer not in self._records:  # (2^-50 a pair: checked all the same)
-                return pointer
 
     def snapshot(self) -> list[Record]:
         """Every record, oldest first (a queued call keeps the time it was queued at)."""

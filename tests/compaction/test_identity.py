@@ -1,0 +1,87 @@
+"""Handles never cross: random call-id reuse across random conversations, and guessing handles."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import string
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toolctx import session
+from toolctx._naming import legacy_pointer_id, new_pointer_id
+from toolctx.compaction import CompactionSettings, Compactor, handle_of, is_stand_in, persist_call, read_context
+
+from .conftest import DictAdapter, Message, answer, asks, user
+
+POLICY = CompactionSettings(high_water=400, low_water=0, keep=1, min_gain=0, cached_price=1.0)
+
+
+def made(thread: str, step: int) -> str:
+    return f"OUT-{thread}-{step} " * 60
+
+
+# Each step: a conversation (thread), the call id its model gives the call, whether a tool hook stores it.
+steps = st.lists(
+    st.tuples(st.sampled_from(["t1", "t2", "t3"]), st.sampled_from(["call_0", "call_1", "x"]), st.booleans()),
+    min_size=1,
+    max_size=14,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=steps)
+def test_reused_call_ids_across_conversations_never_cross(tmp_path: Path, script: list[tuple[str, str, bool]]) -> None:
+    with session(tmp_path / "ctx") as s:
+        compactor = Compactor(DictAdapter(), POLICY, s)
+        histories: dict[str, list[Message]] = {}
+        for step, (thread, call_id, hooked) in enumerate(script):
+            history = histories.setdefault(thread, [user(0, "go")])
+            text = made(thread, step)
+            history.append(asks(step, (call_id, "fetch", {"step": step})))
+            if hooked:  # (stored as a tool hook stores it; else the compactor stores it when it needs to)
+                persist_call(s, "fetch", {"step": step}, text, call_id=call_id, task_id=thread)
+            history.append(answer(call_id, text, name="fetch"))
+            shown, _ = compactor.view(list(history), key=thread)
+            asked = {}
+            for message in shown:
+                if message["role"] == "assistant":
+                    for call in message["calls"]:
+                        asked[call["id"]] = made(thread, call["args"]["step"])
+                elif message["role"] == "tool":
+                    assert f"OUT-{thread}-" in message["text"] or is_stand_in(message["text"])
+                    for other in {"t1", "t2", "t3"} - {thread}:
+                        assert f"OUT-{other}-" not in message["text"]
+                    if is_stand_in(message["text"]):
+                        ref = f"ctx:{handle_of(message['text'])}"
+                        back = read_context(s, ref, 0, 10**9, scope=thread)
+                        assert back.partition("\n")[2] == asked[message["call_id"]], (ref, back[:120])
+
+
+def test_consecutive_handles_share_no_predictable_part(tmp_path: Path) -> None:
+    with session(tmp_path / "ctx") as s:
+        ids = [s.record_call("t", {"i": i}, "x").id for i in range(2000)]
+    assert all(re.fullmatch(r"[a-z2-7]{10}", i) for i in ids)
+    assert len(set(ids)) == len(ids)
+    assert len({i[0] for i in ids}) > 16  # (no shared first character, let alone prefix)
+    # character by character, consecutive ids agree about as often as chance has it (1 in 32), not more
+    agree = sum(a == b for x, y in itertools.pairwise(ids) for a, b in zip(x, y, strict=True))
+    assert agree < 2 * (len(ids) - 1) * 10 / 32
+
+
+def test_ten_thousand_guessed_handles_read_nothing(tmp_path: Path) -> None:
+    with session(tmp_path / "ctx") as s:
+        theirs = {s.record_call("t", {"i": i}, f"their output {i}", task_id="victim").id for i in range(300)}
+        mine = s.record_call("t", {}, "my output", task_id="attacker").id
+        alphabet = string.ascii_lowercase[:26] + "234567"
+        guesses = {mine[:i] + c + mine[i + 1 :] for i in range(len(mine)) for c in alphabet}  # its neighbours
+        guesses |= {legacy_pointer_id(mine[:6], n) for n in range(300)}  # a session's part then a counter
+        guesses.discard(mine)
+        while len(guesses) < 10_000:
+            guesses.add(new_pointer_id())
+        # read without any scope: a handle is found only by being known
+        found = [g for g in guesses if not read_context(s, f"ctx:{g}").startswith("No stored output")]
+        assert found == []
+        assert theirs  # (there was something to find)

@@ -1,0 +1,76 @@
+"""How a session names its calls: each call's id, and its calls by conversation and framework call id."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Container, Iterable
+from contextlib import AbstractContextManager
+
+from toolctx._naming import legacy_pointer_id, new_pointer_id
+from toolctx.sessions._records import Record
+
+__all__ = ["CallNames"]
+
+_Key = tuple[int | str | None, str]  # (task, framework call id)
+
+
+class CallNames:
+    """A session's names for its calls (``lock``: the save path's, taken to file a call).
+
+    Each call gets a counter (the order calls were saved in, which orders a
+    session's files) and an id drawn at random (``numbered``: the counter after a
+    fixed hex part instead, so a test can write ids down). A framework's call id
+    is not unique: a conversation's task is part of the key, and a model server
+    may number its calls per response, so every call filed under a key is kept.
+    """
+
+    def __init__(self, lock: AbstractContextManager[object]) -> None:
+        self._lock = lock
+        self._counter = itertools.count()
+        self.numbered: str | None = None
+        self._by_call: dict[_Key, str | list[str]] = {}  # key -> record id(s), oldest first
+
+    def new(self, taken: Container[str]) -> tuple[str, int]:
+        """A new call's id and counter; the id is none of ``taken``."""
+        counter = next(self._counter)  # (atomic under the GIL)
+        if self.numbered is not None:
+            return legacy_pointer_id(self.numbered, counter), counter
+        while True:
+            pointer = new_pointer_id()
+            if pointer not in taken:  # (2^-50 a pair: checked all the same)
+                return pointer, counter
+
+    def file(self, record: Record) -> None:
+        """File ``record`` under its task and framework call id, the newest of any filed so."""
+        with self._lock:
+            self._file(record)
+
+    def _file(self, record: Record) -> None:
+        call = record.call
+        key = (call.task_id, call.call_id or "")
+        found = self._by_call.get(key)
+        if found is None:
+            self._by_call[key] = record.id
+        elif isinstance(found, str):
+            self._by_call[key] = [found, record.id]
+        else:
+            found.append(record.id)
+
+    def ids(self, task_id: int | str | None, call_id: str) -> Iterable[str]:
+        """The ids of the calls filed under this task and framework call id, newest first."""
+        found = self._by_call.get((task_id, call_id))
+        if found is None:
+            return ()
+        return (found,) if isinstance(found, str) else reversed(found)
+
+    def restore(self, records: list[Record]) -> None:
+        """Take over records rebuilt from the store: file them, and count new calls after them (under the
+        lock)."""
+        for record in sorted(records, key=lambda r: (r.timestamp_ns, r.counter)):
+            if record.call.call_id is not None:
+                self._file(record)
+        self._counter = itertools.count(max((r.counter for r in records), default=-1) + 1)
+
+    def clear(self) -> None:
+        """Forget every filed call (ids and counters go on; under the lock)."""
+        self._by_call.clear()
