@@ -61,9 +61,10 @@ class ToolContextMiddleware(AgentMiddleware):
     store or the call id) and the ToolMessage's content (with its artifact, if
     any) are saved in the session, tagged with the latest human message as the
     query and the conversation as the task: the thread, else the run id in the
-    config, else a random id the middleware gives each run (``agent.invoke``
-    without a config), so a run without a thread reads back only its own
-    outputs. A big output reaches the model
+    config, else the conversation the session serves
+    (:attr:`~toolctx.ContextSession.conversation`), else a random id the middleware
+    gives each run (``agent.invoke`` without a config), so a run without a thread
+    reads back only its own outputs. A big output reaches the model
     as a stand-in cut from the stored copy; error results, and any result that
     could not be stored, reach it whole. A successful call whose text content is
     certainly shown whole (:func:`~toolctx.compaction.shown_whole`), without an
@@ -162,11 +163,14 @@ class ToolContextMiddleware(AgentMiddleware):
     def _where(self, request: ToolCallRequest | ModelRequest) -> _Where:
         """The session a call is stored in, and its task (the thread, else the run id, else the run's scope)."""
         thread, task = thread_and_task(getattr(request.runtime, "config", None))
+        session = self.session(thread)
+        if task is None:
+            task = session.conversation
         if task is None:
             state = getattr(request, "state", None)
             run = state.get(_RUN) if isinstance(state, Mapping) else None
             task = run if isinstance(run, str) else None
-        return self.session(thread), task
+        return session, task
 
     def _read(self, request: ToolCallRequest) -> ToolMessage:
         """The middleware's own ``read_context``: it knows the conversation, even one without a thread."""

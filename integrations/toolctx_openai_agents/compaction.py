@@ -128,17 +128,17 @@ def _said(content: Any) -> str:
 
 
 def _task(run: Run | None, session: ContextSession) -> str | None:
-    """The task the run's calls are found and stored under, as its tools tag them (``conversation_of``): its
-    group (from the SDK's trace, else from the run's tools once one ran), else the session's conversation,
-    else the run itself."""
-    group = getattr(get_current_trace(), "group_id", None) if run is not None else None
-    if isinstance(group, str) and group:
-        return group
-    if run is not None and run.group is not None:
-        return run.group
+    """The task the run's calls are found and stored under, as its tools tag them (``conversation_of``): the
+    session's conversation, else the run's group (from the SDK's trace, else from the run's tools once one
+    ran), else the run itself."""
     if session.conversation is not None:
         return session.conversation
-    return None if run is None else run.scope
+    if run is None:
+        return None
+    group = getattr(get_current_trace(), "group_id", None)
+    if isinstance(group, str) and group:
+        return group
+    return run.group if run.group is not None else run.scope
 
 
 def compact_tool_outputs(

@@ -154,18 +154,19 @@ def run_of() -> Run | None:
 
 
 def conversation_of(context: object, session: ContextSession | None = None) -> str | None:
-    """The task a tool call is stored under: the run's ``RunConfig.group_id`` (the SDK's conversation id),
-    else the conversation ``session`` serves alone (:attr:`~toolctx.ContextSession.conversation`), else the
-    run itself (a random scope for each), so a run without either reads back only its own calls."""
+    """The task a tool call is stored under: the conversation ``session`` serves alone
+    (:attr:`~toolctx.ContextSession.conversation`), else the run's ``RunConfig.group_id`` (the SDK's
+    conversation id), else the run itself (a random scope for each), so a run without either reads back
+    only its own calls."""
     run_config = getattr(context, "run_config", None)
     group = getattr(run_config, "group_id", None)
     run = run_of()
-    if isinstance(group, str) and group:
-        if run is not None:
-            run.group = group  # (the input filter, which is not told the group, learns it here)
-        return group
+    if isinstance(group, str) and group and run is not None:
+        run.group = group  # (the input filter, which is not told the group, learns it here)
     if session is not None and session.conversation is not None:
         return session.conversation
+    if isinstance(group, str) and group:
+        return group
     return None if run is None else run.scope
 
 
