@@ -96,6 +96,18 @@ def test_a_history_marker_brings_read_context_in_when_the_plugin_can_read_it(s: 
     alone = ContextAssembler(max_tokens=3000, counter=CharCounter(), session=s, preserve_recent=4)
     chat(alone, 12)
     assert "read_context" not in [t["function"]["name"] for t in run(alone.prepare()).tools]  # nothing would serve it
+    # Another conversation of the same session does not read this one's history, nor this one its.
+    theirs = ToolOutputPlugin(session=s)
+    other = ContextAssembler(max_tokens=3000, counter=CharCounter(), session=s, preserve_recent=4, plugins=[theirs])
+    chat(other, 12)
+    run(other.prepare())
+    assert theirs.read(span.handle, 0, 10**6).startswith("No stored output")
+    assert plugin.read(other.spans[0].handle, 0, 10**6).startswith("No stored output")
+    assert "question 0 " in theirs.read(other.spans[0].handle, 0, 10**6)
+    # restored in a new assembler (another process, say), the conversation reads its history as before
+    again = ContextAssembler(max_tokens=3000, counter=CharCounter(), session=s, plugins=[ToolOutputPlugin(session=s)])
+    again.restore_state(ctx.get_state())
+    assert "question 0 " in again.get_plugin("tool_outputs").read(span.handle, 0, 10**6)
 
 
 def test_a_summary_is_shown_with_the_marker_and_the_messages_stay_stored(s: toolctx.ContextSession) -> None:

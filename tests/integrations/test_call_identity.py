@@ -242,3 +242,58 @@ def test_two_assemblers_sharing_a_session_and_call_ids_each_read_their_own(conte
             assert plugin.read(ref, 0, 10**9).partition("\n")[2] == output(owner, 0)
             theirs = next(m for m in plugins[other][0].get_history() if m.role == "tool")
             assert plugin.read(f"ctx:{handle_of(theirs.content)}").startswith("No stored output")
+
+
+def test_sdk_conversations_read_back_across_turns_and_never_across_conversations(context_dir: Path) -> None:
+    # Conversations.open(sdk_session), a group_id for tracing, tracing off: the filter is told neither, and
+    # still finds what the tools stored; turn 2 reads turn 1's handle; the other conversation reads nothing.
+    conversations = toolctx.Conversations(context_dir)
+    handles: dict[str, str] = {}
+    answers: dict[str, str] = {}
+
+    def read(owner: str, ref: str) -> Any:
+        def step(call: Any) -> list[Any]:
+            return [function_call("read_context", {"id": ref or handles[owner]}, call_id="r")]
+
+        return ModelStep.respond(step)
+
+    def keep(owner: str) -> Any:
+        def step(call: Any) -> list[Any]:
+            answers[owner] = next(
+                str(i["output"])
+                for i in call.input
+                if isinstance(i, dict) and i.get("call_id") == "r" and i.get("type") == "function_call_output"
+            )
+            return [assistant_message("done")]
+
+        return ModelStep.respond(step)
+
+    try:
+        for owner in ("a", "b"):
+            history = SQLiteSession(f"conversation-{owner}")
+            model = ScriptedModel([*sdk_steps(owner, 2), [assistant_message("done")], read(owner, ""), keep(owner)])
+            agent = Agent(
+                name=owner, model=model, tools=[*persist_tools([fetch_sdk], max_output_tokens=100), read_context]
+            )
+            config = RunConfig(
+                tracing_disabled=True,
+                group_id=f"group-{owner}",
+                call_model_input_filter=compact_tool_outputs(**COMPACT),
+            )
+            with conversations.open(history):
+                asyncio.run(Runner.run(agent, "go", session=history, run_config=config))
+                handles[owner] = HANDLE.search(str(model.calls[-1].input)).group(0)  # type: ignore[union-attr]
+                asyncio.run(Runner.run(agent, "again", session=history, run_config=config))
+            history.close()
+            assert answers[owner].partition("\n")[2].startswith(f"OUT-{owner}-")
+        for owner, other in (("a", "b"), ("b", "a")):  # a third turn of each tries the other's handle
+            history = SQLiteSession(f"conversation-{owner}")
+            model = ScriptedModel([read(owner, handles[other]), keep(owner)])
+            agent = Agent(name=owner, model=model, tools=[read_context])
+            config = RunConfig(tracing_disabled=True, group_id=f"group-{owner}")
+            with conversations.open(history):
+                asyncio.run(Runner.run(agent, "theirs?", session=history, run_config=config))
+            history.close()
+            assert answers[owner].startswith("No stored output")
+    finally:
+        conversations.close()

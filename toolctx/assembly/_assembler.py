@@ -15,7 +15,7 @@ from toolctx.assembly._plugins import as_plugin
 from toolctx.assembly._render import PreparedContext
 from toolctx.assembly._state import AssemblerState, restore, restore_plugin, state_of
 from toolctx.assembly._strategies import ContextStrategy, resolve_strategy
-from toolctx.assembly._tool_outputs import resolve_session
+from toolctx.assembly._tool_outputs import ToolOutputPlugin, resolve_session
 from toolctx.assembly._types import AssemblerConfig, ContextBudget, HistoryMessage, config_error, seed_names
 from toolctx.assembly._working import Summarizer, WorkingState
 from toolctx.compaction import output_text
@@ -93,6 +93,13 @@ class ContextAssembler(HistoryMixin):
     @conversation_id.setter
     def conversation_id(self, value: str) -> None:
         self._work.conversation_id = text_value("conversation_id", value)
+        self._join()
+
+    def _join(self) -> None:
+        """The tool-output plugins serve this conversation: store and read under its id, as the history does."""
+        for plugin in self._work.plugins.values():
+            if isinstance(plugin, ToolOutputPlugin):
+                plugin.join(self._work.conversation_id)
 
     @staticmethod
     def _checked_config(config: AssemblerConfig | Mapping[str, Any]) -> AssemblerConfig:
@@ -176,6 +183,7 @@ class ContextAssembler(HistoryMixin):
         self._work.plugins[plugin.name] = plugin
         if plugin.name in self._work.orphans:
             restore_plugin(self._work, plugin, self._work.orphans.pop(plugin.name))
+        self._join()
         return plugin
 
     def unregister_plugin(self, name: str) -> None:
@@ -238,6 +246,7 @@ class ContextAssembler(HistoryMixin):
         :class:`StateVersionError`, changing nothing.
         """
         restore(self._work, state)
+        self._join()
 
     # -- introspection ---------------------------------------------------------------------------
 

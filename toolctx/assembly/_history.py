@@ -88,12 +88,14 @@ def make_span(
     originals: Mapping[str, HistoryMessage],
     session: Callable[[], ContextSession],
     joining: bool = False,
+    task: str | None = None,
 ) -> HistorySpan | None:
     """Store the oldest compactable blocks of ``shown`` that free ``needed`` tokens; None if none could be stored.
 
     ``protected``: ids never compacted (pinned messages, the current input, markers).
     ``keep_recent``: the last messages not touched. ``originals``: the history's own
-    copy of each message by id (stored whole, not as shown).
+    copy of each message by id (stored whole, not as shown). ``task``: the
+    conversation they are stored under (only it reads them back).
     """
     limit = max(0, len(shown) - keep_recent)
     chosen: list[HistoryMessage] = []
@@ -111,7 +113,7 @@ def make_span(
             break
     if not chosen or freed <= marker_cost:
         return None
-    handle = _store([originals.get(m.id, m) for m in chosen], session)
+    handle = _store([originals.get(m.id, m) for m in chosen], session, task)
     return None if handle is None else HistorySpan(handle=handle, message_ids=tuple(m.id for m in chosen), tokens=freed)
 
 
@@ -119,24 +121,29 @@ def merge_spans(
     spans: Sequence[HistorySpan],
     originals: Mapping[str, HistorySpan | HistoryMessage],
     session: Callable[[], ContextSession],
+    task: str | None = None,
 ) -> HistorySpan | None:
     """One span for all of ``spans`` (stored again as one), so the prompt needs one marker; None if not stored."""
     ids = tuple(i for span in spans for i in span.message_ids)
     messages = [m for i in ids if isinstance(m := originals.get(i), HistoryMessage)]
-    handle = _store(messages, session)
+    handle = _store(messages, session, task)
     if handle is None:
         return None
     return HistorySpan(handle=handle, message_ids=ids, tokens=sum(span.tokens for span in spans))
 
 
-def _store(messages: Sequence[HistoryMessage], session: Callable[[], ContextSession]) -> str | None:
-    """Store messages whole as one ``conversation_history`` call; its handle, or None (logged) if that failed."""
+def _store(messages: Sequence[HistoryMessage], session: Callable[[], ContextSession], task: str | None) -> str | None:
+    """Store messages whole as one ``conversation_history`` call under the conversation ``task``; its handle,
+    or None (logged) if that failed."""
     stored = [m.model_dump(mode="json") for m in messages if not m.id.endswith(":missing")]
     if not stored:
         return None
     try:
         pointer = session().save_context(
-            HISTORY_TOOL, {"messages": len(stored), "first": stored[0]["id"], "last": stored[-1]["id"]}, stored
+            HISTORY_TOOL,
+            {"messages": len(stored), "first": stored[0]["id"], "last": stored[-1]["id"]},
+            stored,
+            task_id=task,
         )
     except Exception as exc:  # the messages stay in the prompt: nothing leaves it without a stored copy
         internal_error("could not store old messages to compact the history; they stay in the prompt", exc)

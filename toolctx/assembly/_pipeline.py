@@ -226,11 +226,15 @@ async def _history_step(w: WorkingState, draft: Draft, target: int, keep: int, s
     while draft.budget is not None and draft.budget.used > target:
         before = draft.budget.used
         protected = _protected_ids(w, draft.shown, w.spans)
-        span = make_span(draft.shown, before - target, protected, keep, w.measure, w.by_id, w.session)
+        span = make_span(
+            draft.shown, before - target, protected, keep, w.measure, w.by_id, w.session, task=w.conversation_id
+        )
         if span is None and keep == 0 and w.spans:
             # what is left frees less than a new marker costs: it joins the earlier spans behind one marker
-            span = make_span(draft.shown, before - target, protected, 0, w.measure, w.by_id, w.session, True)
-            merged = merge_spans([*w.spans, span], w.by_id, w.session) if span is not None else None
+            span = make_span(
+                draft.shown, before - target, protected, 0, w.measure, w.by_id, w.session, True, w.conversation_id
+            )
+            merged = merge_spans([*w.spans, span], w.by_id, w.session, w.conversation_id) if span else None
             if merged is None:
                 break
             w.spans[:] = [merged]
@@ -340,7 +344,7 @@ async def _run(w: WorkingState, draft: Draft, plan: CompactionPlan, mandatory: b
                 )
     if mandatory and draft.budget.used > plan.target and len(w.spans) > 1:
         before = draft.budget.used
-        merged = merge_spans(w.spans, w.by_id, w.session)
+        merged = merge_spans(w.spans, w.by_id, w.session, w.conversation_id)
         if merged is not None:
             w.spans[:] = [merged]
             measure(w, draft)

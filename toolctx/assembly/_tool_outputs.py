@@ -164,7 +164,8 @@ class ToolOutputPlugin:
         self.session = resolve_session(session)
         self.adapter = HistoryItemAdapter()
         self.compactor: Compactor[HistoryMessage] = Compactor(self.adapter, self.settings, self.session)
-        # The conversation this plugin serves: its calls are stored under it, and only its calls read back.
+        # The conversation this plugin serves (an assembler's, once registered with one): its calls are stored
+        # under it, and only its calls read back.
         self._key = uuid.uuid4().hex
         self._last: Sequence[HistoryMessage] = ()
         self._shown: list[HistoryMessage] = []  # what the last history_view() returned for them
@@ -173,6 +174,18 @@ class ToolOutputPlugin:
     def __repr__(self) -> str:
         compacted = len(self.compactor.decisions(self._key)["results"])
         return f"ToolOutputPlugin({self.name!r}, outputs={len(self._outputs)}, compacted={compacted})"
+
+    @property
+    def conversation(self) -> str:
+        """The conversation the plugin serves: the calls it stores go under it, and only its calls read back."""
+        return self._key
+
+    def join(self, conversation: str) -> None:
+        """Serve ``conversation`` (an assembler's ``conversation_id``; the assembler calls this when the plugin
+        is registered): the decisions made so far go with the plugin."""
+        if conversation != self._key:
+            self.compactor.adopt(conversation, self.compactor.decisions(self._key))
+            self._key = conversation
 
     def get_component(self) -> Component | None:
         """The window of recent outputs added with :meth:`add_output` (None while there are none).
@@ -321,11 +334,10 @@ class ToolOutputPlugin:
     def read(self, ref: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT, part: str = "result") -> str:
         """The body of a ``read_context`` tool call: the stored text behind a handle.
 
-        See :func:`toolctx.compaction.read_context` for the arguments. It reads the
-        calls this plugin stored (under its conversation) and the assembler's
-        compacted history (stored without a task), never another conversation's calls.
+        See :func:`toolctx.compaction.read_context` for the arguments. It reads only
+        what its conversation stored: its calls and the assembler's compacted history.
         """
-        return read_context(self.session(), ref, offset, limit, part, scope=(self._key, None))
+        return read_context(self.session(), ref, offset, limit, part, scope=self._key)
 
     def get_state(self) -> dict[str, Any]:
         return {
