@@ -4,10 +4,17 @@ An adapter hands :meth:`Compactor.view` the model input it is about to send (its
 framework's messages or items) and an :class:`ItemAdapter` that describes one item
 and applies a decision to one. The compactor keeps, per conversation, what it saw
 last time, so it only describes items that are new since the previous model call;
-decisions are remembered per tool call id and applied identically on every later
-call, so the prompt prefix only changes when a new batch is made. A batch takes old
+decisions are remembered per conversation, tool call id and content
+(:mod:`toolctx.compaction._decisions`) and applied identically on every later call,
+so the prompt prefix only changes when a new batch is made. A batch takes old
 results, long arguments and the long assistant text written before them, all
 restorable through their handles.
+
+A stored call is found by its conversation (the task its calls are stored under)
+and its own identity: the handle its stand-in names, or the framework's call id
+with the arguments and output the conversation shows. A call id that comes back
+with other content (a model server numbering its calls per response, a replayed or
+client-supplied history) is another call, never the old record.
 """
 
 from __future__ import annotations
