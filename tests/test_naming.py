@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from toolctx._naming import (
     context_filename,
     is_own_file,
     is_temp_name,
+    new_pointer_id,
     new_session_id,
     parse_context_filename,
     sanitize_tool_name,
@@ -152,3 +154,19 @@ def test_what_a_session_writes_is_recognised_as_its_own_from_its_first_bytes(
         for path in (s.session_dir / pointer.filename, s.session_dir / MARKER_NAME):  # they name their session
             assert not is_own_file(path.name, path.read_bytes()[:HEAD_BYTES], session_id + "x"), path.name
     ContextSession.resume(session_id, context_dir, keep=False).close()
+
+
+def test_a_forked_child_never_draws_the_ids_its_parent_draws() -> None:
+    new_pointer_id()  # (the parent has random numbers drawn and not used yet)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.write(write, ",".join(new_pointer_id() for _ in range(10)).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as pipe:
+        child = pipe.read().split(",")
+    parent = [new_pointer_id() for _ in range(10)]
+    assert len(child) == 10
+    assert not set(child) & set(parent)
