@@ -4,7 +4,7 @@
 
 1. Tokens: the o200k_base tokens a handle adds to ``read_context(id="ctx:<id>")``
    (the call a model writes to read it back), for the ids toolctx makes now (ten
-   random characters of lowercase base 32) against the ids it made before (a
+   random lowercase letters) against the ids it made before (a
    session's six random hex digits then the call's counter in hex, counters
    1-300), over ``--handles`` ids of each; mean and the 5th/95th percentiles.
 2. Guessing: a session of ``--calls`` calls stored under one conversation and one
@@ -43,7 +43,7 @@ def handle_tokens(count: int) -> dict[str, list[int]]:
     now = [new_pointer_id() for _ in range(count)]
     return {
         "earlier (6 hex + counter)": [counter.count(_CALL.format(i)) - base for i in earlier],
-        "now (10 base-32)": [counter.count(_CALL.format(i)) - base for i in now],
+        "now (10 letters)": [counter.count(_CALL.format(i)) - base for i in now],
     }
 
 
@@ -52,7 +52,7 @@ def guessing(calls: int, guesses: int) -> tuple[int, int]:
         for i in range(calls):
             s.record_call("fetch", {"i": i}, f"their output {i}", task_id="victim")
         mine = s.record_call("fetch", {}, "my output", task_id="attacker").id
-        alphabet = string.ascii_lowercase + "234567"
+        alphabet = string.ascii_lowercase + string.digits
         tried = {mine[:i] + c + mine[i + 1 :] for i in range(len(mine)) for c in alphabet}
         tried |= {legacy_pointer_id(mine[:6], n) for n in range(calls + 1)}
         tried.discard(mine)

@@ -12,8 +12,8 @@ files ``.{name}.{8 hex}.tmp``. A name alone never makes a file toolctx's:
 :func:`is_own_file` also reads the first bytes, which toolctx always writes the same
 way (a context document names its id and session before anything else).
 
-A stored call's id is ten random characters of lowercase base 32 (``k3v9q2mxa7``,
-50 bits drawn for each call): knowing one handle tells nothing about another.
+A stored call's id is ten random lowercase letters (``kqvhtmxade``, 47 bits drawn
+for each call): knowing one handle tells nothing about another.
 Models are shown it as the handle ``ctx:<id>``. Files of sessions written before
 ids were random end with the session's six random hex digits, and their id is
 those digits then the counter in hex (``9f3a1c2b``); they still read back.
@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import string
 import time
 import unicodedata
 from collections import deque
@@ -69,9 +70,9 @@ HANDLE_PREFIX = "ctx:"
 RAND_DIGITS = 6
 """The hex digits a session written before ids were random put at the start of every id."""
 ID_CHARS = 10
-"""The characters of a stored call's id: 50 random bits in lowercase base 32."""
+"""The characters of a stored call's id: ten random lowercase letters, 47 bits."""
 POINTER_ID = re.compile(r"[0-9a-z]{7,64}")
-"""A pointer id: ten random base-32 characters (or, written earlier, a session's hex part then a counter)."""
+"""A pointer id: ten random lowercase letters (or, written earlier, a session's hex part then a counter)."""
 HANDLE_PATTERN = re.compile(rf"{HANDLE_PREFIX}({POINTER_ID.pattern})")
 """Finds a handle in text; group 1 is the pointer id."""
 
@@ -128,28 +129,32 @@ def legacy_pointer_id(rand: str, counter: int) -> str:
 
 
 def new_pointer_id() -> str:
-    """A new call's id: :data:`ID_CHARS` characters of lowercase base 32, from the system's random source.
+    """A new call's id: :data:`ID_CHARS` random lowercase letters, from the system's random source.
 
-    About six tokens in a model's prompt (o200k); 50 bits, so guessing one handle of
-    a session of 10,000 calls takes about 10^11 tries. The random bits are drawn 64
-    ids at a time (a call costs well under a microsecond), and a forked child never
-    uses what its parent drew.
+    47 bits in about five tokens of a model's prompt (o200k: letters cost fewer tokens
+    per bit than hex or base 32), so guessing one handle of a session of 10,000 calls
+    takes about 10^10 tries. The random numbers are drawn 64 at a time (a call costs
+    about two microseconds), and a forked child never uses what its parent drew.
     """
     try:
         n = _drawn.pop()  # (atomic: threads never share a number)
     except IndexError:
         data = os.urandom(7 * 64)
-        _drawn.extend(int.from_bytes(data[i : i + 7], "big") >> 6 for i in range(0, len(data), 7))
-        n = _drawn.pop()
+        numbers = (int.from_bytes(data[i : i + 7], "big") for i in range(0, len(data), 7))
+        _drawn.extend(n % _IDS for n in numbers if n < _UNBIASED)  # (uniform: the rest is dropped)
+        return new_pointer_id()
     pairs = _PAIRS
-    return (
-        pairs[n >> 40] + pairs[(n >> 30) & 1023] + pairs[(n >> 20) & 1023] + pairs[(n >> 10) & 1023] + pairs[n & 1023]
-    )
+    n, e = divmod(n, 676)
+    n, d = divmod(n, 676)
+    n, c = divmod(n, 676)
+    a, b = divmod(n, 676)
+    return pairs[a] + pairs[b] + pairs[c] + pairs[d] + pairs[e]
 
 
-_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"  # (base 32 without 0, 1, 8 and 9: nothing to misread)
-_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]  # 10 bits -> two characters
-_drawn: deque[int] = deque()  # 50-bit numbers from os.urandom, not used yet
+_PAIRS = [a + b for a in string.ascii_lowercase for b in string.ascii_lowercase]  # 0-675 -> two letters
+_IDS = 26**ID_CHARS
+_UNBIASED = (1 << 56) // _IDS * _IDS  # 56-bit draws under this, taken modulo _IDS, are uniform
+_drawn: deque[int] = deque()  # numbers from os.urandom under _IDS, not used yet
 os.register_at_fork(after_in_child=_drawn.clear)
 
 
