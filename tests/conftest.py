@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -44,6 +45,31 @@ def context_dir(tmp_path: Path) -> Path:
 def files_under(path: Path) -> list[Path]:
     """Every file and directory below ``path`` (for 'nothing left behind' checks)."""
     return sorted(path.rglob("*")) if path.exists() else []
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[Any]:
+    """A real S3 endpoint over HTTP on loopback for the whole run (moto's server, a process of its own).
+
+    Without moto the tests that need it skip, except under CI, where they fail.
+    """
+    from tests.s3_server import S3Server, require_moto
+
+    require_moto()
+    server = S3Server().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_env(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """This process pointed at the S3 server by the standard AWS variables; the variables, for children too."""
+    env = s3_server.environment()
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return env
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,8 @@
 
 - :class:`BlobStore` is the small interface every store implements;
   :class:`DictStore` keeps blobs in memory, :class:`LocalStore` in a session
-  directory it creates, marks and locks;
+  directory it creates, marks and locks, :class:`ObjectStore` in object storage
+  (S3 and S3-compatible services, GCS, Azure) named by a URL;
 - :func:`read_marker`, :func:`read_owner` and :func:`is_held` tell, without
   taking it over, whether a directory is a toolctx session, who holds it and
   whether that holder is alive (what listings and :func:`toolctx.gc` decide by);
@@ -17,13 +18,16 @@ from toolctx.storage._dict import DictStore
 from toolctx.storage._files import read_regular_file
 from toolctx.storage._local import LocalStore
 from toolctx.storage._marker import Marker, is_held, read_marker, read_owner
+from toolctx.storage._object import ObjectStore, is_store_url
 
 __all__ = [
     "BlobStore",
     "DictStore",
     "LocalStore",
     "Marker",
+    "ObjectStore",
     "is_held",
+    "is_store_url",
     "read_marker",
     "read_owner",
     "read_regular_file",

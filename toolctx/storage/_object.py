@@ -1,0 +1,173 @@
+"""A blob store in object storage (S3 and S3-compatible services, GCS, Azure; memory for tests).
+
+Reached through obstore (``pip install 'toolctx[s3]'``), chosen over fsspec/s3fs
+after ``bench/object_stores.py`` measured it on the same S3 endpoint: 1.5-3x
+faster per request, with a real conditional create (``If-None-Match``) where s3fs
+has none, ranged reads, and retries and timeouts of its own.
+
+One store holds one session's blobs under ``<url>/<session id>/``. The URL names
+the service, bucket and prefix (``s3://bucket/prefix``, ``gs://...``, ``az://...``,
+``memory:///``; a local folder is a :class:`LocalStore`, which locks it); endpoint, credentials and region come from the
+provider's usual environment variables and credential chain (``AWS_ENDPOINT_URL``,
+``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ALLOW_HTTP``
+for a plain-http endpoint), or from ``options`` given by keyword.
+
+- ``put`` is one atomic PUT: a reader sees the whole object or none.
+- Object storage has no append. ``append`` (the session's manifest) reads the
+  object and writes it back only if nobody changed it meanwhile (a conditional
+  PUT on its ETag, or a create that fails if another worker created it first),
+  and tries again otherwise: two workers appending to one manifest both land.
+- ``head`` is one ranged GET.
+- Failures of the service are :class:`~toolctx.StorageError` (an ``OSError``),
+  a missing object ``FileNotFoundError``, as with every store.
+"""
+
+from __future__ import annotations
+
+import errno
+import importlib
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from toolctx._naming import validate_session_id
+from toolctx.errors import ConfigError, StorageError
+from toolctx.storage._base import BlobStore, check_name
+
+__all__ = ["ObjectStore", "is_store_url"]
+
+_SCHEMES = frozenset({"s3", "s3a", "gs", "az", "abfs", "abfss", "azure", "memory", "http", "https"})
+_APPEND_TRIES = 20
+
+
+def is_store_url(value: object) -> bool:
+    """Whether ``value`` is a URL naming an object store (``s3://bucket/prefix`` and the like)."""
+    return isinstance(value, str) and urlsplit(value).scheme in _SCHEMES
+
+
+def _obstore() -> Any:
+    try:
+        return importlib.import_module("obstore")
+    except ImportError:
+        raise ConfigError(
+            "a store URL needs obstore: pip install 'toolctx[s3]' (it reaches S3, GCS, Azure and local folders)"
+        ) from None
+
+
+class ObjectStore(BlobStore):
+    """Blobs of session ``session_id`` as objects under ``url`` (see the module docstring)."""
+
+    def __init__(self, url: str, session_id: str, **options: Any) -> None:
+        if isinstance(url, str) and url.startswith("file:"):
+            raise ConfigError(f"{url!r:.120} is a local folder: give it as the context_dir, not as an object store URL")
+        if not is_store_url(url):
+            raise ConfigError(
+                f"store must be an object store URL such as 's3://bucket/prefix', got {url!r:.120}; "
+                f"supported schemes: {', '.join(sorted(_SCHEMES))}"
+            )
+        self.url = url.rstrip("/")
+        self.session_id = validate_session_id(session_id)
+        obstore = self._obstore = _obstore()
+        try:
+            self._store = obstore.store.from_url(self.url, **options)
+        except Exception as exc:  # (obstore's own errors for a URL or option it cannot use)
+            raise ConfigError(f"cannot open the object store {self.url!r}: {exc}") from None
+        # (obstore raises the built-in FileNotFoundError for a missing object, its own NotFoundError elsewhere)
+        self._missing = (obstore.exceptions.NotFoundError, FileNotFoundError)
+        self._exists = obstore.exceptions.AlreadyExistsError
+        self._changed = (obstore.exceptions.PreconditionError, *self._missing)  # (changed, or deleted, meanwhile)
+
+    def __repr__(self) -> str:
+        return f"ObjectStore({self.url!r}, {self.session_id!r})"
+
+    def _key(self, name: str) -> str:
+        return f"{self.session_id}/{check_name(name)}"
+
+    def _failed(self, action: str, name: str, exc: Exception) -> StorageError:
+        return StorageError(errno.EIO, f"could not {action} blob {name!r} in {self.url}/{self.session_id}: {exc}")
+
+    def put(self, name: str, chunks: Sequence[bytes]) -> None:
+        key = self._key(name)
+        try:
+            self._obstore.put(self._store, key, b"".join(chunks))
+        except Exception as exc:
+            raise self._failed("write", name, exc) from exc
+
+    def get(self, name: str) -> bytes:
+        key = self._key(name)
+        try:
+            return bytes(self._obstore.get(self._store, key).bytes())
+        except self._missing:
+            raise FileNotFoundError(errno.ENOENT, f"no blob {name!r} in {self.url}/{self.session_id}") from None
+        except Exception as exc:
+            raise self._failed("read", name, exc) from exc
+
+    def head(self, name: str, size: int) -> bytes:
+        key = self._key(name)
+        if size <= 0:
+            self.get(name)  # (still says whether it is there)
+            return b""
+        try:
+            return bytes(self._obstore.get_range(self._store, key, start=0, length=size))
+        except self._missing:
+            raise FileNotFoundError(errno.ENOENT, f"no blob {name!r} in {self.url}/{self.session_id}") from None
+        except Exception as exc:
+            if _empty_range(exc):
+                return self.get(name)[:size]  # (an empty object has no first byte to range over)
+            raise self._failed("read", name, exc) from exc
+
+    def delete(self, name: str) -> bool:
+        key = self._key(name)
+        try:
+            self._obstore.head(self._store, key)
+        except self._missing:
+            return False
+        except Exception as exc:
+            raise self._failed("delete", name, exc) from exc
+        try:
+            self._obstore.delete(self._store, key)
+        except Exception as exc:
+            raise self._failed("delete", name, exc) from exc
+        return True
+
+    def list(self) -> list[str]:
+        prefix = f"{self.session_id}/"
+        try:
+            found = [meta["path"] for batch in self._obstore.list(self._store, prefix=prefix) for meta in batch]
+        except Exception as exc:
+            raise self._failed("list", "*", exc) from exc
+        return [path[len(prefix) :] for path in found if path.startswith(prefix) and "/" not in path[len(prefix) :]]
+
+    def append(self, name: str, data: bytes) -> None:
+        key = self._key(name)
+        obstore = self._obstore
+        try:
+            for _ in range(_APPEND_TRIES):
+                try:
+                    found = obstore.get(self._store, key)
+                except self._missing:
+                    try:
+                        obstore.put(self._store, key, data, mode="create")
+                        return
+                    except self._exists:
+                        continue  # another worker created it first: append to theirs
+                meta = found.meta
+                version = {"e_tag": meta["e_tag"]} if meta.get("version") is None else {"version": meta["version"]}
+                try:
+                    obstore.put(self._store, key, bytes(found.bytes()) + data, mode=version)
+                    return
+                except self._changed:
+                    continue  # changed (or deleted) meanwhile: read it again
+        except Exception as exc:
+            raise self._failed("append to", name, exc) from exc
+        raise StorageError(errno.EBUSY, f"could not append to blob {name!r}: it kept changing ({_APPEND_TRIES} tries)")
+
+    def close(self, *, remove: bool = False) -> None:
+        if not remove:
+            return
+        for name in self.list():
+            self.delete(name)
+
+
+def _empty_range(exc: Exception) -> bool:
+    return "range" in str(exc).lower() and "not satisfiable" in str(exc).lower()
