@@ -34,7 +34,7 @@ from toolctx.sessions._session import ContextSession
 __all__ = ["Conversations", "conversation_key"]
 
 _PREFIX = "conv-"
-_SESSION_OPTIONS = frozenset({"threshold", "memory_budget", "durable", "redact", "on_debug", "close_timeout"})
+_SESSION_OPTIONS = frozenset({"threshold", "memory_budget", "durable", "store", "redact", "on_debug", "close_timeout"})
 
 
 def conversation_key(conversation: object) -> str:

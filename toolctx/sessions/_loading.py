@@ -12,9 +12,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from toolctx._naming import parse_context_filename, strip_handle
+from toolctx._naming import POINTER_ID, parse_context_filename, strip_handle
 from toolctx.models import ContextPointer, StoredContext
 from toolctx.sessions._records import Record, parse_document
+from toolctx.sessions._resume import listed
 from toolctx.sessions._saving import SavePath
 
 __all__ = ["ContextRef", "Loader"]
@@ -71,12 +72,21 @@ class Loader:
         if isinstance(ref, ContextPointer):
             return records.get(ref.id)
         if isinstance(ref, str):
-            record = records.get(strip_handle(ref))
+            record = records.get(strip_handle(ref)) or self.caught_up(strip_handle(ref))
             if record is not None:
                 return record
         name = self.path_name(ref)
         parsed = parse_context_filename(name) if name else None
         return records.get(parsed.pointer_id) if parsed else None
+
+    def caught_up(self, pointer_id: str) -> Record | None:
+        """The record ``pointer_id`` names after reading what other workers listed in a shared store (None if
+        it names none there either, or the store is not shared)."""
+        saver = self._saver
+        if not saver.store.shared or POINTER_ID.fullmatch(pointer_id) is None:
+            return None
+        saver.adopt(listed(saver.store, self.session_id))
+        return saver.records.get(pointer_id)
 
     def path_name(self, ref: object) -> str | None:
         """The file name of ``ref`` if it is a path to a context file of this session."""

@@ -79,7 +79,10 @@ class Lookups(SessionCore):
     def parts_of(self, ref: str) -> CallParts | None:
         """:meth:`call_parts` of the call with this pointer id (or handle): None if this session has no such
         call, or its output was not stored."""
-        record = self._saver.records.get(strip_handle(ref)) if isinstance(ref, str) else None
+        if not isinstance(ref, str):
+            return None
+        pointer_id = strip_handle(ref)
+        record = self._saver.records.get(pointer_id) or self._loader.caught_up(pointer_id)
         return None if record is None else self._parts(record)
 
     def _parts(self, record: Record) -> CallParts | None:

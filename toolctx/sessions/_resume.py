@@ -17,7 +17,7 @@ from toolctx._naming import MANIFEST_NAME, parse_context_filename
 from toolctx.sessions._records import Record, parse_document, parse_manifest_line, record_from_context
 from toolctx.storage import BlobStore
 
-__all__ = ["recover"]
+__all__ = ["listed", "recover"]
 
 
 def recover(store: BlobStore, session_id: str, skip: Callable[[str, str], None]) -> list[Record]:
@@ -52,6 +52,21 @@ def recover(store: BlobStore, session_id: str, skip: Callable[[str, str], None])
         records[found.id] = found
     ordered = sorted(records.values(), key=lambda r: (r.timestamp_ns, r.id))
     rebuilt = b"".join(r.manifest_line() for r in ordered)
-    if rebuilt != manifest:  # only when a crash or a missing file changed it
-        store.put(MANIFEST_NAME, [rebuilt])
+    if rebuilt != manifest and not store.shared:  # only when a crash or a missing file changed it
+        store.put(MANIFEST_NAME, [rebuilt])  # (a shared manifest is never rewritten: others append to it)
     return ordered
+
+
+def listed(store: BlobStore, session_id: str) -> list[Record]:
+    """The records the manifest of a shared ``store`` lists (each line appended after its file was written)."""
+    try:
+        manifest = store.get(MANIFEST_NAME)
+    except FileNotFoundError:
+        return []
+    records = []
+    for line in manifest.splitlines():
+        try:
+            records.append(parse_manifest_line(line, session_id))
+        except Exception:
+            continue  # (a line being appended is whole or absent: damage only from outside, skipped)
+    return records

@@ -22,8 +22,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from contextvars import ContextVar
-from typing import Any, NamedTuple
+from typing import Any
 
 import xxhash
 
@@ -42,26 +41,17 @@ from toolctx.sessions._names import CallNames
 from toolctx.sessions._queue import LaterSaves
 from toolctx.sessions._records import Call, Payload, Record, error_info, preview_of
 from toolctx.sessions._screening import CallScreen
+from toolctx.sessions._tags import current_tags
 from toolctx.storage import BlobStore
 from toolctx.tokens import estimate_tokens
 
-__all__ = ["SavePath", "Tags", "current_tags"]
+__all__ = ["SavePath"]
 
 _MEMORY, _DISK, _NONE = StorageKind.MEMORY, StorageKind.DISK, StorageKind.NONE
 _LONG_PREVIEWS = 4096  # unsearched calls whose long index preview is queued (about 4 MB)
 _QUEUED = 64  # calls queue() holds at most: the next one stores them (a session nothing reads stays bounded)
 
 Emit = Callable[..., None]
-
-
-class Tags(NamedTuple):
-    """The query and task that calls made here are tagged with."""
-
-    query_id: str | None = None
-    task_id: int | str | None = None
-
-
-current_tags: ContextVar[Tags] = ContextVar("toolctx_tags", default=Tags())  # noqa: B039 - a NamedTuple is immutable
 
 
 class SavePath:
@@ -469,6 +459,17 @@ class SavePath:
             self.names.restore(records)
         for record in records:
             self._index.add(record.id, record.search_text, record.preview, record.tokens)
+
+    def adopt(self, records: list[Record]) -> int:
+        """Take in the records another process listed in a shared store since this one read it; how many."""
+        with self.lock:
+            fresh = [r for r in records if r.id not in self._records]
+            self._records.update((r.id, r) for r in fresh)
+        for record in fresh:
+            if record.call.call_id is not None:
+                self.names.file(record)
+            self._index.add(record.id, record.search_text, record.preview, record.tokens)
+        return len(fresh)
 
     def snapshot(self) -> list[Record]:
         """Every record, oldest first (a queued call keeps the time it was queued at)."""

@@ -32,15 +32,16 @@ from toolctx._hashing import hash_query
 from toolctx._internal import DEBUG, internal_error
 from toolctx._naming import new_session_id, validate_session_id
 from toolctx._platform import fork_safe_lock
-from toolctx.errors import ConfigError, SessionClosedError
+from toolctx.errors import ConfigError, SessionClosedError, SessionNotFoundError
 from toolctx.redaction import Redactor, resolve_redactor
 from toolctx.sessions._core import OnDebug
 from toolctx.sessions._loading import Loader
 from toolctx.sessions._lookups import Lookups
 from toolctx.sessions._recording import Recording, checked_task_id
 from toolctx.sessions._resume import recover
-from toolctx.sessions._saving import SavePath, current_tags
-from toolctx.storage import BlobStore, LocalStore
+from toolctx.sessions._saving import SavePath
+from toolctx.sessions._tags import current_tags
+from toolctx.storage import BlobStore, LocalStore, ObjectStore
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
@@ -107,7 +108,12 @@ class ContextSession(Recording, Lookups):
     ``threshold``: results of this many JSON bytes or more go to disk (0 = always).
     ``memory_budget``: bytes kept in memory before the oldest are spilled to disk.
     ``durable``: fsync every write (survives power loss; costs a flush per write).
-    ``store``: a :class:`~toolctx.storage.BlobStore` to use instead of the directory.
+    ``store``: where outputs that leave memory go instead of the directory: a
+    :class:`~toolctx.storage.BlobStore`, or an object store URL
+    (``"s3://bucket/prefix"``, ``gs://``, ``az://``; the session's objects go under
+    ``<url>/<session id>/``, endpoint and credentials from the provider's usual
+    environment variables; ``pip install 'toolctx[s3]'``). Without it,
+    ``TOOLCTX_STORE`` names one for every session of the process.
     ``redact``: remove secrets from arguments and results before storing them (on
     by default; see :mod:`toolctx.redaction`); ``False`` turns it off.
     ``on_debug``: called as ``on_debug(event, data)`` for every event toolctx logs.
@@ -135,7 +141,7 @@ class ContextSession(Recording, Lookups):
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         keep: bool = False,
         durable: bool = False,
-        store: BlobStore | None = None,
+        store: BlobStore | str | None = None,
         redact: bool | Redactor = True,
         on_debug: OnDebug | None = None,
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
@@ -146,8 +152,7 @@ class ContextSession(Recording, Lookups):
         # The conversation this session serves alone (Conversations sets it; set it for a session opened for
         # one conversation): adapters scope its calls to it when the framework names no thread or group.
         self.conversation: str | None = None
-        if store is not None and not isinstance(store, BlobStore):
-            raise ConfigError(f"store must be a toolctx.storage.BlobStore, got {type(store).__name__}")
+        store = _store_of(store, self.session_id)
         if on_debug is not None and not callable(on_debug):
             raise ConfigError(f"on_debug must be a callable taking (event, data), got {on_debug!r:.80}")
         self._on_debug = on_debug
@@ -393,11 +398,16 @@ class ContextSession(Recording, Lookups):
         threshold: int = DEFAULT_THRESHOLD,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         durable: bool = False,
+        store: str | None = None,
         redact: bool | Redactor = True,
         on_debug: OnDebug | None = None,
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
     ) -> ContextSession:
         """Reopen a session kept with ``keep=True`` (possibly by a process that has since died).
+
+        ``store``: the object store URL it was kept in (by default ``TOOLCTX_STORE``;
+        neither: its directory under ``context_dir``). Any process reaching that store
+        reopens it, and its handles read back there.
 
         Pointers are rebuilt from the manifest; context files the manifest missed
         (a crash between writing a file and listing it) are recovered by reading
@@ -412,7 +422,11 @@ class ContextSession(Recording, Lookups):
         """
         session_id = validate_session_id(session_id)
         root = resolve_context_dir(context_dir)
-        store = LocalStore(root / session_id, durable=durable, existing=True, keep=keep)
+        kept = _store_of(store, session_id)
+        if kept is None:
+            kept = LocalStore(root / session_id, durable=durable, existing=True, keep=keep)
+        elif not kept.list():
+            raise SessionNotFoundError(f"no kept session {session_id!r} in {store or os.environ['TOOLCTX_STORE']}")
         try:
             resumed = cls(
                 root,
@@ -420,14 +434,14 @@ class ContextSession(Recording, Lookups):
                 threshold=threshold,
                 memory_budget=memory_budget,
                 keep=keep,
-                store=store,
+                store=kept,
                 redact=redact,
                 on_debug=on_debug,
                 close_timeout=close_timeout,
             )
             resumed._recover()
         except BaseException:
-            store.close()
+            kept.close()
             raise
         return resumed
 
@@ -435,6 +449,20 @@ class ContextSession(Recording, Lookups):
         ordered = recover(self._saver.store, self.session_id, self._skip)
         self._saver.restore(ordered)
         self._event(DEBUG, "resumed", contexts=len(ordered))
+
+
+def _store_of(store: object, session_id: str) -> BlobStore | None:
+    """The store a session is given (a URL opens an object store; None: ``TOOLCTX_STORE``, else its directory)."""
+    if store is None:
+        store = os.environ.get("TOOLCTX_STORE") or None
+    if store is None or isinstance(store, BlobStore):
+        return store
+    if isinstance(store, str):
+        return ObjectStore(store, session_id)
+    raise ConfigError(
+        f"store must be a toolctx.storage.BlobStore or an object store URL such as 's3://bucket/prefix', "
+        f"got {type(store).__name__}"
+    )
 
 
 _live_sessions: weakref.WeakSet[ContextSession] = weakref.WeakSet()

@@ -41,6 +41,9 @@ class BlobStore(ABC):
     """Named blobs for one session: put, get, delete, list, append, close (and head, built on get)."""
 
     _noted_words: set[str] | None = None  # what note() was told (in memory: see note())
+    shared = False
+    """Other processes may write this session's blobs at the same time (object storage): a session reads
+    what they listed when it misses a call, and never rewrites the manifest."""
 
     @abstractmethod
     def put(self, name: str, chunks: Sequence[bytes]) -> None:

@@ -57,6 +57,8 @@ def _obstore() -> Any:
 class ObjectStore(BlobStore):
     """Blobs of session ``session_id`` as objects under ``url`` (see the module docstring)."""
 
+    shared = True  # (any worker reaching the store may serve the session: see BlobStore.shared)
+
     def __init__(self, url: str, session_id: str, **options: Any) -> None:
         if isinstance(url, str) and url.startswith("file:"):
             raise ConfigError(f"{url!r:.120} is a local folder: give it as the context_dir, not as an object store URL")

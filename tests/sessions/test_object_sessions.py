@@ -1,0 +1,128 @@
+"""Sessions kept in object storage: any process reaching the store reads the handles back, several at once.
+
+Every process here is a real one, reaching a real S3 endpoint over HTTP on loopback
+(moto's server) through the standard AWS variables alone.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolctx
+from toolctx import Conversations, SessionNotFoundError
+from toolctx.compaction import read_context
+
+BIG = "".join(f"line {i}: figures for region {i % 7}\n" for i in range(3000))
+
+
+def worker(script: str, env: dict[str, str], *args: str) -> str:
+    """Run ``script`` in a new Python process reaching the S3 server; its standard output."""
+    environment = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script), *args],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip()
+
+
+STORE_ONE = """
+    import sys, toolctx
+    with toolctx.session(store=sys.argv[1], keep=True, threshold=0) as s:
+        pointer = s.save_context("report", {"region": "emea"}, sys.argv[3], call_id="c1", task_id="thread-1")
+        print(s.session_id, pointer.id)
+"""
+
+READ_ONE = """
+    import sys, toolctx
+    from toolctx.compaction import read_context
+    s = toolctx.ContextSession.resume(sys.argv[2], store=sys.argv[1])
+    print(read_context(s, "ctx:" + sys.argv[3], 0, 10**9, scope="thread-1").partition("\\n")[2] == sys.argv[4])
+    print(read_context(s, "ctx:" + sys.argv[3], 0, 10**9, scope="thread-2").startswith("No stored output"))
+    s.close()
+"""
+
+
+def test_a_handle_stored_by_one_process_reads_back_in_another(s3_server: Any, s3_env: dict[str, str]) -> None:
+    url = f"s3://{s3_server.bucket()}/agents"
+    session_id, pointer = worker(STORE_ONE, s3_env, url, "", BIG[:20000]).split()
+    assert worker(READ_ONE, s3_env, url, session_id, pointer, BIG[:20000]).split() == ["True", "True"]
+
+
+def test_the_store_can_come_from_the_environment(
+    s3_server: Any, s3_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    url = f"s3://{s3_server.bucket()}/agents"
+    monkeypatch.setenv("TOOLCTX_STORE", url)
+    with toolctx.session(tmp_path / "ctx", keep=True, threshold=0) as s:
+        pointer = s.save_context("report", {}, BIG)
+        session_id = s.session_id
+    assert not (tmp_path / "ctx").exists()  # nothing on the local disk
+    resumed = toolctx.ContextSession.resume(session_id)
+    assert read_context(resumed, pointer.handle, 0, 10**9).partition("\n")[2] == BIG
+    resumed.close()
+    with pytest.raises(SessionNotFoundError):
+        toolctx.ContextSession.resume("20261128T000000-00000000")
+
+
+LIVE_WRITER = """
+    import sys, time, toolctx
+    s = toolctx.ContextSession.resume(sys.argv[2], store=sys.argv[1], threshold=0)
+    pointer = s.save_context("late", {}, sys.argv[3], task_id="thread-1")
+    print(pointer.id)
+    s.close()
+"""
+
+
+def test_a_session_open_in_two_processes_reads_what_the_other_stored(s3_server: Any, s3_env: dict[str, str]) -> None:
+    # No lock is held: a second worker opens the same session while this one has it open, and each reads
+    # back what the other stored since (the manifest, appended by both, tells the first worker).
+    url = f"s3://{s3_server.bucket()}/agents"
+    with toolctx.session(store=url, keep=True, threshold=0) as s:
+        mine = s.save_context("early", {}, "early " * 500, task_id="thread-1")
+        theirs = worker(LIVE_WRITER, s3_env, url, s.session_id, "late " * 700)
+        assert read_context(s, f"ctx:{theirs}", 0, 10**9, scope="thread-1").partition("\n")[2] == "late " * 700
+        assert read_context(s, mine.handle, 0, 10**9, scope="thread-1").partition("\n")[2] == "early " * 500
+        lines = s.store.get("manifest.jsonl").decode().splitlines()
+        assert len(lines) == 2  # both workers' entries, neither lost
+
+
+CONVERSATION_TURN = """
+    import sys, toolctx
+    conversations = toolctx.Conversations(sys.argv[2], store=sys.argv[1])
+    with conversations.open(sys.argv[3]) as s:
+        found = [p for p in s.get_all_pointers()]
+        pointer = s.save_context("turn", {"n": len(found)}, sys.argv[4], task_id=sys.argv[3])
+        print(pointer.id, len(found))
+    conversations.close()
+"""
+
+
+def test_turns_of_one_conversation_on_other_workers_while_the_first_is_open(
+    s3_server: Any, s3_env: dict[str, str], tmp_path: Path
+) -> None:
+    url = f"s3://{s3_server.bucket()}/conversations"
+    conversations = Conversations(tmp_path / "local", store=url)
+    try:
+        with conversations.open("thread-9") as s:  # this worker keeps it open between turns
+            first = s.save_context("turn", {"n": 0}, "zero " * 400, task_id="thread-9")
+            second, seen = worker(
+                CONVERSATION_TURN, s3_env, url, str(tmp_path / "other"), "thread-9", "one " * 400
+            ).split()
+            assert seen == "1"  # the other worker saw turn 1, and was never told the conversation was busy
+            back = read_context(s, f"ctx:{second}", 0, 10**9, scope="thread-9")
+            assert back.partition("\n")[2] == "one " * 400
+            assert read_context(s, first.handle, 0, 10**9, scope="thread-9").partition("\n")[2] == "zero " * 400
+    finally:
+        conversations.close()
