@@ -12,7 +12,6 @@ from agents import FunctionTool
 from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
 from agents.tracing import get_current_trace
 
-from toolctx import ContextSession
 from toolctx.compaction import (
     READ_CONTEXT,
     BeforeModelCall,
@@ -127,12 +126,10 @@ def _said(content: Any) -> str:
     return "".join(str(b.get("text", "")) for b in blocks)
 
 
-def _task(run: Run | None, session: ContextSession) -> str | None:
-    """The task the run's calls are found and stored under, as its tools tag them (``conversation_of``): the
-    session's conversation, else the run's group (from the SDK's trace, else from the run's tools once one
-    ran), else the run itself."""
-    if session.conversation is not None:
-        return session.conversation
+def _task(run: Run | None) -> str | None:
+    """The task a run's calls are found and stored under when its session serves no one conversation, as its
+    tools tag them (``conversation_of``): the run's group (from the SDK's trace, else from the run's tools
+    once one ran), else the run itself."""
     if run is None:
         return None
     group = getattr(get_current_trace(), "group_id", None)
@@ -183,8 +180,7 @@ def compact_tool_outputs(
         try:
             items = original.input  # (read, never changed: the items sent are a new list)
             session = compactor.session(None)
-            run = run_of()
-            task = _task(run, session)
+            task = session.conversation if session.conversation is not None else _task(run_of())
             key: Hashable = task if task is not None else (adapter.fingerprint(items[0]) if items else None)
             instructions = original.instructions if isinstance(original.instructions, str) else None
             notes(session).prefix_tokens = prefix(instructions or None, _sent_tools(agent))

@@ -136,12 +136,17 @@ class Run:
 
 
 _RUNS: weakref.WeakKeyDictionary[Any, Run] = weakref.WeakKeyDictionary()  # the SDK's trace of a run -> the run
+_last: tuple[Any, Run | None] = (None, None)  # the trace and run asked for last (a run asks many times)
 
 
 def run_of() -> Run | None:
     """The run going on, known by the trace the SDK opens for it (a no-op one when tracing is off); None
     outside a run. Runs inside one ``agents.trace()`` block are one workflow, so one run here."""
+    global _last
     trace = get_current_trace()
+    last_trace, run = _last
+    if trace is last_trace:
+        return run
     if trace is None:
         return None
     try:
@@ -150,6 +155,7 @@ def run_of() -> Run | None:
             run = _RUNS[trace] = Run()
     except TypeError:  # (a trace of another provider that cannot be weakly referenced)
         return None
+    _last = (trace, run)
     return run
 
 
@@ -158,14 +164,13 @@ def conversation_of(context: object, session: ContextSession | None = None) -> s
     (:attr:`~toolctx.ContextSession.conversation`), else the run's ``RunConfig.group_id`` (the SDK's
     conversation id), else the run itself (a random scope for each), so a run without either reads back
     only its own calls."""
-    run_config = getattr(context, "run_config", None)
-    group = getattr(run_config, "group_id", None)
-    run = run_of()
-    if isinstance(group, str) and group and run is not None:
-        run.group = group  # (the input filter, which is not told the group, learns it here)
     if session is not None and session.conversation is not None:
         return session.conversation
+    group = getattr(getattr(context, "run_config", None), "group_id", None)
+    run = run_of()
     if isinstance(group, str) and group:
+        if run is not None:
+            run.group = group  # (the input filter, which is not told the group, learns it here)
         return group
     return None if run is None else run.scope
 
@@ -174,6 +179,8 @@ def read_scope(context: object, session: ContextSession) -> str | tuple[str, ...
     """What ``read_context`` may read in this run: calls of its conversation, and those the input filter
     stored for the run before it knew the run's group."""
     task = conversation_of(context, session)
+    if session.conversation is not None:
+        return task  # (the filter stores under the session's conversation too)
     run = run_of()
     if run is None or task is None or task == run.scope:
         return task

@@ -23,7 +23,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, TypeVar
 
 import xxhash
 
@@ -63,12 +63,8 @@ def _text_key(task: int | str | None, text: str) -> str:
     return f"{ASSISTANT_TEXT}:{digest}"
 
 
-class _ResultAt(NamedTuple):
-    """A result in a conversation: the call it answers (and where that call is) and the result as described."""
-
-    call_position: int
-    call: ToolCall
-    item: Item
+_ResultAt = tuple[int, ToolCall, Item]
+"""A result in a conversation: where the call it answers is, that call, and the result as described."""
 
 
 @dataclass
@@ -190,28 +186,31 @@ class Compactor(Generic[T]):
         if described.question is not None:
             session_notes.question(described.question)
         key = conversation.key
+        decided = self.decided
         shown_args: dict[str, Mapping[str, Any]] = {}
         for call in described.calls:
             conversation.calls[call.id] = (position, call)
-            args = self.decided.args_for(key, call)
-            if args is not None:
-                shown_args[call.id] = args
+            if (key, call.id) in decided.args:  # (a dict test first: most calls have no decision)
+                args = decided.args_for(key, call)
+                if args is not None:
+                    shown_args[call.id] = args
         result = None
         call_id = described.result_of
         if call_id is None and described.text and described.question is None:  # an assistant's text
-            result = self.decided.text(key, self.adapter.fingerprint(item), described.text)
+            result = decided.text(key, self.adapter.fingerprint(item), described.text)
             if result is None and len(described.text) > self.settings.text_chars and not is_stand_in(described.text):
                 conversation.texts.append((position, described.text))
         elif call_id is not None:
             call_position, call = conversation.calls.get(call_id) or (-1, ToolCall(call_id, "", {}))
-            decided = self.decided.result(key, call_id, described.text)
-            if decided is not None:
-                result, early = decided
-                if early:
-                    conversation.early[position] = result
-                else:
-                    conversation.final.add(position)
-            conversation.results[position] = _ResultAt(call_position, call, described)
+            if (key, call_id) in decided.results:
+                found = decided.result(key, call_id, described.text)
+                if found is not None:
+                    result, early = found
+                    if early:
+                        conversation.early[position] = result
+                    else:
+                        conversation.final.add(position)
+            conversation.results[position] = (call_position, call, described)
             if result is None and described.tokens > self.settings.max_output_tokens:
                 result = self._unhooked(conversation, session, position)
             conversation.recent.append(position)

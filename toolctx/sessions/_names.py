@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Container, Iterable
-from contextlib import AbstractContextManager
 
 from toolctx._naming import legacy_pointer_id, new_pointer_id
 from toolctx.sessions._records import Record
@@ -15,7 +14,7 @@ _Key = tuple[int | str | None, str]  # (task, framework call id)
 
 
 class CallNames:
-    """A session's names for its calls (``lock``: the save path's, taken to file a call).
+    """A session's names for its calls.
 
     Each call gets a counter (the order calls were saved in, which orders a
     session's files) and an id drawn at random (``numbered``: the counter after a
@@ -24,11 +23,10 @@ class CallNames:
     may number its calls per response, so every call filed under a key is kept.
     """
 
-    def __init__(self, lock: AbstractContextManager[object]) -> None:
-        self._lock = lock
+    def __init__(self) -> None:
         self._counter = itertools.count()
         self.numbered: str | None = None
-        self._by_call: dict[_Key, str | list[str]] = {}  # key -> record id(s), oldest first
+        self._by_call: dict[_Key, list[str]] = {}  # key -> record ids, oldest first
 
     def new(self, taken: Container[str]) -> tuple[str, int]:
         """A new call's id and counter; the id is none of ``taken``."""
@@ -37,40 +35,25 @@ class CallNames:
             return legacy_pointer_id(self.numbered, counter), counter
         while True:
             pointer = new_pointer_id()
-            if pointer not in taken:  # (2^-50 a pair: checked all the same)
+            if pointer not in taken:  # (about 1 in 10^14 a pair: checked all the same)
                 return pointer, counter
 
     def file(self, record: Record) -> None:
         """File ``record`` under its task and framework call id, the newest of any filed so."""
-        with self._lock:
-            self._file(record)
-
-    def _file(self, record: Record) -> None:
         call = record.call
-        key = (call.task_id, call.call_id or "")
-        found = self._by_call.get(key)
-        if found is None:
-            self._by_call[key] = record.id
-        elif isinstance(found, str):
-            self._by_call[key] = [found, record.id]
-        else:
-            found.append(record.id)
+        self._by_call.setdefault((call.task_id, call.call_id or ""), []).append(record.id)  # (atomic: no lock)
 
     def ids(self, task_id: int | str | None, call_id: str) -> Iterable[str]:
         """The ids of the calls filed under this task and framework call id, newest first."""
-        found = self._by_call.get((task_id, call_id))
-        if found is None:
-            return ()
-        return (found,) if isinstance(found, str) else reversed(found)
+        return reversed(self._by_call.get((task_id, call_id), ()))
 
     def restore(self, records: list[Record]) -> None:
-        """Take over records rebuilt from the store: file them, and count new calls after them (under the
-        lock)."""
+        """Take over records rebuilt from the store: file them, and count new calls after them."""
         for record in sorted(records, key=lambda r: (r.timestamp_ns, r.counter)):
             if record.call.call_id is not None:
-                self._file(record)
+                self.file(record)
         self._counter = itertools.count(max((r.counter for r in records), default=-1) + 1)
 
     def clear(self) -> None:
-        """Forget every filed call (ids and counters go on; under the lock)."""
+        """Forget every filed call (ids and counters go on)."""
         self._by_call.clear()

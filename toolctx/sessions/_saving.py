@@ -88,7 +88,7 @@ class SavePath:
         self._memory: deque[Record] = deque()  # outputs held in memory, oldest first
         self._written: dict[str, str] = {}  # identical-output key -> file already holding it
         self._screen = None if redactor is None else CallScreen(redactor)
-        self.names = CallNames(self.lock)
+        self.names = CallNames()
         self._emit = emit
         self._always_emit = always_emit  # an on_debug callback wants every event, logged or not
         self._where = where
