@@ -126,3 +126,28 @@ def test_turns_of_one_conversation_on_other_workers_while_the_first_is_open(
             assert read_context(s, first.handle, 0, 10**9, scope="thread-9").partition("\n")[2] == "zero " * 400
     finally:
         conversations.close()
+
+
+@pytest.mark.parametrize("where", ["object store", "local folder"])
+def test_deleting_a_conversation_removes_everything_it_stored(
+    s3_server: Any, s3_env: dict[str, str], tmp_path: Path, where: str
+) -> None:
+    store = f"s3://{s3_server.bucket()}/conversations" if where == "object store" else None
+    conversations = Conversations(tmp_path / "local", **({"store": store} if store else {}))
+    try:
+        with conversations.open("thread-1") as s:
+            s.save_context("report", {}, BIG, task_id="thread-1")
+            with pytest.raises(toolctx.ConfigError, match="in use"):
+                conversations.delete("thread-1")
+        with conversations.open("thread-2") as other:
+            kept = other.save_context("report", {}, "theirs " * 300, task_id="thread-2")
+        assert conversations.delete("thread-1") is True
+        assert conversations.delete("thread-1") is False
+        with pytest.raises(SessionNotFoundError):
+            toolctx.ContextSession.resume(Conversations.session_id("thread-1"), tmp_path / "local", store=store)
+        conversations.close()  # (a worker done with them: the other conversation is read back from the store)
+        again = toolctx.ContextSession.resume(Conversations.session_id("thread-2"), tmp_path / "local", store=store)
+        assert read_context(again, kept.handle, 0, 10**9).partition("\n")[2] == "theirs " * 300
+        again.close()
+    finally:
+        conversations.close()

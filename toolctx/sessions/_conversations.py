@@ -60,9 +60,12 @@ class Conversations:
     ``get(key)`` (or calling the object) returns the conversation's session: the
     one open in this process, else the one a previous turn kept (``resume``), else
     a new one. The session's id is derived from the key (``conv-`` and a 128-bit
-    hash), so every process finds it; a conversation open in another live process
-    raises :class:`~toolctx.SessionBusyError`. Handles read back only in the session
-    that stored them, so one conversation never reads another's outputs.
+    hash), so every process finds it. In a local folder, a conversation open in
+    another live process raises :class:`~toolctx.SessionBusyError`; with
+    ``store="s3://bucket/prefix"`` (an object store every worker reaches, see
+    :class:`ContextSession`) no lock is held, and any worker serves any turn while
+    others have the conversation open. Handles read back only in the session that
+    stored them, so one conversation never reads another's outputs.
 
     Use it as the ``session`` of an adapter (``ToolContextMiddleware(session=...)``
     picks the session by the LangGraph thread id), or around a run with
@@ -71,7 +74,8 @@ class Conversations:
     ``context_dir``: where the conversations' sessions live (by default a
     ``conversations`` folder in the usual context directory); conversations not
     used for ``keep_for`` (a timedelta or seconds, 7 days by default) are removed
-    from it, with everything else in it that toolctx kept. At most ``max_open``
+    from it, with everything else in it that toolctx kept (not yet from an object
+    store: the application deletes those objects). At most ``max_open``
     sessions stay open in this process; the least recently used are closed (their
     files stay). Other keyword options are those of :class:`ContextSession`;
     ``threshold`` defaults to 0 here, so every output is on disk once saved.
@@ -156,6 +160,27 @@ class Conversations:
                 else:
                     del self._active[session.session_id]
                 self._touch(session)
+
+    def delete(self, conversation: object) -> bool:
+        """Delete everything ``conversation`` stored (the application deleted the thread); False if nothing.
+
+        Works the same on a local folder and an object store. A conversation in use by
+        an :meth:`open` block here is refused (:class:`~toolctx.ConfigError`); one held
+        by another live process on a local folder raises :class:`~toolctx.SessionBusyError`.
+        """
+        session_id = self.session_id(conversation)
+        with self._lock:
+            if session_id in self._active:
+                raise ConfigError(f"conversation {conversation_key(conversation)!r} is in use by an open() block")
+            found = self._open.pop(session_id, None)
+        if found is not None and not found.closed:
+            found.close()  # (kept: its files stay, and are removed below with the rest)
+        try:
+            doomed = ContextSession.resume(session_id, self.context_dir, keep=False, **self._options)
+        except SessionNotFoundError:
+            return False
+        doomed.close()  # (not kept: closing removes everything it stored)
+        return True
 
     def close(self) -> None:
         """Close every conversation open in this process; their files stay for the next turn."""
