@@ -62,7 +62,7 @@ class ToolContextMiddleware(AgentMiddleware):
     any) are saved in the session, tagged with the latest human message as the
     query and the conversation as the task: the thread, else the run id in the
     config, else the conversation the session serves
-    (:attr:`~toolctx.ContextSession.conversation`), else a random id the middleware
+    (``ContextSession.conversation``), else a random id the middleware
     gives each run (``agent.invoke`` without a config), so a run without a thread
     reads back only its own outputs. A big output reaches the model
     as a stand-in cut from the stored copy; error results, and any result that

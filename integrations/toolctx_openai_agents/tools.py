@@ -161,7 +161,7 @@ def run_of() -> Run | None:
 
 def conversation_of(context: object, session: ContextSession | None = None) -> str | None:
     """The task a tool call is stored under: the conversation ``session`` serves alone
-    (:attr:`~toolctx.ContextSession.conversation`), else the run's ``RunConfig.group_id`` (the SDK's
+    (``ContextSession.conversation``), else the run's ``RunConfig.group_id`` (the SDK's
     conversation id), else the run itself (a random scope for each), so a run without either reads back
     only its own calls."""
     if session is not None and session.conversation is not None:

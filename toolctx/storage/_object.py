@@ -16,7 +16,8 @@ for a plain-http endpoint), or from ``options`` given by keyword.
 - Object storage has no append. ``append`` (the session's manifest) reads the
   object and writes it back only if nobody changed it meanwhile (a conditional
   PUT on its ETag, or a create that fails if another worker created it first),
-  and tries again otherwise: two workers appending to one manifest both land.
+  and tries again otherwise, after a random pause that grows: workers appending
+  to one manifest at once all land.
 - ``head`` is one ranged GET.
 - Failures of the service are :class:`~toolctx.StorageError` (an ``OSError``),
   a missing object ``FileNotFoundError``, as with every store.
@@ -26,6 +27,8 @@ from __future__ import annotations
 
 import errno
 import importlib
+import random
+import time
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,7 +40,8 @@ from toolctx.storage._base import BlobStore, check_name
 __all__ = ["ObjectStore", "is_store_url"]
 
 _SCHEMES = frozenset({"s3", "s3a", "gs", "az", "abfs", "abfss", "azure", "memory", "http", "https"})
-_APPEND_TRIES = 20
+_APPEND_TRIES = 100
+_BACKOFF = 0.005  # seconds before the second try of an append; doubled each time, at most 0.25, with jitter
 
 
 def is_store_url(value: object) -> bool:
@@ -144,7 +148,9 @@ class ObjectStore(BlobStore):
         key = self._key(name)
         obstore = self._obstore
         try:
-            for _ in range(_APPEND_TRIES):
+            for attempt in range(_APPEND_TRIES):
+                if attempt:  # (others appending at the same moment: let them through, at random offsets)
+                    time.sleep(random.uniform(0, min(0.25, _BACKOFF * 2**attempt)))
                 try:
                     found = obstore.get(self._store, key)
                 except self._missing:
