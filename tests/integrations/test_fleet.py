@@ -80,3 +80,38 @@ def test_agents_sdk_turns_on_random_workers(workers: list[ProcessPoolExecutor], 
     served = serve(workers, fleet_worker.sdk_turn, dict.fromkeys(CONVERSATIONS, history))
     check(served)
     assert json.dumps(served).count("SessionBusyError") == 0
+
+
+def test_a_store_gone_mid_conversation_shows_outputs_whole_never_an_unreadable_handle(
+    s3_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The S3 server is stopped between two turns: the second turn's big output reaches the model whole (a
+    # stand-in is shown only for an output whose stored copy is there), the run goes on, and it is said.
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from toolctx_langchain import ToolContextMiddleware
+
+    import toolctx
+    from tests.s3_server import S3Server
+
+    from .test_langchain import BIG, call, chat, fetch_report
+
+    server = S3Server().start()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", server.endpoint)
+    conversations = toolctx.Conversations(tmp_path / "local", store=f"s3://{server.bucket()}/c")
+    try:
+
+        def turn(call_id: str) -> str:
+            model = chat(call("fetch_report", call_id, region="emea"), AIMessage("done"))
+            agent = create_agent(model, [fetch_report], middleware=[ToolContextMiddleware(session=conversations)])
+            state = agent.invoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "t-1"}})
+            return str(next(m for m in state["messages"] if isinstance(m, ToolMessage)).content)
+
+        assert turn("c1").startswith("[toolctx stand-in]")
+        server.stop()
+        assert turn("c2") == BIG
+        said = toolctx.testing.escalated_warnings()  # (held back from the tool call, then given to the test)
+        assert any("could not" in str(w) for w in said), said
+    finally:
+        conversations.close()
+        server.stop()

@@ -11,7 +11,10 @@ the service, bucket and prefix (``s3://bucket/prefix``, ``gs://...``, ``az://...
 ``memory:///``; a local folder is a :class:`LocalStore`, which locks it); endpoint, credentials and region come from the
 provider's usual environment variables and credential chain (``AWS_ENDPOINT_URL``,
 ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ALLOW_HTTP``
-for a plain-http endpoint), or from ``options`` given by keyword.
+for a plain-http endpoint), or from ``options`` given by keyword (obstore's
+``from_url`` options). A request that cannot reach the service is retried three
+times within ten seconds: an unreachable store costs a tool call seconds, and its
+output is then shown whole.
 
 - ``put`` is one atomic PUT: a reader sees the whole object or none.
 - Object storage has no append. ``append`` (the session's manifest) reads the
@@ -31,6 +34,7 @@ import importlib
 import random
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -41,6 +45,13 @@ from toolctx.storage._base import BlobStore, check_name
 __all__ = ["ObjectStore", "is_store_url"]
 
 _SCHEMES = frozenset({"s3", "s3a", "gs", "az", "abfs", "abfss", "azure", "memory", "http", "https"})
+# An unreachable store costs a tool call a few seconds at most (then its output is shown whole), not obstore's
+# default of ten retries over three minutes; a ``retry_config`` given by keyword wins.
+_RETRY = {
+    "max_retries": 3,
+    "retry_timeout": timedelta(seconds=10),
+    "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=2), "base": 2},
+}
 _APPEND_TRIES = 100
 _BACKOFF = 0.005  # seconds before the second try of an append; doubled each time, at most 0.25, with jitter
 
@@ -75,6 +86,7 @@ class ObjectStore(BlobStore):
         self.url = url.rstrip("/")
         self.session_id = validate_session_id(session_id)
         obstore = self._obstore = _obstore()
+        options = {**options, "retry_config": {**_RETRY, **options.get("retry_config", {})}}
         try:
             self._store = obstore.store.from_url(self.url, **options)
         except Exception as exc:  # (obstore's own errors for a URL or option it cannot use)
