@@ -13,7 +13,8 @@ import orjson
 from sqlalchemy import select
 
 from toolctx.memory import MemoryStore, Tier
-from toolctx.memory._schema import _use_wal, checkpoints
+from toolctx._database import _use_wal
+from toolctx.memory._schema import checkpoints
 
 
 def _save_items(url: str, agent_id: str, count: int) -> list[int]:
