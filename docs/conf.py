@@ -51,6 +51,7 @@ nitpick_ignore = [
 public_api_modules = [
     "toolctx",
     "toolctx.storage",
+    "toolctx.index",
     "toolctx.selection",
     "toolctx.redaction",
     "toolctx.fresh",

@@ -92,3 +92,24 @@ def postgres_url() -> Iterator[str]:
         pytest.skip(message)
     with PostgresServer() as server:
         yield server.url
+
+
+def new_postgres_database(url: str) -> str:
+    """A new, empty database on the server of ``url``; its URL (tests that need tables of their own)."""
+    import uuid
+
+    import psycopg
+
+    base, _, _ = url.rpartition("/")
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return f"{base}/{name}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def index_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty session index of each kind: a SQLite file, a new PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'index.db'}"
+    return new_postgres_database(request.getfixturevalue("postgres_url"))

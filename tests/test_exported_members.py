@@ -60,6 +60,7 @@ PUBLIC_MODULES = {
     "toolctx.diagnostics",
     "toolctx.errors",
     "toolctx.fresh",
+    "toolctx.index",
     "toolctx.memory",
     "toolctx.models",
     "toolctx.redaction",

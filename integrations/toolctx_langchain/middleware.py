@@ -22,7 +22,7 @@ from langchain_core.messages import AnyMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
-from toolctx import ContextSession, ErrorInfo
+from toolctx import ContextSession, Conversations, ErrorInfo
 from toolctx.compaction import (
     READ_CONTEXT,
     BeforeModelCall,
@@ -112,6 +112,8 @@ class ToolContextMiddleware(AgentMiddleware):
         self.settings = CompactionSettings.of(settings, **options)
         self.write_back = bool(write_back)
         self.session = session_resolver(session)
+        # With an index, a run holds its conversation's lease from its start to its end (see Conversations).
+        self._conversations = session if isinstance(session, Conversations) else None
         self.compactor = Compactor(MessageAdapter(), self.settings, self.session)
         self._prefix: PrefixSize[SystemMessage, BaseTool | dict[str, Any]] = PrefixSize(_system_text, _tool_text)
         self.tools = [read_context_tool(self.session)] if read_tool else []
@@ -119,13 +121,40 @@ class ToolContextMiddleware(AgentMiddleware):
     # -- the conversation --------------------------------------------------------------
 
     def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """A run without a thread (or a run id in its config) gets its own random scope."""
+        """A run without a thread (or a run id in its config) gets its own random scope; a run of a thread
+        takes the conversation's lease (another worker's turn under way: it waits, then SessionBusyError)."""
         try:
-            task = thread_and_task()[1]
+            thread, task = thread_and_task()
         except Exception as exc:
             internal_error("could not read the run's config", exc)
-            task = None
+            thread = task = None
+        if thread is not None and self._conversations is not None:
+            self._conversations.hold(thread)
         return None if task is not None else {_RUN: secrets.token_hex(16)}
+
+    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """The run is over: its conversation's lease goes to the next turn, on whichever worker."""
+        self._release()
+        return None
+
+    def _release(self) -> None:
+        if self._conversations is None:
+            return
+        try:
+            thread = thread_and_task()[0]
+            if thread is not None:
+                self._conversations.release(thread)
+        except Exception as exc:
+            internal_error("could not give up the conversation's lease", exc)
+
+    def _in_turn(self, request: ToolCallRequest | ModelRequest) -> None:
+        """A hook of the run: its lease stays renewed (taken again if a step that ended the run's hold before,
+        an error another middleware retried, gave it up)."""
+        if self._conversations is None:
+            return
+        thread = thread_and_task(getattr(request.runtime, "config", None))[0]
+        if thread is not None:
+            self._conversations.seen(thread)
 
     # -- tool calls ------------------------------------------------------------------
 
@@ -134,10 +163,13 @@ class ToolContextMiddleware(AgentMiddleware):
     ) -> ToolMessage | Command[Any]:
         if request.tool_call["name"] == READ_CONTEXT:
             return self._read(request) if self.tools else handler(request)
+        self._in_turn(request)
         try:
             result = handler(request)
-        except Exception as exc:
-            self._failed(request, exc)
+        except BaseException as exc:  # (the run may end, or pause on an interrupt and resume on another worker)
+            if isinstance(exc, Exception):
+                self._failed(request, exc)
+            self._release()  # (a run that goes on, the error shown to the model, takes the lease again)
             raise
         return self._finished(request, result)
 
@@ -148,10 +180,13 @@ class ToolContextMiddleware(AgentMiddleware):
     ) -> ToolMessage | Command[Any]:
         if request.tool_call["name"] == READ_CONTEXT:
             return self._read(request) if self.tools else await handler(request)
+        self._in_turn(request)
         try:
             result = await handler(request)
-        except Exception as exc:
-            self._failed(request, exc)
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                self._failed(request, exc)
+            self._release()
             raise
         return self._finished(request, result)
 
@@ -238,16 +273,28 @@ class ToolContextMiddleware(AgentMiddleware):
     # -- model calls -------------------------------------------------------------------
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
+        self._in_turn(request)
         prepared, changed = self._prepared(request)
-        return self._written_back(handler(prepared), changed)
+        try:
+            response = handler(prepared)
+        except BaseException:  # (the run ends here unless a middleware around retries: then it is taken again)
+            self._release()
+            raise
+        return self._written_back(response, changed)
 
     async def awrap_model_call(
         self,
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[Any]],
     ) -> Any:
+        self._in_turn(request)
         prepared, changed = self._prepared(request)
-        return self._written_back(await handler(prepared), changed)
+        try:
+            response = await handler(prepared)
+        except BaseException:
+            self._release()
+            raise
+        return self._written_back(response, changed)
 
     def _prepared(self, request: ModelRequest) -> tuple[ModelRequest, list[AnyMessage]]:
         """The request to send, and the messages whose shown form changed in this call."""

@@ -19,6 +19,25 @@ import toolctx
 from toolctx import Conversations, SessionNotFoundError
 from toolctx.compaction import read_context
 
+from tests.conftest import new_postgres_database
+
+
+@pytest.fixture(params=["manifest object", "sqlite index", "postgresql index"])
+def s3_env(
+    request: pytest.FixtureRequest, s3_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> dict[str, str]:
+    """The S3 endpoint, with each way of listing a session's calls: a manifest object beside the payloads, or a
+    session index (``TOOLCTX_INDEX``) on SQLite or on a real PostgreSQL server."""
+    if request.param == "manifest object":
+        return s3_env
+    if request.param == "sqlite index":
+        url = f"sqlite:///{tmp_path / 'index.db'}"
+    else:
+        url = new_postgres_database(request.getfixturevalue("postgres_url"))
+    monkeypatch.setenv("TOOLCTX_INDEX", url)
+    return {**s3_env, "TOOLCTX_INDEX": url}
+
+
 BIG = "".join(f"line {i}: figures for region {i % 7}\n" for i in range(3000))
 
 
@@ -109,18 +128,19 @@ CONVERSATION_TURN = """
 """
 
 
-def test_turns_of_one_conversation_on_other_workers_while_the_first_is_open(
+def test_turns_of_one_conversation_on_other_workers_while_the_first_keeps_it_open(
     s3_server: Any, s3_env: dict[str, str], tmp_path: Path
 ) -> None:
     url = f"s3://{s3_server.bucket()}/conversations"
     conversations = Conversations(tmp_path / "local", store=url)
     try:
-        with conversations.open("thread-9") as s:  # this worker keeps it open between turns
+        with conversations.open("thread-9") as s:
             first = s.save_context("turn", {"n": 0}, "zero " * 400, task_id="thread-9")
-            second, seen = worker(
-                CONVERSATION_TURN, s3_env, url, str(tmp_path / "other"), "thread-9", "one " * 400
-            ).split()
-            assert seen == "1"  # the other worker saw turn 1, and was never told the conversation was busy
+        # This worker keeps the conversation open between turns (no lock, no lease); the next turn lands elsewhere.
+        second, seen = worker(CONVERSATION_TURN, s3_env, url, str(tmp_path / "other"), "thread-9", "one " * 400).split()
+        assert seen == "1"  # the other worker saw turn 1, and was never told the conversation was busy
+        with conversations.open("thread-9") as again:  # turn 3, back here
+            assert again is s
             back = read_context(s, f"ctx:{second}", 0, 10**9, scope="thread-9")
             assert back.partition("\n")[2] == "one " * 400
             assert read_context(s, first.handle, 0, 10**9, scope="thread-9").partition("\n")[2] == "zero " * 400

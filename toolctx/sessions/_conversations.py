@@ -14,27 +14,36 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import random
+import secrets
+import socket
 import threading
 import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import xxhash
 
 from toolctx._checks import real_number, whole_number
 from toolctx._defaults import resolve_context_dir
 from toolctx._internal import internal_error
-from toolctx.errors import ConfigError, SessionNotFoundError
+from toolctx.errors import ConfigError, SessionBusyError, SessionNotFoundError
 from toolctx.sessions._gc import gc
 from toolctx.sessions._session import ContextSession
+
+if TYPE_CHECKING:
+    from toolctx.index import SessionIndex
 
 __all__ = ["Conversations", "conversation_key"]
 
 _PREFIX = "conv-"
-_SESSION_OPTIONS = frozenset({"threshold", "memory_budget", "durable", "store", "redact", "on_debug", "close_timeout"})
+_SESSION_OPTIONS = frozenset(
+    {"threshold", "memory_budget", "durable", "store", "index", "redact", "on_debug", "close_timeout"}
+)
+_IDLE = 600.0  # seconds without a hook after which a held lease is no longer renewed (a run lost without a word)
 
 
 def conversation_key(conversation: object) -> str:
@@ -79,6 +88,18 @@ class Conversations:
     sessions stay open in this process; the least recently used are closed (their
     files stay). Other keyword options are those of :class:`ContextSession`;
     ``threshold`` defaults to 0 here, so every output is on disk once saved.
+
+    With ``index="postgresql://..."`` beside the store (a database every worker
+    reaches; ``TOOLCTX_INDEX`` by default), the index lists each conversation's
+    calls and expiry, and a turn holds the conversation's **lease**: :meth:`open`
+    (and the LangChain middleware, from the run's start to its end) takes it,
+    renews it every ``lease / 3`` seconds while the turn runs, and gives it up when
+    the turn ends. A second turn of the same conversation on another worker waits
+    up to ``lease_wait`` seconds (``lease`` by default) for it, then raises
+    :class:`~toolctx.SessionBusyError`; it never runs without toolctx. A worker
+    killed mid-turn holds the conversation ``lease`` seconds (30 by default) at
+    most. Expired conversations are removed from the index and the store by a
+    background thread, never on a request's path.
     """
 
     def __init__(
@@ -87,6 +108,8 @@ class Conversations:
         *,
         keep_for: float | timedelta = timedelta(days=7),
         max_open: int = 64,
+        lease: float = 30.0,
+        lease_wait: float | None = None,
         **session_options: Any,
     ) -> None:
         unknown = set(session_options) - _SESSION_OPTIONS
@@ -100,6 +123,16 @@ class Conversations:
         seconds = keep_for.total_seconds() if isinstance(keep_for, timedelta) else keep_for
         self.keep_for = real_number("keep_for (a timedelta or seconds)", seconds, minimum=0.0, unit="seconds")
         self.max_open = whole_number("max_open", max_open, minimum=1, unit="sessions")
+        self.lease = real_number("lease", lease, minimum=0.1, unit="seconds")
+        wait = self.lease if lease_wait is None else lease_wait
+        self.lease_wait = real_number("lease_wait", wait, minimum=0.0, unit="seconds")
+        self.index = _index_for(session_options)
+        if self.index is not None:
+            session_options = {**session_options, "index": self.index}
+        self._held: dict[str, list[float]] = {}  # session id -> [open turns here, last activity (monotonic)]
+        self._holder = f"{socket.gethostname()[:32]}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._renewer: threading.Thread | None = None
+        self._collector: threading.Thread | None = None
         # On disk as soon as saved: a handle shown in this turn must read back after a crash or a restart.
         self._options = {"threshold": 0, **session_options}
         self._open: OrderedDict[str, ContextSession] = OrderedDict()
@@ -136,6 +169,63 @@ class Conversations:
             self._close_least_used()
             return found
 
+    def hold(self, conversation: object) -> ContextSession:
+        """Start a turn of ``conversation`` here: take its lease (with an index) and return its session.
+
+        Waits up to ``lease_wait`` seconds while another worker holds it, then raises
+        :class:`~toolctx.SessionBusyError`. Turns of one conversation in this process
+        share the lease; each :meth:`hold` is ended by one :meth:`release`. Without an
+        index it only returns the session. :meth:`open` does both around a block.
+        """
+        session = self.get(conversation)
+        if self.index is None:
+            return session
+        session_id = session.session_id
+        with self._lock:
+            held = self._held.get(session_id)
+            if held is not None:
+                held[0] += 1
+                held[1] = time.monotonic()
+                return session
+        self._take(session_id, conversation)
+        with self._lock:
+            held = self._held.setdefault(session_id, [0, 0.0])
+            held[0] += 1
+            held[1] = time.monotonic()
+            self._start_renewing()
+        return session
+
+    def seen(self, conversation: object) -> None:
+        """A turn of ``conversation`` is still under way here (its lease stays renewed): called by adapters'
+        hooks; takes the lease again if it was lost or given up mid-turn."""
+        if self.index is None:
+            return
+        session_id = self.session_id(conversation)
+        with self._lock:
+            held = self._held.get(session_id)
+            if held is not None:
+                held[1] = time.monotonic()
+                return
+        self.hold(conversation)
+
+    def release(self, conversation: object) -> None:
+        """End one :meth:`hold` of ``conversation``; the last one gives its lease up for other workers."""
+        if self.index is None:
+            return
+        session_id = self.session_id(conversation)
+        with self._lock:
+            held = self._held.get(session_id)
+            if held is None:
+                return
+            held[0] -= 1
+            if held[0] > 0:
+                return
+            del self._held[session_id]
+        try:
+            self.index.release(session_id, self._holder)
+        except Exception as exc:
+            internal_error(f"could not give up the lease of conversation session {session_id}", exc)
+
     __call__ = get
 
     @contextlib.contextmanager
@@ -145,21 +235,24 @@ class Conversations:
         Tools decorated with ``@persist_context`` and adapters left on the current
         session store the block's calls in the conversation, and read back from it.
         """
-        session = self.get(conversation)
-        with self._lock:
-            self._active[session.session_id] = self._active.get(session.session_id, 0) + 1
-        token = session.activate()
+        session = self.hold(conversation)
         try:
-            yield session
-        finally:
-            session.deactivate(token)
             with self._lock:
-                left = self._active[session.session_id] - 1
-                if left:
-                    self._active[session.session_id] = left
-                else:
-                    del self._active[session.session_id]
+                self._active[session.session_id] = self._active.get(session.session_id, 0) + 1
+            token = session.activate()
+            try:
+                yield session
+            finally:
+                session.deactivate(token)
+                with self._lock:
+                    left = self._active[session.session_id] - 1
+                    if left:
+                        self._active[session.session_id] = left
+                    else:
+                        del self._active[session.session_id]
                 self._touch(session)
+        finally:
+            self.release(conversation)
 
     def delete(self, conversation: object) -> bool:
         """Delete everything ``conversation`` stored (the application deleted the thread); False if nothing.
@@ -195,22 +288,94 @@ class Conversations:
     def collect(self) -> list[str]:
         """Remove the conversations not used for ``keep_for``; returns their session ids.
 
-        Conversations open in any live process are never touched. Runs by itself
-        at most once an hour, when a conversation is opened.
+        Conversations open in any live process are never touched; with an index,
+        nor are those whose lease a turn holds. Runs by itself in a background
+        thread at most once an hour, when a conversation is opened.
         """
         self._last_gc = time.monotonic()
-        removed = gc(self.context_dir, older_than=self.keep_for, include_kept=True)
-        return [path.name for path in removed]
+        if self.index is None:
+            removed = gc(self.context_dir, older_than=self.keep_for, include_kept=True)
+            return [path.name for path in removed]
+        from toolctx.index import expire
+
+        return expire(self.index, skip=self._busy)
 
     # -- internals -------------------------------------------------------------------------
+
+    def _busy(self, session_id: str) -> bool:
+        with self._lock:
+            return session_id in self._open or session_id in self._held
 
     def _collect_if_due(self) -> None:
         if self._last_gc and time.monotonic() - self._last_gc < 3600:
             return
+        if self._collector is not None and self._collector.is_alive():
+            return
+        self._last_gc = time.monotonic()
+        self._collector = threading.Thread(target=self._collect_now, name="toolctx-collect", daemon=True)
+        self._collector.start()
+
+    def _collect_now(self) -> None:
         try:
             self.collect()
         except Exception as exc:
-            internal_error(f"could not remove old conversations in {self.context_dir}", exc)
+            internal_error(f"could not remove old conversations of {self!r}", exc)
+
+    def _take(self, session_id: str, conversation: object) -> None:
+        """Take the lease of ``session_id`` for this worker, waiting up to ``lease_wait`` seconds."""
+        assert self.index is not None
+        deadline = time.monotonic() + self.lease_wait
+        pause = 0.01
+        while True:
+            try:
+                holder = self.index.take(session_id, self._holder, self.lease)
+            except KeyError:  # (removed from the index meanwhile: record it again, and take it)
+                self.index.touch(session_id, self._store_url(session_id), self.keep_for)
+                continue
+            if holder is None:
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise SessionBusyError(
+                    f"conversation {conversation_key(conversation)!r} is in a turn on another worker ({holder}); "
+                    f"waited {self.lease_wait:g} s for it to end. Retry once that turn is over, or give "
+                    "Conversations a longer lease_wait"
+                )
+            time.sleep(min(left, random.uniform(pause / 2, pause)))
+            pause = min(pause * 2, 0.5)
+
+    def _start_renewing(self) -> None:
+        """(Under the lock.) Renew the held leases every ``lease / 3`` seconds while there are any."""
+        if self._renewer is not None and self._renewer.is_alive():
+            return
+        self._renewer = threading.Thread(target=self._renew, name="toolctx-lease", daemon=True)
+        self._renewer.start()
+
+    def _renew(self) -> None:
+        assert self.index is not None
+        while True:
+            time.sleep(self.lease / 3)
+            now = time.monotonic()
+            with self._lock:
+                if not self._held:
+                    self._renewer = None
+                    return
+                live = [sid for sid, (_, seen) in self._held.items() if now - seen < max(_IDLE, 10 * self.lease)]
+            for session_id in live:
+                try:
+                    holder = self.index.take(session_id, self._holder, self.lease)
+                except Exception as exc:
+                    internal_error(f"could not renew the lease of conversation session {session_id}", exc)
+                    continue
+                if holder is not None:
+                    internal_error(
+                        f"conversation session {session_id} was taken over by {holder} while a turn here held it "
+                        f"(no renewal for {self.lease:g} s): both turns are stored, each under its own handles"
+                    )
+
+    def _store_url(self, session_id: str) -> str:
+        store = self._options.get("store") or os.environ.get("TOOLCTX_STORE") or ""
+        return store if isinstance(store, str) else repr(store)
 
     def _close_least_used(self) -> None:
         for session_id in list(self._open):
@@ -220,11 +385,30 @@ class Conversations:
                 continue  # in use by an open() block: closing it would end the block's session
             self._open.pop(session_id).close()
 
-    @staticmethod
-    def _touch(session: ContextSession) -> None:
+    def _touch(self, session: ContextSession) -> None:
         """Mark the conversation used now, so removal by age counts from its last turn."""
+        if self.index is not None:
+            try:
+                self.index.touch(session.session_id, self._store_url(session.session_id), self.keep_for)
+            except Exception as exc:
+                internal_error(f"could not mark conversation session {session.session_id} as used", exc)
+            return
         with contextlib.suppress(OSError):
             os.utime(session.session_dir)
+
+
+def _index_for(options: dict[str, Any]) -> SessionIndex | None:
+    """The index the conversations' sessions are listed in: ``index``, else ``TOOLCTX_INDEX``, with a store."""
+    index = options.get("index")
+    if index is None and not os.environ.get("TOOLCTX_INDEX"):
+        return None
+    if not (options.get("store") or os.environ.get("TOOLCTX_STORE")):
+        if index is not None:
+            raise ConfigError(f"index={index!r:.80} lists conversations kept in a store: give store='s3://...' too")
+        return None
+    from toolctx.index import index_of
+
+    return index_of(index)
 
 
 _OPEN: weakref.WeakSet[Conversations] = weakref.WeakSet()

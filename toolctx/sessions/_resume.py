@@ -24,8 +24,14 @@ def recover(store: BlobStore, session_id: str, skip: Callable[[str, str], None])
     """The records of every whole context file in ``store``, oldest first.
 
     Rewrites the manifest when it no longer matches the files; ``skip(name,
-    reason)`` is told about files that could not be read.
+    reason)`` is told about files that could not be read. A shared store (one
+    several workers write) is taken at its listing's word: a call is shown by
+    handle only once listed there, so an unlisted object was never shown (the sweep
+    removes it), and listing a bucket on every resume would cost a request per
+    thousand objects.
     """
+    if store.shared:
+        return sorted(listed(store, session_id), key=lambda r: (r.timestamp_ns, r.id))
     present = {name for name in store.list() if parse_context_filename(name) is not None}
     records: dict[str, Record] = {}
     try:
@@ -39,8 +45,8 @@ def recover(store: BlobStore, session_id: str, skip: Callable[[str, str], None])
             continue  # a line cut short by a crash, or damaged: the file scan below recovers it
         if record.filename in present:
             records[record.id] = record
-    listed = {r.filename for r in records.values()}
-    for name in sorted(present - listed):
+    named = {r.filename for r in records.values()}
+    for name in sorted(present - named):
         try:
             context = parse_document(store.get(name))
             if context.session_id != session_id:

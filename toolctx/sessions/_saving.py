@@ -72,9 +72,7 @@ class SavePath:
     ) -> None:
         self.session_id = session_id
         self.store = store
-        self.threshold = threshold
-        self.memory_budget = memory_budget
-        self.redactor = redactor
+        self.threshold, self.memory_budget, self.redactor = threshold, memory_budget, redactor
         self._index = SearchIndex()
         self.closed = False
         self.lock = fork_safe_lock()
@@ -318,14 +316,18 @@ class SavePath:
         self._append_manifest(record)
 
     def _append_manifest(self, record: Record) -> None:
+        """List ``record`` in a kept session's manifest (other workers of a shared store find a call by it:
+        one not listed there is shown whole instead)."""
         if not self.listing:
             return
         try:
             self.store.append(MANIFEST_NAME, record.manifest_line())
         except Exception as exc:
+            if shared := self.store.shared:
+                record.storage = _NONE
             internal_error(
-                f"could not add context {record.id} to the session manifest; it is stored but "
-                "resume() will find it only by scanning the directory",
+                f"could not add context {record.id} to the session manifest; "
+                + ("its output is shown whole" if shared else "resume() will find it only by scanning the directory"),
                 exc,
             )
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar, Token
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from toolctx._checks import real_number
 from toolctx._defaults import DEFAULT_MEMORY_BUDGET, DEFAULT_THRESHOLD, byte_count, resolve_context_dir
@@ -32,7 +32,7 @@ from toolctx._hashing import hash_query
 from toolctx._internal import DEBUG, internal_error
 from toolctx._naming import new_session_id, validate_session_id
 from toolctx._platform import fork_safe_lock
-from toolctx.errors import ConfigError, SessionClosedError, SessionNotFoundError
+from toolctx.errors import ConfigError, SessionClosedError
 from toolctx.redaction import Redactor, resolve_redactor
 from toolctx.sessions._core import OnDebug
 from toolctx.sessions._loading import Loader
@@ -40,8 +40,12 @@ from toolctx.sessions._lookups import Lookups
 from toolctx.sessions._recording import Recording, checked_task_id
 from toolctx.sessions._resume import recover
 from toolctx.sessions._saving import SavePath
+from toolctx.sessions._stores import store_of
 from toolctx.sessions._tags import current_tags
-from toolctx.storage import BlobStore, LocalStore, ObjectStore
+from toolctx.storage import BlobStore, LocalStore
+
+if TYPE_CHECKING:
+    from toolctx.index import SessionIndex
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
@@ -114,6 +118,12 @@ class ContextSession(Recording, Lookups):
     ``<url>/<session id>/``, endpoint and credentials from the provider's usual
     environment variables; ``pip install 'toolctx[s3]'``). Without it,
     ``TOOLCTX_STORE`` names one for every session of the process.
+    ``index``: with an object store, a database every worker reaches
+    (``"postgresql://user@host/db"``, or ``"sqlite:///path.db"`` on one host; a
+    :class:`~toolctx.index.SessionIndex`) that lists the session's stored calls
+    instead of a manifest object, with its notes, expiry and lease (see
+    :class:`Conversations`). Without it, ``TOOLCTX_INDEX`` names one for every
+    session with an object store.
     ``redact``: remove secrets from arguments and results before storing them (on
     by default; see :mod:`toolctx.redaction`); ``False`` turns it off.
     ``on_debug``: called as ``on_debug(event, data)`` for every event toolctx logs.
@@ -142,6 +152,7 @@ class ContextSession(Recording, Lookups):
         keep: bool = False,
         durable: bool = False,
         store: BlobStore | str | None = None,
+        index: SessionIndex | str | None = None,
         redact: bool | Redactor = True,
         on_debug: OnDebug | None = None,
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
@@ -152,7 +163,7 @@ class ContextSession(Recording, Lookups):
         # The conversation this session serves alone (Conversations sets it; set it for a session opened for
         # one conversation): adapters scope its calls to it when the framework names no thread or group.
         self.conversation: str | None = None
-        store = _store_of(store, self.session_id)
+        store = store_of(store, self.session_id, index)
         if on_debug is not None and not callable(on_debug):
             raise ConfigError(f"on_debug must be a callable taking (event, data), got {on_debug!r:.80}")
         self._on_debug = on_debug
@@ -399,6 +410,7 @@ class ContextSession(Recording, Lookups):
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         durable: bool = False,
         store: str | None = None,
+        index: SessionIndex | str | None = None,
         redact: bool | Redactor = True,
         on_debug: OnDebug | None = None,
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
@@ -406,7 +418,8 @@ class ContextSession(Recording, Lookups):
         """Reopen a session kept with ``keep=True`` (possibly by a process that has since died).
 
         ``store``: the object store URL it was kept in (by default ``TOOLCTX_STORE``;
-        neither: its directory under ``context_dir``). Any process reaching that store
+        neither: its directory under ``context_dir``), and ``index`` the database that
+        lists its calls (by default ``TOOLCTX_INDEX``). Any process reaching them
         reopens it, and its handles read back there.
 
         Pointers are rebuilt from the manifest; context files the manifest missed
@@ -422,11 +435,9 @@ class ContextSession(Recording, Lookups):
         """
         session_id = validate_session_id(session_id)
         root = resolve_context_dir(context_dir)
-        kept = _store_of(store, session_id)
+        kept = store_of(store, session_id, index, existing=True)
         if kept is None:
             kept = LocalStore(root / session_id, durable=durable, existing=True, keep=keep)
-        elif not kept.list():
-            raise SessionNotFoundError(f"no kept session {session_id!r} in {store or os.environ['TOOLCTX_STORE']}")
         try:
             resumed = cls(
                 root,
@@ -449,20 +460,6 @@ class ContextSession(Recording, Lookups):
         ordered = recover(self._saver.store, self.session_id, self._skip)
         self._saver.restore(ordered)
         self._event(DEBUG, "resumed", contexts=len(ordered))
-
-
-def _store_of(store: object, session_id: str) -> BlobStore | None:
-    """The store a session is given (a URL opens an object store; None: ``TOOLCTX_STORE``, else its directory)."""
-    if store is None:
-        store = os.environ.get("TOOLCTX_STORE") or None
-    if store is None or isinstance(store, BlobStore):
-        return store
-    if isinstance(store, str):
-        return ObjectStore(store, session_id)
-    raise ConfigError(
-        f"store must be a toolctx.storage.BlobStore or an object store URL such as 's3://bucket/prefix', "
-        f"got {type(store).__name__}"
-    )
 
 
 _live_sessions: weakref.WeakSet[ContextSession] = weakref.WeakSet()

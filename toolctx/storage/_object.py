@@ -29,6 +29,7 @@ output is then shown whole.
 
 from __future__ import annotations
 
+import builtins
 import errno
 import importlib
 import random
@@ -184,10 +185,36 @@ class ObjectStore(BlobStore):
         raise StorageError(errno.EBUSY, f"could not append to blob {name!r}: it kept changing ({_APPEND_TRIES} tries)")
 
     def close(self, *, remove: bool = False) -> None:
-        if not remove:
-            return
-        for name in self.list():
-            self.delete(name)
+        if remove:
+            self.remove_all()
+
+    def remove_all(self) -> int:
+        """Delete every object of the session, a thousand per request; returns how many there were."""
+        prefix = f"{self.session_id}/"
+        try:
+            found = [meta["path"] for batch in self._obstore.list(self._store, prefix=prefix) for meta in batch]
+            for start in range(0, len(found), 1000):
+                self._obstore.delete(self._store, found[start : start + 1000])
+        except Exception as exc:
+            raise self._failed("delete", "*", exc) from exc
+        return len(found)
+
+    def newest(self) -> float | None:
+        """When the session's newest object was written (UNIX seconds); None if it has none."""
+        prefix = f"{self.session_id}/"
+        try:
+            times = [m["last_modified"] for batch in self._obstore.list(self._store, prefix=prefix) for m in batch]
+        except Exception as exc:
+            raise self._failed("list", "*", exc) from exc
+        return max(t.timestamp() for t in times) if times else None
+
+    def sessions(self) -> builtins.list[str]:
+        """The ids of every session with objects under the store's URL, this one's or not (for a sweep)."""
+        try:
+            found = self._obstore.list_with_delimiter(self._store)
+        except Exception as exc:
+            raise self._failed("list", "*", exc) from exc
+        return [str(prefix).rstrip("/").rpartition("/")[2] for prefix in found["common_prefixes"]]
 
 
 def _empty_range(exc: Exception) -> bool:

@@ -1,0 +1,176 @@
+"""A conversation served by a fleet: one turn at a time by lease, expiry and a sweep away from requests.
+
+Real processes, a real S3 endpoint over HTTP on loopback (moto's server) and a
+session index on SQLite and on a real PostgreSQL server.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolctx
+from tests.conftest import new_postgres_database
+from toolctx import Conversations, SessionBusyError
+from toolctx.compaction import read_context
+from toolctx.index import index_of, sweep
+from toolctx.storage import ObjectStore
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def fleet(request: pytest.FixtureRequest, s3_server: Any, s3_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """What every worker is given: the S3 endpoint, a store URL and an index URL (empty)."""
+    if request.param == "sqlite":
+        index = f"sqlite:///{tmp_path / 'index.db'}"
+    else:
+        index = new_postgres_database(request.getfixturevalue("postgres_url"))
+    return {**s3_env, "TOOLCTX_STORE": f"s3://{s3_server.bucket()}/conversations", "TOOLCTX_INDEX": index}
+
+
+HOLD_A_TURN = """
+    import sys, time, toolctx
+    conversations = toolctx.Conversations(sys.argv[1], lease=float(sys.argv[3]))
+    with conversations.open(sys.argv[2]) as s:
+        s.save_context("turn", {}, "held " * 300, task_id=sys.argv[2])
+        print("holding", flush=True)
+        time.sleep(float(sys.argv[4]))
+    print("done", flush=True)
+"""
+
+
+def start(script: str, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    environment = {**os.environ, **env, "PYTHONPATH": os.pathsep.join(sys.path)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script), *args],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.strip() == "holding", process.stderr.read() if process.stderr else ""
+    return process
+
+
+def finish(process: subprocess.Popen[str]) -> str:
+    """What a worker printed after its first line, once it exited cleanly."""
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err[-3000:]
+    return out.strip()
+
+
+def test_a_second_turn_waits_for_the_first_then_runs(
+    fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in fleet.items():
+        monkeypatch.setenv(name, value)
+    first = start(HOLD_A_TURN, fleet, str(tmp_path / "w1"), "thread-1", "30", "1.5")
+    conversations = Conversations(tmp_path / "w2", lease_wait=120)
+    try:
+        with conversations.open("thread-1") as s:  # waits for the first turn to end
+            assert finish(first) == "done"
+            assert [p.tool_name for p in s.get_all_pointers()] == ["turn"]  # the first turn's call, read here
+    finally:
+        conversations.close()
+
+
+def test_a_turn_that_cannot_wait_is_told_clearly_and_never_runs_without_toolctx(
+    fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in fleet.items():
+        monkeypatch.setenv(name, value)
+    # The first turn outlives its lease (3 s) twice over: renewed while it runs, never taken over.
+    first = start(HOLD_A_TURN, fleet, str(tmp_path / "w1"), "thread-1", "3", "7")
+    conversations = Conversations(tmp_path / "w2", lease_wait=0.2)
+    try:
+        for _ in range(3):
+            with (
+                pytest.raises(SessionBusyError, match=r"'thread-1' is in a turn on another worker .*lease_wait"),
+                conversations.open("thread-1"),
+            ):
+                pytest.fail("a second turn ran while the first held the conversation")
+            time.sleep(2)
+        with conversations.open("thread-2") as other:  # another conversation is not held up
+            other.save_context("turn", {}, "other", task_id="thread-2")
+        assert finish(first) == "done"
+        with conversations.open("thread-1") as s:
+            assert len(s.get_all_pointers()) == 1
+    finally:
+        conversations.close()
+
+
+def test_a_worker_killed_mid_turn_holds_the_conversation_no_longer_than_its_lease(
+    fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in fleet.items():
+        monkeypatch.setenv(name, value)
+    first = start(HOLD_A_TURN, fleet, str(tmp_path / "w1"), "thread-1", "2", "600")
+    index = index_of(fleet["TOOLCTX_INDEX"])
+    assert index is not None
+    session_id = Conversations.session_id("thread-1")
+    assert f":{first.pid}:" in str(index.holder(session_id))
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=30)
+    conversations = Conversations(tmp_path / "w2", lease=2, lease_wait=60)
+    try:
+        with conversations.open("thread-1") as s:  # once the dead worker's lease ran out
+            pointer = s.get_all_pointers()[0]
+            assert read_context(s, pointer.handle, 0, 10**6).partition("\n")[2] == "held " * 300
+            assert f":{os.getpid()}:" in str(index.holder(session_id))
+    finally:
+        conversations.close()
+    assert index.holder(session_id) is None  # given up when the turn ended
+
+
+def test_expired_conversations_leave_the_index_and_the_store_except_those_in_a_turn(
+    fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in fleet.items():
+        monkeypatch.setenv(name, value)
+    conversations = Conversations(tmp_path / "w", keep_for=0)
+    for thread in ("old-1", "old-2", "busy"):
+        with conversations.open(thread) as s:
+            s.save_context("report", {}, "x " * 500, task_id=thread)
+    conversations.close()
+    index = index_of(fleet["TOOLCTX_INDEX"])
+    assert index is not None
+    busy = Conversations.session_id("busy")
+    assert index.take(busy, "another-worker", 600) is None  # a turn under way elsewhere
+    again = Conversations(tmp_path / "w", keep_for=0)
+    removed = again.collect()
+    assert sorted(removed) == sorted(Conversations.session_id(t) for t in ("old-1", "old-2"))
+    for thread in ("old-1", "old-2"):
+        assert not index.exists(Conversations.session_id(thread))
+        assert ObjectStore(fleet["TOOLCTX_STORE"], Conversations.session_id(thread)).list() == []
+    assert index.exists(busy)
+    assert ObjectStore(fleet["TOOLCTX_STORE"], busy).list()
+    again.close()
+
+
+def test_the_sweep_removes_payloads_no_index_lists_once_past_the_grace_period(
+    fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in fleet.items():
+        monkeypatch.setenv(name, value)
+    url = fleet["TOOLCTX_STORE"]
+    with toolctx.session(store=url, keep=True, threshold=0) as listed:
+        kept = listed.save_context("report", {}, "kept " * 300)
+    orphan = ObjectStore(url, "20261129T000000-0badf00d")  # a worker that died before listing anything
+    orphan.put("report_0_0_0_abcdefghij.json", [b"{}"])
+    index = index_of(fleet["TOOLCTX_INDEX"])
+    assert index is not None
+    assert sweep(url, index, grace=3600) == []  # too young: perhaps being listed right now
+    assert sweep(url, index, grace=0, now=time.time() + 1) == ["20261129T000000-0badf00d"]
+    assert orphan.list() == []
+    resumed = toolctx.ContextSession.resume(listed.session_id)
+    assert read_context(resumed, kept.handle, 0, 10**6).partition("\n")[2] == "kept " * 300
+    resumed.close()

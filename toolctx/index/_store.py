@@ -1,0 +1,91 @@
+"""A blob store whose manifest lives in a session index: payloads in one place, the listing in a database.
+
+Every worker of a fleet writes the session's payloads to the shared object store
+and lists them in the index, one row per call, in one short transaction: no
+read-modify-write of a manifest object, no retries when workers list at once.
+Everything else (put, get, ranged reads, deletion) goes to the store beneath.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import orjson
+
+from toolctx._naming import MANIFEST_NAME
+from toolctx.index._index import SessionIndex
+from toolctx.storage import BlobStore
+
+__all__ = ["IndexedStore"]
+
+
+class IndexedStore(BlobStore):
+    """``store``'s blobs, with the manifest of session ``session_id`` kept in ``index`` (see the module)."""
+
+    shared = True  # (any worker reaching the store and the index serves the session)
+
+    def __init__(self, store: BlobStore, index: SessionIndex, session_id: str) -> None:
+        self.store = store
+        self.index = index
+        self.session_id = session_id
+
+    def __repr__(self) -> str:
+        return f"IndexedStore({self.store!r}, {self.index!r})"
+
+    def put(self, name: str, chunks: Sequence[bytes]) -> None:
+        if name != MANIFEST_NAME:
+            self.store.put(name, chunks)
+            return
+        lines = b"".join(chunks).splitlines(keepends=True)
+        self.index.replace(self.session_id, [(line, *_identity(line)) for line in lines if line.strip()])
+
+    def get(self, name: str) -> bytes:
+        if name == MANIFEST_NAME:
+            return b"".join(self.index.entries(self.session_id))
+        return self.store.get(name)
+
+    def head(self, name: str, size: int) -> bytes:
+        if name == MANIFEST_NAME:
+            return self.get(name)[:size]
+        return self.store.head(name, size)
+
+    def delete(self, name: str) -> bool:
+        if name == MANIFEST_NAME:
+            had = bool(self.index.entries(self.session_id))
+            self.index.replace(self.session_id, [])
+            return had
+        return self.store.delete(name)
+
+    def list(self) -> list[str]:
+        return [name for name in self.store.list() if name != MANIFEST_NAME]
+
+    def append(self, name: str, data: bytes) -> None:
+        if name != MANIFEST_NAME:
+            self.store.append(name, data)
+            return
+        record_id, task, call_id = _identity(data)
+        self.index.add(self.session_id, data, record_id=record_id, task=task, call_id=call_id)
+
+    def path(self, name: str) -> str | None:
+        return self.store.path(name)
+
+    def note(self, word: str) -> None:
+        self.index.note(self.session_id, word)
+
+    def noted(self, word: str) -> bool | None:
+        return self.index.noted(self.session_id, word)
+
+    def after_fork(self) -> None:
+        self.store.after_fork()
+
+    def close(self, *, remove: bool = False) -> None:
+        self.store.close(remove=remove)
+        if remove:
+            self.index.forget(self.session_id)
+
+
+def _identity(line: bytes) -> tuple[str, str | None, str | None]:
+    """The record id, task and framework call id a manifest line names."""
+    entry = orjson.loads(line)
+    task, call_id = entry.get("task_id"), entry.get("call_id")
+    return str(entry["id"]), None if task is None else str(task), None if call_id is None else str(call_id)
