@@ -131,7 +131,8 @@ def test_notes_and_decisions_read_back_as_written(index_url: str) -> None:
     assert not index.noted("s", "word")
     index.note("s", "word")
     index.note("s", "word")
-    assert index.noted("s", "word") and not index.noted("s", "wor")
+    assert index.noted("s", "word")
+    assert not index.noted("s", "wor")
     decided: dict[str, Any] = {"results": [["call_1", 123, "[stand-in] ünïcode"]], "args": []}
     index.decide("s", "scope", decided)
     assert index.decided("s", "scope") == decided

@@ -12,8 +12,8 @@ from pathlib import Path
 import orjson
 from sqlalchemy import select
 
-from toolctx.memory import MemoryStore, Tier
 from toolctx._database import _use_wal
+from toolctx.memory import MemoryStore, Tier
 from toolctx.memory._schema import checkpoints
 
 

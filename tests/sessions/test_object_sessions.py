@@ -16,10 +16,9 @@ from typing import Any
 import pytest
 
 import toolctx
+from tests.conftest import new_postgres_database
 from toolctx import Conversations, SessionNotFoundError
 from toolctx.compaction import read_context
-
-from tests.conftest import new_postgres_database
 
 
 @pytest.fixture(params=["manifest object", "sqlite index", "postgresql index"])
