@@ -2,10 +2,11 @@
 
 The workers are real processes that stay up between turns (each keeps the
 conversations it served open, as a server process does) and reach a real S3
-endpoint over HTTP on loopback. Every turn is served with toolctx (its big output
-stood in), no worker is ever told a conversation is busy, every handle shown in turn
-1 reads back on whichever worker serves a later turn, and neither conversation's
-model ever sees the other's outputs.
+endpoint over HTTP on loopback for the payloads and a real PostgreSQL server for
+the session index. Every turn is served with toolctx (its big output stood in), no
+worker is ever told a conversation is busy, every handle shown in turn 1 reads back
+on whichever worker serves a later turn, and neither conversation's model ever
+sees the other's outputs.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import new_postgres_database
+
 from . import fleet_worker
 
 CONVERSATIONS = ("alpha", "beta")
@@ -30,9 +33,11 @@ TURNS = 4
 
 @pytest.fixture
 def workers(
-    s3_server: Any, s3_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    s3_server: Any, s3_env: dict[str, str], postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[list[ProcessPoolExecutor]]:
+    """Three workers reaching the S3 endpoint for payloads and a PostgreSQL session index (TOOLCTX_INDEX)."""
     monkeypatch.setenv("TOOLCTX_FLEET_STORE", f"s3://{s3_server.bucket()}/conversations")
+    monkeypatch.setenv("TOOLCTX_INDEX", new_postgres_database(postgres_url))
     monkeypatch.setenv("TOOLCTX_FLEET_LOCAL", str(tmp_path / "local"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(sys.path))
     context = multiprocessing.get_context("spawn")  # (each a fresh interpreter, as a server's workers are)
