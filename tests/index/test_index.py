@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import multiprocessing
-from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -114,14 +113,14 @@ def test_forgetting_a_session_removes_its_calls_notes_and_decisions_only(index_u
         index.touch(session, "s3://b/p", None)
         index.add(session, b"x\n", record_id="r", task=None, call_id=None)
         index.note(session, "compacted")
-        index.decide(session, "thread-1", {"results": [["c", 1, "shown"]]})
+        index.decide(session, "thread-1", '{"results": [["c", 1, "shown"]]}')
     assert index.forget("doomed") is True
     assert index.forget("doomed") is False
     assert not index.exists("doomed")
     assert index.entries("doomed") == []
     assert index.decided("doomed", "thread-1") is None
     assert index.noted("other", "compacted")
-    assert index.decided("other", "thread-1") == {"results": [["c", 1, "shown"]]}
+    assert index.decided("other", "thread-1") == '{"results": [["c", 1, "shown"]]}'
     index.close()
 
 
@@ -133,10 +132,10 @@ def test_notes_and_decisions_read_back_as_written(index_url: str) -> None:
     index.note("s", "word")
     assert index.noted("s", "word")
     assert not index.noted("s", "wor")
-    decided: dict[str, Any] = {"results": [["call_1", 123, "[stand-in] ünïcode"]], "args": []}
+    decided = '{"results": [["call_1", 123, "[stand-in] ünïcode"]], "args": []}'
     index.decide("s", "scope", decided)
     assert index.decided("s", "scope") == decided
-    index.decide("s", "scope", {"results": []})
-    assert index.decided("s", "scope") == {"results": []}
+    index.decide("s", "scope", '{"results": []}')
+    assert index.decided("s", "scope") == '{"results": []}'
     assert index.decided("s", "another scope") is None
     index.close()

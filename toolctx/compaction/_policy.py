@@ -25,10 +25,15 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-import xxhash
-
 from toolctx._internal import internal_error
-from toolctx.compaction._decisions import Decisions, digest
+from toolctx.compaction._decisions import (
+    Decisions,
+    digest,
+    keep_shared_state,
+    shared_state,
+    state_name,
+    text_key,
+)
 from toolctx.compaction._items import Edit, Item, ItemAdapter, ToolCall
 from toolctx.compaction._notes import Notes, Resolver, SessionSource, notes, session_resolver
 from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
@@ -41,7 +46,7 @@ from toolctx.compaction._standins import (
     stored_text,
     text_marker,
 )
-from toolctx.compaction._tooltime import persist_call, shown_output
+from toolctx.compaction._tooltime import persist_call, shown_output, stored_call
 from toolctx.sessions import CallParts, ContextSession, SavedCall
 from toolctx.tokens import estimate_tokens_cached as estimated
 
@@ -53,14 +58,6 @@ _ARG_STAND_IN_TOKENS = 35  # an argument stand-in without its preview
 _TEXT_MARKER_TOKENS = 25  # a marker for old assistant text
 _CONVERSATIONS = 64  # conversations remembered per compactor, least recently used dropped
 _UNSET: Any = object()
-
-
-def _text_key(task: int | str | None, text: str) -> str:
-    """The call id old assistant ``text`` of a conversation (its ``task``) is stored under (``text`` as stored:
-    redacted, so the key, kept with the call, tells nothing about a secret)."""
-    scope = "" if task is None else f"{type(task).__name__}:{task}"
-    digest = xxhash.xxh3_128_hexdigest(f"{scope}\0{text}".encode("utf-8", "surrogatepass"))
-    return f"{ASSISTANT_TEXT}:{digest}"
 
 
 _ResultAt = tuple[int, ToolCall, Item]
@@ -85,8 +82,17 @@ class _Conversation:
     candidates: deque[tuple[int, int]] = field(default_factory=deque)  # (position of a result or text, gain)
     available: int = 0  # estimated tokens all candidates would free
     model_calls: int = 0  # model calls made so far
+    answered: int = 0  # model responses the history holds (runs of assistant items), should it be read anew
+    answering: bool = False  # the last item taken in is part of a response
     final: set[int] = field(default_factory=set)  # positions of results shown a compaction marker
     early: dict[int, str] = field(default_factory=dict)  # position -> a big output's stand-in this compactor made
+    seen: dict[str, int] = field(default_factory=dict)  # call id -> calls with it so far
+    idents: dict[tuple[int, str], str] = field(default_factory=dict)  # a reused call id's later calls' identities
+
+    def ident(self, call_position: int, call_id: str) -> str:
+        """What decisions about the call at ``call_position`` are kept under: its id, numbered from its id's
+        second use on (a decision never passes to another call with the same id and content)."""
+        return self.idents.get((call_position, call_id), call_id)
 
 
 class Compactor(Generic[T]):
@@ -133,14 +139,24 @@ class Compactor(Generic[T]):
             session = self.session(key if isinstance(key, str) else None)
         if task is _UNSET:
             task = key if isinstance(key, (str, int)) and not isinstance(key, bool) else None
+        # In a shared store, another worker may have served the conversation since: its decisions come first.
+        shared = session.store.shared
+        kept = shared_state(session, state_name(key)) if shared else None
         with self._lock:
             try:
-                return self._view(items, key, task, session, now)
+                if kept is not None and self.decided.load(key, kept):
+                    self._conversations.pop(key, None)  # (read again from the start, with those decisions)
+                    notes(session).offer_read_context |= key in self.decided.offered
+                shown, edits = self._view(items, key, task, session, now)
+                kept = self.decided.dump(key, offered=notes(session).offer_read_context) if shared else None
             except BaseException:
                 # Half taken in, the conversation would show some items twice next time: read it again
                 # from the start then (the decisions made per call id are kept, so it comes out the same).
                 self._conversations.pop(key, None)
                 raise
+        if kept is not None:
+            keep_shared_state(session, state_name(key), kept)
+        return shown, edits
 
     def _view(
         self, items: Sequence[T], key: Hashable, task: int | str | None, session: ContextSession, now: bool = False
@@ -162,7 +178,8 @@ class Compactor(Generic[T]):
             conversation.emitted.append(self._add(conversation, session, session_notes, position, items[position]))
         if n:
             conversation.length, conversation.first, conversation.last = n, first, fingerprint(items[-1])
-        conversation.model_calls += 1
+        # (a conversation read anew, served before by another worker or process, counts the calls it had)
+        conversation.model_calls = max(conversation.model_calls, conversation.answered) + 1
         edits = self._compact(conversation, session, session_notes, now)
         session_notes.shown_tokens, session_notes.model_calls = conversation.shown, conversation.model_calls
         return list(conversation.emitted), edits
@@ -185,13 +202,20 @@ class Compactor(Generic[T]):
         described = self.adapter.describe(item)
         if described.question is not None:
             session_notes.question(described.question)
+        answer = bool(described.calls) or (described.result_of is None and described.question is None)
+        conversation.answered += answer and not conversation.answering
+        conversation.answering = answer
         key = conversation.key
         decided = self.decided
         shown_args: dict[str, Mapping[str, Any]] = {}
         for call in described.calls:
             conversation.calls[call.id] = (position, call)
-            if (key, call.id) in decided.args:  # (a dict test first: most calls have no decision)
-                args = decided.args_for(key, call)
+            uses = conversation.seen[call.id] = conversation.seen.get(call.id, 0) + 1
+            ident = (
+                call.id if uses == 1 else conversation.idents.setdefault((position, call.id), f"{call.id}\x00{uses}")
+            )
+            if (key, ident) in decided.args:  # (a dict test first: most calls have no decision)
+                args = decided.args_for(key, ident, call.args)
                 if args is not None:
                     shown_args[call.id] = args
         result = None
@@ -202,8 +226,9 @@ class Compactor(Generic[T]):
                 conversation.texts.append((position, described.text))
         elif call_id is not None:
             call_position, call = conversation.calls.get(call_id) or (-1, ToolCall(call_id, "", {}))
-            if (key, call_id) in decided.results:
-                found = decided.result(key, call_id, described.text)
+            ident = conversation.ident(call_position, call_id)
+            if (key, ident) in decided.results:
+                found = decided.result(key, ident, described.text)
                 if found is not None:
                     result, early = found
                     if early:
@@ -211,8 +236,15 @@ class Compactor(Generic[T]):
                     else:
                         conversation.final.add(position)
             conversation.results[position] = (call_position, call, described)
-            if result is None and described.tokens > self.settings.max_output_tokens:
+            # (a big output once shown whole stays so until a batch: a decision another worker reads too)
+            if (
+                result is None
+                and described.tokens > self.settings.max_output_tokens
+                and not (decided.whole and decided.is_whole(key, ident, described.text))
+            ):
                 result = self._unhooked(conversation, session, position)
+                if result is None:
+                    decided.kept_whole(key, ident, described.text)
             conversation.recent.append(position)
             if is_stand_in(described.text):
                 session_notes.offer_read_context = True
@@ -231,7 +263,7 @@ class Compactor(Generic[T]):
         that no wrapper saw is stored now (unless a hook stored it already) and
         stood in for from this call on.
         """
-        call, result = conversation.results[position][1:]
+        call_position, call, result = conversation.results[position]
         if result.is_error or is_stand_in(result.text):
             return None
         if (call.name or result.tool) in self.settings.exclude_tools:
@@ -243,7 +275,8 @@ class Compactor(Generic[T]):
             pointer = self._store_late(session, call, result, conversation.task)
         shown = shown_output(self.settings, session, pointer, result.text)
         if shown is not None:
-            self.decided.stood_in(conversation.key, call.id, result.text, shown)  # (a candidate once old)
+            ident = conversation.ident(call_position, call.id)
+            self.decided.stood_in(conversation.key, ident, result.text, shown)  # (a candidate once old)
             conversation.early[position] = shown
         return shown
 
@@ -257,20 +290,10 @@ class Compactor(Generic[T]):
             parts = session.parts_of(named)
             # (a handle of another conversation's, in a history someone supplied: not this conversation's call)
             return parts if parts is not None and parts.task_id == conversation.task else None
-        candidates = session.call_parts(call.id, task_id=conversation.task)
-        if not candidates:
-            return None
-        args = call.args if isinstance(call.args, dict) else dict(call.args)
-        text = result.text
-        for parts in candidates:
-            if parts.args == args and stored_text(parts) == text:
-                return parts
-        # The store may have redacted the call: compare with what storing this one would keep.
-        kept_args, kept = session.kept_call(call.name or result.tool or "tool", args, text)
-        for parts in candidates:
-            if parts.args == kept_args and stored_text(parts) == kept:
-                return parts
-        return None
+        found = stored_call(session, call, result, conversation.task)
+        if found is None and session.store.shared and session.catch_up():  # (stored by another worker since)
+            found = stored_call(session, call, result, conversation.task)
+        return found
 
     # -- choosing and making a batch ---------------------------------------------------------
 
@@ -331,7 +354,7 @@ class Compactor(Generic[T]):
         settings = self.settings
         if position in conversation.final:
             return 0
-        _, call, result = conversation.results[position]
+        call_position, call, result = conversation.results[position]
         tool = result.tool or call.name
         if result.is_error or tool in settings.exclude_tools:
             return 0
@@ -339,7 +362,8 @@ class Compactor(Generic[T]):
         tokens = result.tokens if shown is None else estimated(shown)
         gain = tokens - _MARKER_TOKENS - settings.preview_chars // 4
         gain = gain if gain > 0 else 0  # (a comparison, not max(): this path runs with cold caches)
-        if self.decided.args_for(conversation.key, call) is None and self._may_have_long_args(call):
+        ident = conversation.ident(call_position, call.id)
+        if self.decided.args_for(conversation.key, ident, call.args) is None and self._may_have_long_args(call):
             shown_in = _ARG_STAND_IN_TOKENS + settings.args_preview_chars // 4  # (what its stand-in costs)
             for value in call.args.values():
                 if isinstance(value, str) and len(value) > settings.args_chars and not is_stand_in(value):
@@ -406,7 +430,7 @@ class Compactor(Generic[T]):
             # turn (another process, say) that compacts the same old text again finds it, and shows the same
             # marker (the prompt prefix stays the same).
             redactor = session.redactor
-            key = _text_key(task, said if redactor is None else redactor.redact_text(said))
+            key = text_key(task, said if redactor is None else redactor.redact_text(said))
             found = [p for p in session.call_parts(key, task_id=task) if p.tool_name == ASSISTANT_TEXT]
             if found:
                 stored: CallParts | None = found[0]
@@ -438,7 +462,7 @@ class Compactor(Generic[T]):
                     self.decided.apply(key, edit, self.adapter.fingerprint(conversation.emitted[edit.position]))
                     by_position[edit.position] = (edit.result, by_position.get(edit.position, (None, {}))[1])
                 continue
-            self.decided.apply(key, edit)
+            self.decided.apply(key, edit, ident=conversation.ident(edit.call_position, edit.call_id))
             if edit.result is not None:
                 conversation.final.add(edit.position)
                 conversation.early.pop(edit.position, None)

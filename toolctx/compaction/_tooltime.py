@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolctx._internal import internal_error
+from toolctx.compaction._items import Item, ToolCall
 from toolctx.compaction._notes import notes
 from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
 from toolctx.compaction._standins import stand_in, stored_text
 from toolctx.models import ContextPointer, ErrorInfo
-from toolctx.sessions import ContextSession, SavedCall
+from toolctx.sessions import CallParts, ContextSession, SavedCall
 from toolctx.tokens import estimate_tokens_cached, remembers_estimate
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "queue_call",
     "shown_output",
     "shown_whole",
+    "stored_call",
 ]
 
 
@@ -235,3 +237,20 @@ def shown_output(
         return None
     session_notes.offer_read_context = True
     return stand_in(found[0], stored_text(found[0]), settings.head_chars, settings.tail_chars)
+
+
+def stored_call(session: ContextSession, call: ToolCall, result: Item, task: int | str | None) -> CallParts | None:
+    """The newest call stored under ``task`` with this call id, arguments and output (as stored: redacted)."""
+    candidates = session.call_parts(call.id, task_id=task)
+    if not candidates:
+        return None
+    args = call.args if isinstance(call.args, dict) else dict(call.args)
+    text = result.text
+    for parts in candidates:
+        if parts.args == args and stored_text(parts) == text:
+            return parts
+    kept_args, kept = session.kept_call(call.name or result.tool or "tool", args, text)
+    for parts in candidates:
+        if parts.args == kept_args and stored_text(parts) == kept:
+            return parts
+    return None

@@ -10,11 +10,10 @@ it was last used and when it expires, its lease, and the compactors' decisions.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import and_, delete, func, insert, or_, select, update
@@ -224,19 +223,18 @@ class SessionIndex:
 
     # -- compaction decisions -----------------------------------------------------------
 
-    def decided(self, session_id: str, scope: str) -> dict[str, Any] | None:
-        """What was decided in ``scope`` of ``session_id`` (None: nothing yet)."""
+    def decided(self, session_id: str, scope: str) -> str | None:
+        """What was decided in ``scope`` of ``session_id``, as it was stored (None: nothing yet)."""
         query = select(decisions.c.decided).where(
             and_(decisions.c.session_id == session_id, decisions.c.scope == scope)
         )
         with self.engine.connect() as conn:
             found = conn.execute(query).scalar()
-        return None if found is None else dict(json.loads(found))
+        return None if found is None else str(found)
 
-    def decide(self, session_id: str, scope: str, decided: Mapping[str, Any], now_ns: int | None = None) -> None:
-        """Store what was decided in ``scope`` of ``session_id``, replacing what was there."""
+    def decide(self, session_id: str, scope: str, text: str, now_ns: int | None = None) -> None:
+        """Store what was decided in ``scope`` of ``session_id`` (JSON text, say), replacing what was there."""
         now = time.time_ns() if now_ns is None else now_ns
-        text = json.dumps(decided, separators=(",", ":"), ensure_ascii=False)
         same = and_(decisions.c.session_id == session_id, decisions.c.scope == scope)
         with self._write() as conn, conn.begin():
             if conn.execute(update(decisions).where(same).values(decided=text, updated_ns=now)).rowcount:

@@ -66,6 +66,13 @@ class IndexedStore(BlobStore):
         record_id, task, call_id = _identity(data)
         self.index.add(self.session_id, data, record_id=record_id, task=task, call_id=call_id)
 
+    def get_state(self, name: str) -> bytes | None:
+        found = self.index.decided(self.session_id, name)
+        return None if found is None else found.encode("utf-8", "surrogatepass")
+
+    def put_state(self, name: str, data: bytes) -> None:
+        self.index.decide(self.session_id, name, data.decode("utf-8", "surrogatepass"))
+
     def path(self, name: str) -> str | None:
         return self.store.path(name)
 

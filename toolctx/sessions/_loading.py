@@ -88,6 +88,17 @@ class Loader:
         saver.adopt(listed(saver.store, self.session_id))
         return saver.records.get(pointer_id)
 
+    def catch_up(self) -> int:
+        """Take in the calls other workers listed in a shared store since; how many were new (0: not shared)."""
+        saver = self._saver
+        return saver.adopt(listed(saver.store, self.session_id)) if saver.store.shared else 0
+
+    def named(self, call_id: str, task_id: int | str | None) -> list[Record]:
+        """The records stored with this framework call id under ``task_id`` (see ``SavePath.named``), after
+        reading what other workers listed in a shared store if this process has none."""
+        found = self._saver.named(call_id, task_id)
+        return self._saver.named(call_id, task_id) if not found and self.catch_up() else found
+
     def path_name(self, ref: object) -> str | None:
         """The file name of ``ref`` if it is a path to a context file of this session."""
         if not isinstance(ref, (str, os.PathLike)):

@@ -49,7 +49,7 @@ class Lookups(SessionCore):
         :meth:`task` block's tag, else under none. A framework may
         give one id to several calls of a conversation: :meth:`call_parts` lists them all.
         """
-        records = self._saver.named(_checked_call_id(call_id), task_id)
+        records = self._loader.named(_checked_call_id(call_id), task_id)
         return self._pointer(records[0]) if records else None
 
     def load_call(self, call_id: str, *, task_id: int | str | None = None) -> StoredContext | None:
@@ -59,7 +59,7 @@ class Lookups(SessionCore):
         A call whose output could not be written, or whose file cannot be read, is
         None too: tell the two apart with :meth:`find_call`.
         """
-        records = self._saver.named(_checked_call_id(call_id), task_id)
+        records = self._loader.named(_checked_call_id(call_id), task_id)
         if not records or records[0].storage is StorageKind.NONE:
             return None
         return next(iter(self.load_contexts([records[0].id])), None)
@@ -73,8 +73,13 @@ class Lookups(SessionCore):
         (description, timestamp) it does not use. Calls whose output was not stored
         are left out.
         """
-        found = (self._parts(record) for record in self._saver.named(_checked_call_id(call_id), task_id))
+        found = (self._parts(record) for record in self._loader.named(_checked_call_id(call_id), task_id))
         return [parts for parts in found if parts is not None]
+
+    def catch_up(self) -> int:
+        """Take in the calls other workers stored since in a shared store (see ``store.shared``); how many were
+        new. A handle or call id this process does not know is looked up this way by itself."""
+        return self._loader.catch_up()
 
     def parts_of(self, ref: str) -> CallParts | None:
         """:meth:`call_parts` of the call with this pointer id (or handle): None if this session has no such

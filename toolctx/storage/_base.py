@@ -72,6 +72,15 @@ class BlobStore(ABC):
         """
         return self.get(name)[:size]
 
+    def get_state(self, name: str) -> bytes | None:
+        """What :meth:`put_state` last kept under ``name`` for the other workers of a shared store (None:
+        nothing). A store one process has to itself keeps nothing here: that process's memory serves."""
+        return None
+
+    def put_state(self, name: str, data: bytes) -> None:  # noqa: B027 - kept only where others read it
+        """Keep ``data`` (small: a compactor's decisions) under ``name`` for the other workers of a shared store,
+        replacing what was there."""
+
     def path(self, name: str) -> str | None:
         """A filesystem path for ``name`` when the store has one, else None."""
         return None

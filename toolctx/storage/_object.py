@@ -184,6 +184,15 @@ class ObjectStore(BlobStore):
             raise self._failed("append to", name, exc) from exc
         raise StorageError(errno.EBUSY, f"could not append to blob {name!r}: it kept changing ({_APPEND_TRIES} tries)")
 
+    def get_state(self, name: str) -> bytes | None:
+        try:
+            return self.get(f"state-{name}")
+        except FileNotFoundError:
+            return None
+
+    def put_state(self, name: str, data: bytes) -> None:
+        self.put(f"state-{name}", [data])
+
     def close(self, *, remove: bool = False) -> None:
         if remove:
             self.remove_all()

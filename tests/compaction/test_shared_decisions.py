@@ -1,0 +1,86 @@
+"""A conversation served by several workers shows the model exactly what one worker would have.
+
+Each worker is its own session object and compactor on one session kept in a real
+S3 endpoint (moto's server, over HTTP) with a SQLite session index: the decisions
+made so far (batches, stand-ins, outputs left whole, argument and text markers)
+are kept with the session, and a worker that did not make them reads them before
+it shows the conversation.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolctx
+from toolctx.compaction import CompactionSettings, Compactor, persist_call
+
+from .conftest import DictAdapter, Message, answer, asks, says, user
+
+SETTINGS = CompactionSettings(high_water=3000, low_water=500, keep=2, min_gain=200, args_chars=200, text_chars=150)
+HANDLE = re.compile(r"ctx:[0-9a-z]{7,64}")
+
+
+def conversation(steps: int, seed: int) -> list[tuple[list[Message], bool]]:
+    """Per model call, the messages new since the previous one, and whether the tool hook stored the call."""
+    pick = random.Random(seed)
+    script: list[tuple[list[Message], bool]] = [([user(0, "fix the failing test")], True)]
+    for n in range(1, steps):
+        size = pick.choice([200, 900, 6000, 15000])
+        command = "cat " + "x" * pick.choice([10, 400])  # (a long argument, some of the time)
+        text = pick.choice(["", "Looking at the output. " * 12])  # (long assistant text, some of the time)
+        body = "".join(f"{n}: line {i} of the output\n" for i in range(size // 25))
+        call_id = f"call_{n % 3}"  # (ids reused, as a server numbering its calls per response does)
+        script.append(
+            ([asks(n, (call_id, "shell", {"command": command}), text=text), answer(call_id, body)], pick.random() < 0.8)
+        )
+    script.append(([says(steps, "done")], True))
+    return script
+
+
+def numbered(views: list[list[Message]]) -> list[str]:
+    order: dict[str, str] = {}
+    return [HANDLE.sub(lambda m: order.setdefault(m.group(0), f"h{len(order)}"), repr(v)) for v in views]
+
+
+def serve(
+    script: list[tuple[list[Message], bool]],
+    workers: list[tuple[toolctx.ContextSession, Compactor[Any]]],
+    route: random.Random,
+) -> list[list[Message]]:
+    messages: list[Message] = []
+    views = []
+    for new, hooked in script:
+        session, compactor = route.choice(workers)
+        for message in new:
+            if message["role"] == "tool" and hooked:  # (stored by the tool hook of the worker serving the step)
+                ask = messages[-1]["calls"][0] if messages[-1]["role"] == "assistant" else None
+                args = ask["args"] if ask else {}
+                persist_call(session, "shell", args, message["text"], call_id=message["call_id"], task_id="thread-1")
+            messages.append(message)
+        views.append(compactor.view(list(messages), "thread-1", session)[0])
+    return views
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_turns_on_random_workers_show_what_one_worker_shows(
+    seed: int, s3_server: Any, s3_env: dict[str, str], tmp_path: Path
+) -> None:
+    store, index = f"s3://{s3_server.bucket()}/conversations", f"sqlite:///{tmp_path / 'index.db'}"
+    script = conversation(40, seed)
+    with toolctx.session(tmp_path, store=store, index=index, keep=True, threshold=0) as alone:
+        one = serve(script, [(alone, Compactor(DictAdapter(), SETTINGS, alone))], random.Random(seed))
+    with toolctx.session(tmp_path, store=store, index=index, keep=True, threshold=0) as first:
+        workers = [(first, Compactor(DictAdapter(), SETTINGS, first))]
+        for _ in range(2):
+            other = toolctx.ContextSession.resume(first.session_id, store=store, index=index, threshold=0)
+            workers.append((other, Compactor(DictAdapter(), SETTINGS, other)))
+        many = serve(script, workers, random.Random(seed))
+        for other, _ in workers[1:]:
+            other.close()
+    assert any("[toolctx" in repr(view) for view in one)  # (the conversation was compacted)
+    assert numbered(many) == numbered(one)
