@@ -30,6 +30,7 @@ from toolctx.errors import ToolctxWarning
 _traces: dict[str, Trace] = {}
 _conversations: toolctx.Conversations | None = None
 _middleware: Any = None
+_filter: Any = None
 
 
 def start(traces_path: str, local_dir: str) -> int:
@@ -89,10 +90,15 @@ def agents_turn(trace_id: str, conversation: str, index: int, history_db: str) -
     from _replay_measure import HookClock
     from agents import Agent, RunConfig, Runner, SQLiteSession
 
+    global _filter
+    from toolctx_openai_agents import compact_tool_outputs
+
     trace = _traces[trace_id]
     replay = _Replay(trace, HookClock(), True)
     agent = Agent(name="replay", instructions=trace.system or None, model=replay.model, tools=replay.tools())
-    config = RunConfig(tracing_disabled=True, call_model_input_filter=replay.input_filter())
+    if _filter is None:  # (one for everything the worker serves, as a server builds its RunConfig once)
+        _filter = compact_tool_outputs()
+    config = RunConfig(tracing_disabled=True, call_model_input_filter=_filter)
     replay.model.script.extend(replay.script(index))
     turn = trace.turns[index]
     history = SQLiteSession(conversation, history_db)

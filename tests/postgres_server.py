@@ -72,11 +72,7 @@ class PostgresServer:
             "--locale=C",
             "--no-sync",
         )  # fmt: skip
-        options = f"-h 127.0.0.1 -p {self.port} -k {self.root}"
-        if not self.fsync:
-            options += " -c fsync=off -c full_page_writes=off"
-        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log"), "-o", options,
-                  "-w", "-t", "60", "start")  # fmt: skip
+        self.restart()
         import psycopg
 
         deadline = time.monotonic() + 30
@@ -90,6 +86,18 @@ class PostgresServer:
                     raise
                 time.sleep(0.2)
         return self
+
+    def restart(self) -> None:
+        """Start the server again on its data (after :meth:`pause`), on the same port."""
+        options = f"-h 127.0.0.1 -p {self.port} -k {self.root}"
+        if not self.fsync:
+            options += " -c fsync=off -c full_page_writes=off"
+        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log"), "-o", options,
+                  "-w", "-t", "60", "start")  # fmt: skip
+
+    def pause(self) -> None:
+        """Stop the server, keeping its data (an outage: :meth:`restart` brings it back)."""
+        self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def stop(self) -> None:
         if self.data.exists():

@@ -52,7 +52,9 @@ def in_memory(url: URL) -> bool:
     return database.startswith("file::memory:") or url.query.get("mode") == "memory" or "mode=memory" in database
 
 
-def open_database(url: str | os.PathLike[str] | URL | Engine, what: str) -> Engine:
+def open_database(
+    url: str | os.PathLike[str] | URL | Engine, what: str, *, connect_timeout: int | None = None
+) -> Engine:
     """An engine for ``url``: a path or ``sqlite:///`` URL, a ``postgresql://`` URL, or an Engine.
 
     An in-memory SQLite database gets one connection (each new one would be another,
@@ -78,7 +80,9 @@ def open_database(url: str | os.PathLike[str] | URL | Engine, what: str) -> Engi
             import psycopg  # noqa: F401
         except ImportError as exc:
             raise ImportError(f"{what} on PostgreSQL need psycopg: pip install 'toolctx[postgres]'") from exc
-        return create_engine(parsed, pool_pre_ping=True)
+        # (``connect_timeout``: seconds before an unreachable server is given up on, not the system's minutes)
+        timeout = {} if connect_timeout is None else {"connect_args": {"connect_timeout": connect_timeout}}
+        return create_engine(parsed, pool_pre_ping=True, **timeout)
     kwargs: dict[str, Any] = {"connect_args": {"timeout": 60.0, "check_same_thread": False}}
     if in_memory(parsed):
         kwargs["poolclass"] = StaticPool  # one connection, or every checkout would see a new empty database

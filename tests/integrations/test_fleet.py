@@ -120,3 +120,53 @@ def test_a_store_gone_mid_conversation_shows_outputs_whole_never_an_unreadable_h
     finally:
         conversations.close()
         server.stop()
+
+
+def test_the_index_gone_mid_conversation_shows_outputs_whole_and_the_conversation_goes_on(
+    s3_server: Any, s3_env: dict[str, str], tmp_path: Path
+) -> None:
+    # PostgreSQL (the session index) is stopped between turns, then started again. During the outage a worker
+    # that has the conversation open and one that must open it both run their turns, with the big output shown
+    # whole (no handle another worker could not find); after it, a new worker reads back what was stood in.
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from toolctx_langchain import ToolContextMiddleware
+
+    import toolctx
+    from tests.postgres_server import PostgresServer
+
+    from .test_langchain import BIG, call, chat, fetch_report
+
+    store = f"s3://{s3_server.bucket()}/c"
+    with PostgresServer() as index:
+
+        def turn(conversations: toolctx.Conversations, thread: str, call_id: str, read: str | None = None) -> str:
+            steps = [call("fetch_report", call_id, region="emea")]
+            if read is not None:
+                steps.append(call("read_context", f"{call_id}-r", id=read, limit=10**6))
+            model = chat(*steps, AIMessage("done"))
+            agent = create_agent(model, [fetch_report], middleware=[ToolContextMiddleware(session=conversations)])
+            state = agent.invoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": thread}})
+            tools = [str(m.content) for m in state["messages"] if isinstance(m, ToolMessage)]
+            return "\n--\n".join(tools)
+
+        first = toolctx.Conversations(tmp_path / "w1", store=store, index=index.url)
+        try:
+            shown = turn(first, "t-1", "c1")
+            assert shown.startswith("[toolctx stand-in]")
+            handle = fleet_worker.HANDLE.search(shown).group(0)  # type: ignore[union-attr]
+            index.pause()
+            assert turn(first, "t-1", "c2") == BIG  # (the conversation open here: stored in S3, not listed)
+            second = toolctx.Conversations(tmp_path / "w2", store=store, index=index.url)
+            assert turn(second, "t-2", "c3") == BIG  # (a conversation that could not be opened at all)
+            said = toolctx.testing.escalated_warnings()
+            assert any("could not" in str(w) for w in said), said
+            index.restart()
+            third = toolctx.Conversations(tmp_path / "w3", store=store, index=index.url)
+            shown = turn(third, "t-1", "c4", read=handle)
+            assert shown.split("\n--\n")[0].startswith("[toolctx stand-in]")
+            assert shown.split("\n--\n")[1].split("\n", 1)[1] == BIG  # turn 1's handle, read on a new worker
+            for conversations in (second, third):
+                conversations.close()
+        finally:
+            first.close()

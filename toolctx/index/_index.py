@@ -44,7 +44,7 @@ class SessionIndex:
                 f"index must be a database URL such as 'postgresql://user@host/db' or 'sqlite:///path.db', "
                 f"got {url!r:.120}"
             )
-        self.engine = open_database(url, _WHAT)
+        self.engine = open_database(url, _WHAT, connect_timeout=5)  # (an unreachable index costs a call 5 s)
         self.url = self.engine.url.render_as_string(hide_password=True)
         try:
             create_schema(self.engine, upgrade=upgrade)

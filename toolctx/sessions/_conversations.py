@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import os
 import random
 import secrets
@@ -21,7 +22,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -30,9 +31,10 @@ import xxhash
 from toolctx._checks import real_number, whole_number
 from toolctx._defaults import resolve_context_dir
 from toolctx._internal import internal_error
-from toolctx.errors import ConfigError, SessionBusyError, SessionNotFoundError
+from toolctx.errors import ConfigError, SessionBusyError, SessionNotFoundError, StorageError
 from toolctx.sessions._gc import gc
 from toolctx.sessions._session import ContextSession
+from toolctx.storage import BlobStore
 
 if TYPE_CHECKING:
     from toolctx.index import SessionIndex
@@ -127,6 +129,7 @@ class Conversations:
         wait = self.lease if lease_wait is None else lease_wait
         self.lease_wait = real_number("lease_wait", wait, minimum=0.0, unit="seconds")
         self.index = _index_for(session_options)
+        self._shared = bool(session_options.get("store") or os.environ.get("TOOLCTX_STORE"))
         if self.index is not None:
             session_options = {**session_options, "index": self.index}
         self._held: dict[str, list[float]] = {}  # session id -> [open turns here, last activity (monotonic)]
@@ -160,9 +163,20 @@ class Conversations:
                 return found
             self._collect_if_due()
             try:
-                found = ContextSession.resume(session_id, self.context_dir, keep=True, **self._options)
-            except SessionNotFoundError:
-                found = ContextSession(self.context_dir, session_id=session_id, keep=True, **self._options)
+                try:
+                    found = ContextSession.resume(session_id, self.context_dir, keep=True, **self._options)
+                except SessionNotFoundError:
+                    found = ContextSession(self.context_dir, session_id=session_id, keep=True, **self._options)
+            except (ConfigError, SessionBusyError):
+                raise
+            except Exception as exc:
+                if not self._shared:
+                    raise
+                # The shared store or index is out of reach: this turn's tools run, their outputs shown whole.
+                internal_error(f"could not open conversation session {session_id}; its outputs are shown whole", exc)
+                found = ContextSession(self.context_dir, session_id=session_id, store=_Unreachable(exc), threshold=0)
+                found.conversation = conversation_key(conversation)
+                return found  # (not kept open: the next turn tries the store again)
             found.conversation = conversation_key(conversation)
             self._open[session_id] = found
             self._touch(found)
@@ -181,13 +195,21 @@ class Conversations:
         if self.index is None:
             return session
         session_id = session.session_id
+        if isinstance(session.store, _Unreachable):
+            return session  # (nothing is stored this turn: nothing to guard)
         with self._lock:
             held = self._held.get(session_id)
             if held is not None:
                 held[0] += 1
                 held[1] = time.monotonic()
                 return session
-        self._take(session_id, conversation)
+        try:
+            self._take(session_id, conversation)
+        except SessionBusyError:
+            raise
+        except Exception as exc:  # (the index is out of reach: the turn runs, unguarded, rather than fail)
+            internal_error(f"could not take the lease of conversation session {session_id}; the turn runs without", exc)
+            return session
         with self._lock:
             held = self._held.setdefault(session_id, [0, 0.0])
             held[0] += 1
@@ -395,6 +417,32 @@ class Conversations:
             return
         with contextlib.suppress(OSError):
             os.utime(session.session_dir)
+
+
+class _Unreachable(BlobStore):
+    """The store of a turn whose shared store or index could not be reached: nothing is kept, so every output
+    is shown whole and no handle is ever shown that a later turn could not read."""
+
+    def __init__(self, cause: Exception) -> None:
+        self.cause = cause
+
+    def __repr__(self) -> str:
+        return f"<unreachable store: {self.cause}>"
+
+    def put(self, name: str, chunks: Sequence[bytes]) -> None:
+        raise StorageError(errno.EIO, f"the shared store could not be reached: {self.cause}")
+
+    def get(self, name: str) -> bytes:
+        raise FileNotFoundError(errno.ENOENT, f"nothing is stored while the shared store is out of reach: {name}")
+
+    def delete(self, name: str) -> bool:
+        return False
+
+    def list(self) -> list[str]:
+        return []
+
+    def append(self, name: str, data: bytes) -> None:
+        self.put(name, [data])
 
 
 def _index_for(options: dict[str, Any]) -> SessionIndex | None:
