@@ -170,3 +170,16 @@ def test_the_index_gone_mid_conversation_shows_outputs_whole_and_the_conversatio
                 conversations.close()
         finally:
             first.close()
+
+
+def test_workers_killed_mid_turn_lose_nothing_acknowledged_and_hold_the_conversation_one_lease_at_most(
+    postgres_url: str,
+) -> None:
+    # bench/fleet_faults.py does this 50 times; here 3 workers are killed, each holding the conversation's
+    # lease while storing outputs, and the next one (a new process) reads back every acknowledged output.
+    import bench.fleet_faults as faults
+
+    report = faults.drill(3, 1.0, random.Random(3))
+    assert report["failed"] == []
+    assert report["acknowledged"] > 0
+    assert report["read_back_exactly"] == report["readings"] > report["acknowledged"]
