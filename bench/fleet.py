@@ -142,6 +142,20 @@ def restored_everywhere(
     return figures, len(wanted) * len(workers)
 
 
+def first(single: list[ModelInput], fleet: list[ModelInput]) -> None:
+    """Print where the first differing model input differs."""
+    for call, (x, y) in enumerate(zip(single, fleet, strict=False)):
+        if x == y:
+            continue
+        for at, (u, v) in enumerate(zip(x.units, y.units, strict=False)):
+            if u != v:
+                print(f"call {call}, unit {at} ({u.role}):\n  single: {u.parts!r:.600}\n  fleet:  {v.parts!r:.600}",
+                      file=sys.stderr)  # fmt: skip
+                return
+        print(f"call {call}: {len(x.units)} units against {len(y.units)}", file=sys.stderr)
+        return
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
@@ -150,8 +164,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--session", action="append", default=[], help="only this session (repeatable)")
+    parser.add_argument("--show-differences", action="store_true", help="print the first differing model input")
     options = parser.parse_args(argv)
     traces = [t for t in load_traces(options.traces) if len(t.turns) > 1]
+    if options.session:
+        traces = [t for t in traces if t.id in options.session]
     if options.limit:
         traces = traces[: options.limit]
     frameworks = ["langchain", "agents"] if options.framework == "both" else [options.framework]
@@ -174,8 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 for framework in frameworks:
                     report["by_framework"][framework] = run(
-                        framework, traces, single, fleet, random.Random(options.seed), Path(tmp), count
-                    )
+                        framework, traces, single, fleet, random.Random(options.seed), Path(tmp), count,
+                        options.show_differences,
+                    )  # fmt: skip
             finally:
                 single.close()
                 fleet.close()
@@ -191,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(
     framework: str, traces: list[Trace], single: Fleet, fleet: Fleet, route: random.Random, tmp: Path,
-    count: TokenCounter,
+    count: TokenCounter, show: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     totals: dict[str, Any] = {
         "model_calls": 0, "identical_inputs": 0, "tokens_single": 0, "tokens_fleet": 0, "stand_ins": 0,
@@ -223,6 +242,8 @@ def run(
         totals["identical_inputs"] += same
         if same != len(a) or len(a) != len(b):
             totals["differing"].append(trace.id)
+            if show:
+                first(na, nb)
         totals["tokens_single"] += fa.tokens
         totals["tokens_fleet"] += fb.tokens
         totals["stand_ins"] += fb.stand_ins

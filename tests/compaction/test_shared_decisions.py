@@ -84,3 +84,21 @@ def test_turns_on_random_workers_show_what_one_worker_shows(
             other.close()
     assert any("[toolctx" in repr(view) for view in one)  # (the conversation was compacted)
     assert numbered(many) == numbered(one)
+
+
+def test_read_context_offered_by_one_worker_is_offered_by_every_worker(
+    s3_server: Any, s3_env: dict[str, str], tmp_path: Path
+) -> None:
+    # The first stand-in brings read_context into the tool list; a worker that saw the conversation before
+    # that (its notes made then) must offer it too, or the tool list, first in the prompt, would differ.
+    from toolctx.compaction import notes
+
+    store, index = f"s3://{s3_server.bucket()}/conversations", f"sqlite:///{tmp_path / 'index.db'}"
+    with toolctx.session(tmp_path, store=store, index=index, keep=True, threshold=0) as first:
+        other = toolctx.ContextSession.resume(first.session_id, store=store, index=index)
+        try:
+            assert not notes(other).offer_read_context
+            notes(first).offer_read_context = True  # (as a stand-in shown by this worker's tool hook does)
+            assert notes(other).offer_read_context
+        finally:
+            other.close()

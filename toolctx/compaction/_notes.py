@@ -100,7 +100,13 @@ class Notes:
 
     @property
     def offer_read_context(self) -> bool:
-        """Whether the model is offered ``read_context`` (a stand-in exists, or is about to)."""
+        """Whether the model is offered ``read_context`` (a stand-in exists, or is about to).
+
+        In a shared store, another worker may have offered it since: asked of the store until it has."""
+        if not self._offer and self._session is not None:
+            session = self._session()
+            if session is not None and session.store.shared and session.noted(_OFFERED):
+                self._offer = True
         return self._offer
 
     @offer_read_context.setter
