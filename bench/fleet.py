@@ -36,6 +36,7 @@ import random
 import re
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -156,6 +157,39 @@ def first(single: list[ModelInput], fleet: list[ModelInput]) -> None:
         return
 
 
+def storage_figures(store: str, index: str) -> dict[str, Any]:
+    """What the runs left in the bucket and the index: objects and bytes, rows, table sizes, and the
+    statements PostgreSQL counted per table (inserts, updates, index scans)."""
+    import statistics
+
+    import obstore
+    import psycopg
+
+    from toolctx.storage import ObjectStore
+
+    probe = ObjectStore(store, "probe")
+    sizes = []
+    for session_id in probe.sessions():
+        listing = obstore.list(obstore.store.from_url(f"{store}/{session_id}"))
+        sizes += [meta["size"] for batch in listing for meta in batch]
+    figures: dict[str, Any] = {
+        "objects": len(sizes),
+        "object_bytes": sum(sizes),
+        "object_bytes_median": statistics.median(sizes) if sizes else 0,
+    }
+    with psycopg.connect(index) as conn:
+        for table in ("toolctx_sessions", "toolctx_calls", "toolctx_decisions"):
+            rows, size = conn.execute(f"SELECT count(*), pg_total_relation_size('{table}') FROM {table}").fetchone()
+            figures[table] = {"rows": rows, "bytes": size}
+        time.sleep(1)  # (the statistics collector reports after a moment)
+        for name, ins, upd, dele, scans in conn.execute(
+            "SELECT relname, n_tup_ins, n_tup_upd, n_tup_del, coalesce(idx_scan, 0) + coalesce(seq_scan, 0) "
+            "FROM pg_stat_user_tables WHERE relname LIKE 'toolctx_%'"
+        ):
+            figures.setdefault(name, {}).update(inserted=ins, updated=upd, deleted=dele, scans=scans)
+    return figures
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
@@ -166,8 +200,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--session", action="append", default=[], help="only this session (repeatable)")
     parser.add_argument("--show-differences", action="store_true", help="print the first differing model input")
+    parser.add_argument("--all-sessions", action="store_true", help="single-turn sessions too (one worker each)")
     options = parser.parse_args(argv)
-    traces = [t for t in load_traces(options.traces) if len(t.turns) > 1]
+    traces = [t for t in load_traces(options.traces) if len(t.turns) > 1 or options.all_sessions]
     if options.session:
         traces = [t for t in traces if t.id in options.session]
     if options.limit:
@@ -179,7 +214,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     s3 = S3Server().start()
     postgres = PostgresServer().start()
-    report: dict[str, Any] = {"sessions": len(traces), "turns": sum(len(t.turns) for t in traces), "by_framework": {}}
+    report: dict[str, Any] = {
+        "sessions": len(traces),
+        "turns": sum(len(t.turns) for t in traces),
+        "tool_calls": sum(len(t.calls) for t in traces),
+        "by_framework": {},
+    }
     try:
         os.environ.update(s3.environment())
         os.environ["TOOLCTX_STORE"] = f"s3://{s3.bucket()}/conversations"
@@ -198,6 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             finally:
                 single.close()
                 fleet.close()
+        report["storage"] = storage_figures(os.environ["TOOLCTX_STORE"], postgres.url)
     finally:
         postgres.stop()
         s3.stop()
