@@ -46,7 +46,7 @@ from toolctx.compaction._standins import (
     stored_text,
     text_marker,
 )
-from toolctx.compaction._tooltime import persist_call, shown_output, stored_call
+from toolctx.compaction._tooltime import persist_call, shown_output, stored_call, unstored_text
 from toolctx.sessions import CallParts, ContextSession, SavedCall
 from toolctx.tokens import estimate_tokens_cached as estimated
 
@@ -58,10 +58,7 @@ _ARG_STAND_IN_TOKENS = 35  # an argument stand-in without its preview
 _TEXT_MARKER_TOKENS = 25  # a marker for old assistant text
 _CONVERSATIONS = 64  # conversations remembered per compactor, least recently used dropped
 _UNSET: Any = object()
-
-
-_ResultAt = tuple[int, ToolCall, Item]
-"""A result in a conversation: where the call it answers is, that call, and the result as described."""
+_ResultAt = tuple[int, ToolCall, Item]  # a result: where the call it answers is, that call, the result described
 
 
 @dataclass
@@ -98,10 +95,9 @@ class _Conversation:
 class Compactor(Generic[T]):
     """One compaction policy for one adapter; state and decisions per conversation.
 
-    ``view(items, key)`` returns the items to send and the edits made in this call.
-    Work per call is proportional to the items new since the previous call plus
-    the calls compacted (``operations`` counts it); an unexpected history (edited
-    by someone else, or a new conversation) is read again from the start once.
+    ``view(items, key)`` returns the items to send and the edits made in this call. Work per call is
+    proportional to the items new since the previous call plus the calls compacted (``operations``);
+    an unexpected history (edited elsewhere, or new) is read again from the start once.
     """
 
     def __init__(self, adapter: ItemAdapter[T], settings: CompactionSettings, session: SessionSource = None) -> None:
@@ -248,6 +244,7 @@ class Compactor(Generic[T]):
             conversation.recent.append(position)
             if is_stand_in(described.text):
                 session_notes.offer_read_context = True
+                result = result or unstored_text(session, described.text)
         tokens = described.tokens
         if result is not None or shown_args:
             item = self.adapter.apply(item, result, shown_args)

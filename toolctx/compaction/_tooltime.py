@@ -19,7 +19,7 @@ from toolctx._internal import internal_error
 from toolctx.compaction._items import Item, ToolCall
 from toolctx.compaction._notes import notes
 from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
-from toolctx.compaction._standins import stand_in, stored_text
+from toolctx.compaction._standins import handle_of, stand_in, stored_text
 from toolctx.models import ContextPointer, ErrorInfo
 from toolctx.sessions import CallParts, ContextSession, SavedCall
 from toolctx.tokens import estimate_tokens_cached, remembers_estimate
@@ -254,3 +254,9 @@ def stored_call(session: ContextSession, call: ToolCall, result: Item, task: int
         if parts.args == kept_args and stored_text(parts) == kept:
             return parts
     return None
+
+
+def unstored_text(session: ContextSession, text: str) -> str | None:
+    """The whole output behind a stand-in whose upload failed after all (None: its handle reads back)."""
+    held = session.unstored(handle_of(text) or "") if session.save_path.failed_writes else None
+    return None if held is None else stored_text(held)

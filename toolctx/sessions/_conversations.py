@@ -43,7 +43,17 @@ __all__ = ["Conversations", "conversation_key"]
 
 _PREFIX = "conv-"
 _SESSION_OPTIONS = frozenset(
-    {"threshold", "memory_budget", "durable", "store", "index", "redact", "on_debug", "close_timeout"}
+    {
+        "threshold",
+        "memory_budget",
+        "durable",
+        "store",
+        "index",
+        "redact",
+        "on_debug",
+        "close_timeout",
+        "background_uploads",
+    }
 )
 _IDLE = 600.0  # seconds without a hook after which a held lease is no longer renewed (a run lost without a word)
 

@@ -90,9 +90,17 @@ class Lookups(SessionCore):
         record = self._saver.records.get(pointer_id) or self._loader.caught_up(pointer_id)
         return None if record is None else self._parts(record)
 
-    def _parts(self, record: Record) -> CallParts | None:
-        """The parts of a record of this session (None if its output is not stored)."""
-        if record.storage is StorageKind.NONE:
+    def unstored(self, ref: str) -> CallParts | None:
+        """The parts of a call whose handle was handed out but whose output could not be stored (its upload to
+        a shared store failed): shown whole instead of by its handle. None for any other call."""
+        record = self._saver.records.get(strip_handle(ref)) if isinstance(ref, str) else None
+        if record is None or record.storage is not StorageKind.NONE or record.payload is None:
+            return None
+        return self._parts(record, unstored=True)
+
+    def _parts(self, record: Record, *, unstored: bool = False) -> CallParts | None:
+        """The parts of a record of this session (None if its output is not stored, unless ``unstored``)."""
+        if record.storage is StorageKind.NONE and not unstored:
             return None
         args_json = record.call.args_json  # read before the payload: moving it to the store shortens it after
         payload = record.payload

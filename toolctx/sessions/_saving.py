@@ -37,11 +37,13 @@ from toolctx.models import ErrorInfo, StorageKind
 from toolctx.redaction import Redactor
 from toolctx.selection import SearchIndex
 from toolctx.sessions._clock import clock
+from toolctx.sessions._holding import Holding
 from toolctx.sessions._names import CallNames
 from toolctx.sessions._queue import LaterSaves
 from toolctx.sessions._records import Call, Payload, Record, error_info, preview_of
 from toolctx.sessions._screening import CallScreen
 from toolctx.sessions._tags import current_tags
+from toolctx.sessions._uploads import Uploads
 from toolctx.storage import BlobStore
 from toolctx.tokens import estimate_tokens
 
@@ -54,7 +56,7 @@ _QUEUED = 64  # calls queue() holds at most: the next one stores them (a session
 Emit = Callable[..., None]
 
 
-class SavePath:
+class SavePath(Holding):
     """Stores one session's calls and holds its records (thread-safe)."""
 
     def __init__(
@@ -69,6 +71,7 @@ class SavePath:
         always_emit: bool,
         where: str,
         listing: bool,
+        background: bool = False,
     ) -> None:
         self.session_id = session_id
         self.store = store
@@ -87,6 +90,9 @@ class SavePath:
         self._written: dict[str, str] = {}  # identical-output key -> file already holding it
         self._screen = None if redactor is None else CallScreen(redactor)
         self.names = CallNames()
+        self.uploads = Uploads()  # writes to a shared store under way, off the tool's path
+        self.background = background  # (see ContextSession's background_uploads)
+        self.failed_writes = 0  # outputs that could not be stored (or, in a shared store, listed): shown whole
         self._emit = emit
         self._always_emit = always_emit  # an on_debug callback wants every event, logged or not
         self._where = where
@@ -94,41 +100,9 @@ class SavePath:
         self.listing = listing
 
     @property
-    def records(self) -> dict[str, Record]:
-        """Every stored call by id (the calls queued first stored)."""
-        if self._later:
-            self.store_queued()
-        return self._records
-
-    def named(self, call_id: str, task_id: int | str | None) -> list[Record]:
-        """The records stored with this framework call id under this task (None: the enclosing ``task()``
-        block's, as a call is stored), newest first (queued calls stored first). A framework may give the same
-        id to several calls (one numbering its calls per response)."""
-        if self._later:
-            self.store_queued()
-        if task_id is None:  # (as a call is stored: under the enclosing task() block's tag)
-            task_id = current_tags.get().task_id
-        records = self._records
-        return [record for pointer in self.names.ids(task_id, call_id) if (record := records.get(pointer)) is not None]
-
-    @property
     def screen(self) -> CallScreen | None:
         """How this session redacts a call before keeping it (None: it keeps calls as they are)."""
         return self._screen
-
-    @property
-    def index(self) -> SearchIndex:
-        """The search index of the stored calls (the calls queued first stored)."""
-        if self._later:
-            self.store_queued()
-        return self._index
-
-    def records_as_now(self) -> tuple[dict[str, Record], list[str]]:
-        """The records as they stand now, and their ids: a later clear replaces the dict, never empties it."""
-        self.store_queued()  # (not under the lock below: storing takes it)
-        with self.lock:
-            records = self._records
-            return records, list(records)
 
     def queue(self, save: Callable[[], object]) -> None:
         """Take a call to store later: with the others queued, in order, before anything reads the records.
@@ -263,6 +237,13 @@ class SavePath:
             self.spill(evicted)
 
     def _keep_on_disk(self, record: Record, payload: Payload, indexed: str) -> None:
+        if self.background and self.store.shared:  # (uploaded off the tool's path, read from memory meanwhile)
+            record.payload, record.storage = payload, _MEMORY
+            with self.lock:
+                self._records[record.id] = record
+                self._index.add(record.id, record.search_text, indexed, record.tokens)
+            self.uploads.submit(lambda: self._write(record, payload))
+            return
         # A repeated call with the same arguments and the same result shares the file
         # already written for it instead of writing an identical one again.
         data, error = payload[0], payload[1]
@@ -305,6 +286,7 @@ class SavePath:
             self.store.put(record.filename, record.document(self.session_id, payload))
         except Exception as exc:
             record.storage = _NONE
+            self.failed_writes += 1
             internal_error(
                 f"could not store the output of tool {record.call.tool_name!r} in {self._where!r}; "
                 "the tool's result was returned unchanged but is not stored",
@@ -325,6 +307,7 @@ class SavePath:
         except Exception as exc:
             if shared := self.store.shared:
                 record.storage = _NONE
+                self.failed_writes += 1
             internal_error(
                 f"could not add context {record.id} to the session manifest; "
                 + ("its output is shown whole" if shared else "resume() will find it only by scanning the directory"),
@@ -359,6 +342,11 @@ class SavePath:
                         self._memory.append(record)
                         self.memory_bytes += record.size + len(record.call.args_json)
 
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait for the outputs being uploaded to a shared store to land (or fail: they are then shown whole);
+        False if ``timeout`` seconds ran out first. A model call does, before it shows any handle."""
+        return self.uploads.settle(timeout)
+
     def close(self, timeout: float) -> int | None:
         """Refuse new calls and wait up to ``timeout`` seconds for those being saved.
 
@@ -372,6 +360,7 @@ class SavePath:
             with self.lock:  # ...and once the queue() calls under way are done, every queued call is in the queue
                 self._idle.wait_for(lambda: not self._saving, timeout)
             self.store_queued(timeout)
+            self.uploads.settle(timeout)
         except BaseException:  # (interrupted: the session stays open, and queue() takes calls again)
             self._closing = False
             raise
@@ -393,6 +382,7 @@ class SavePath:
     def flush(self) -> None:
         """Write every in-memory output to the store (a kept session ending)."""
         self.store_queued()
+        self.uploads.settle()
         with self.lock:
             pending = list(self._memory)
             self._memory.clear()
@@ -402,6 +392,7 @@ class SavePath:
     def write_manifest(self) -> None:
         """List every output in the store, all at once (a session that is kept after all)."""
         self.store_queued()
+        self.uploads.settle()
         with self.lock:
             stored = [r for r in self._records.values() if r.storage is _DISK]
         stored.sort(key=lambda r: (r.timestamp_ns, r.id))
@@ -414,6 +405,7 @@ class SavePath:
     def forget(self) -> int:
         """Drop every record held in memory (files already written stay); returns how many."""
         self.store_queued()
+        self.uploads.settle()
         with self.lock:
             count = len(self._records)
             # A new dict, not the old one emptied: a selection that took the records before this
@@ -436,6 +428,7 @@ class SavePath:
         its file again after it.
         """
         self.store_queued()
+        self.uploads.settle()
         with self.lock:
             gone = [k for k, r in self._records.items() if r.storage is not _MEMORY]
             written = {self._records[k].filename for k in gone}
@@ -454,33 +447,6 @@ class SavePath:
             return False
         return is_own_file(name, head, self.session_id)
 
-    def restore(self, records: list[Record]) -> None:
-        """Take over records rebuilt from the store (resume), numbering new calls after them."""
-        with self.lock:
-            self._records = {r.id: r for r in records}
-            self.names.restore(records)
-        for record in records:
-            self._index.add(record.id, record.search_text, record.preview, record.tokens)
-
-    def adopt(self, records: list[Record]) -> int:
-        """Take in the records another process listed in a shared store since this one read it; how many."""
-        with self.lock:
-            fresh = [r for r in records if r.id not in self._records]
-            self._records.update((r.id, r) for r in fresh)
-        for record in fresh:
-            if record.call.call_id is not None:
-                self.names.file(record)
-            self._index.add(record.id, record.search_text, record.preview, record.tokens)
-        return len(fresh)
-
-    def snapshot(self) -> list[Record]:
-        """Every record, oldest first (a queued call keeps the time it was queued at)."""
-        self.store_queued()
-        with self.lock:
-            records = list(self._records.values())
-        records.sort(key=lambda r: (r.timestamp_ns, r.counter))
-        return records
-
     def after_fork(self) -> None:
         """Make a forked child's copy usable: it has only the thread that forked it.
 
@@ -492,6 +458,7 @@ class SavePath:
         """
         self._saving = []
         self._later.after_fork()  # (the parent stores what it queued)
+        self.uploads.after_fork()  # (and uploads what it was uploading)
         self._idle = threading.Condition(self.lock)
         self._index = index = SearchIndex()
         for record in list(self._records.values()):

@@ -118,12 +118,14 @@ class ContextSession(Recording, Lookups):
     ``<url>/<session id>/``, endpoint and credentials from the provider's usual
     environment variables; ``pip install 'toolctx[s3]'``). Without it,
     ``TOOLCTX_STORE`` names one for every session of the process.
-    ``index``: with an object store, a database every worker reaches
-    (``"postgresql://user@host/db"``, or ``"sqlite:///path.db"`` on one host; a
-    :class:`~toolctx.index.SessionIndex`) that lists the session's stored calls
-    instead of a manifest object, with its notes, expiry and lease (see
-    :class:`Conversations`). Without it, ``TOOLCTX_INDEX`` names one for every
-    session with an object store.
+    ``index``: with an object store, a database every worker reaches (``"postgresql://user@host/db"``,
+    ``"sqlite:///path.db"`` on one host, a :class:`~toolctx.index.SessionIndex`) that lists the session's
+    calls instead of a manifest object, with its notes, expiry and lease (see :class:`Conversations`);
+    ``TOOLCTX_INDEX`` names one for every session with an object store.
+    ``background_uploads``: with a shared store, a tool call returns before its output is uploaded
+    (read from memory meanwhile); the next model call waits for the uploads, showing whole any that
+    failed. Off by default: a framework that saves the tool's result before its next model call (a
+    LangGraph checkpointer) would keep a handle whose upload a crash cut short.
     ``redact``: remove secrets from arguments and results before storing them (on
     by default; see :mod:`toolctx.redaction`); ``False`` turns it off.
     ``on_debug``: called as ``on_debug(event, data)`` for every event toolctx logs.
@@ -156,6 +158,7 @@ class ContextSession(Recording, Lookups):
         redact: bool | Redactor = True,
         on_debug: OnDebug | None = None,
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
+        background_uploads: bool = False,
     ) -> None:
         self._context_dir = resolve_context_dir(context_dir)
         self.session_id = validate_session_id(session_id) if session_id is not None else new_session_id()
@@ -178,6 +181,7 @@ class ContextSession(Recording, Lookups):
             always_emit=on_debug is not None,
             where=str(self.session_dir),
             listing=self.keep,
+            background=bool(background_uploads),
         )
         self._loader = Loader(self._saver, self.session_id, self.session_dir, self._skip)
         self._tokens: list[Any] = []
@@ -414,6 +418,7 @@ class ContextSession(Recording, Lookups):
         redact: bool | Redactor = True,
         on_debug: OnDebug | None = None,
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
+        background_uploads: bool = False,
     ) -> ContextSession:
         """Reopen a session kept with ``keep=True`` (possibly by a process that has since died).
 
@@ -449,6 +454,7 @@ class ContextSession(Recording, Lookups):
                 redact=redact,
                 on_debug=on_debug,
                 close_timeout=close_timeout,
+                background_uploads=background_uploads,
             )
             resumed._recover()
         except BaseException:

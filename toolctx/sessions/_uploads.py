@@ -1,0 +1,82 @@
+"""Writes to a shared store, off the tool's path: a tool call returns while its output is uploaded.
+
+A session in object storage would otherwise make every tool call wait for a PUT and
+an index insert (milliseconds on loopback, tens of them to a cloud region). Its save
+path hands the write to a pool of threads shared by the process and serves the output
+from memory until it lands; whoever is about to show the model a handle (a model call)
+first waits for the session's uploads to settle, so a handle the model sees is always
+in the store, or its output is shown whole. A slow store holds at most
+``MAX_PENDING`` uploads per session before a tool call waits for one to finish.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+__all__ = ["MAX_PENDING", "Uploads"]
+
+MAX_PENDING = 64
+_THREADS = 8
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="toolctx-upload")
+        return _pool
+
+
+class Uploads:
+    """The uploads of one session under way: submitted, then settled."""
+
+    def __init__(self) -> None:
+        self._done = threading.Condition(threading.Lock())
+        self._pending = 0
+
+    def __len__(self) -> int:
+        return self._pending
+
+    def submit(self, job: Callable[[], object]) -> None:
+        """Run ``job`` in the pool (it logs and counts its own failures)."""
+        with self._done:
+            self._done.wait_for(lambda: self._pending < MAX_PENDING)
+            self._pending += 1
+        try:
+            _executor().submit(self._run, job)
+        except BaseException:  # (an interpreter shutting down: upload here, now)
+            self._run(job)
+
+    def _run(self, job: Callable[[], object]) -> None:
+        try:
+            job()
+        finally:
+            with self._done:
+                self._pending -= 1
+                self._done.notify_all()
+
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait until every upload submitted so far is done (landed or failed); False if time ran out first."""
+        if not self._pending:
+            return True
+        with self._done:
+            return self._done.wait_for(lambda: not self._pending, timeout)
+
+    def after_fork(self) -> None:
+        """A forked child uploads nothing of its parent's (the parent does), and counts from nothing."""
+        self._done = threading.Condition(threading.Lock())
+        self._pending = 0
+
+
+def _forget_pool() -> None:
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()  # (its threads stayed in the parent)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
