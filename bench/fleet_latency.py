@@ -7,8 +7,9 @@ replayed through LangChain's real loop (``bench/replay.py``'s scripted model) wi
 ``ToolContextMiddleware(session=conversations)``, where ``conversations`` is either
 ``Conversations(<local folder>)`` (today's one-host path) or
 ``Conversations(store="s3://...", index="postgresql://...")`` on moto's S3 server over
-HTTP on loopback and a PostgreSQL server, both started here. The two alternate session by
-session, ``--rounds`` times. Reported: the wall time inside the middleware's tool hook
+HTTP on loopback and a PostgreSQL server, both started here, with uploads before the tool
+returns (the default) or in the background (``background_uploads=True``). The three
+alternate session by session, ``--rounds`` times. Reported: the wall time inside the middleware's tool hook
 per tool call (the tool itself excluded) and inside its model hook per model call (the
 model excluded): median, p90, p99, and the shared path's ratio to the local one.
 """
@@ -72,7 +73,8 @@ def main() -> int:
     HookClock.add = _recording_add  # type: ignore[method-assign]
     s3 = S3Server().start()
     postgres = PostgresServer().start()
-    walls: dict[str, dict[str, list[float]]] = {"local": {}, "shared": {}}
+    modes = ("local", "shared", "background")
+    walls: dict[str, dict[str, list[float]]] = {mode: {} for mode in modes}
     try:
         os.environ.update(s3.environment())
         store, index = f"s3://{s3.bucket()}/conversations", postgres.url
@@ -80,9 +82,12 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             for round_ in range(options.rounds):
                 for n, trace in enumerate(traces):
-                    for mode in ("local", "shared") if (n + round_) % 2 == 0 else ("shared", "local"):
+                    turn = (n + round_) % len(modes)
+                    for mode in modes[turn:] + modes[:turn]:  # (each mode first as often as the others)
                         where = Path(tmp) / f"{mode}-{round_}"
-                        shared = {"store": store, "index": index} if mode == "shared" else {}
+                        shared = {"store": store, "index": index} if mode != "local" else {}
+                        if mode == "background":
+                            shared["background_uploads"] = True
                         conversations = toolctx.Conversations(where, **shared)
                         _replay_langchain.ToolContextMiddleware = (  # type: ignore[misc]
                             lambda conversations=conversations: ToolContextMiddleware(session=conversations)
@@ -101,10 +106,12 @@ def main() -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
     }
     for kind in ("tool", "model"):
-        local, shared = quantiles(walls["local"][kind]), quantiles(walls["shared"][kind])
-        report[kind] = {"local": local, "shared": shared,
-                        "ratio_median": round(shared["median_ms"] / local["median_ms"], 2),
-                        "extra_p99_ms": round(shared["p99_ms"] - local["p99_ms"], 3)}  # fmt: skip
+        local = quantiles(walls["local"][kind])
+        report[kind] = {"local": local}
+        for mode in modes[1:]:
+            other = quantiles(walls[mode][kind])
+            report[kind][mode] = {**other, "ratio_median": round(other["median_ms"] / local["median_ms"], 2),
+                                  "extra_p99_ms": round(other["p99_ms"] - local["p99_ms"], 3)}  # fmt: skip
     print(json.dumps(report, indent=2))
     if options.json:
         options.json.write_text(json.dumps(report, indent=2))

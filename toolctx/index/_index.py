@@ -17,8 +17,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as postgres_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
 
 from toolctx._database import open_database
 from toolctx.errors import ConfigError
@@ -46,6 +47,10 @@ class SessionIndex:
             )
         self.engine = open_database(url, _WHAT, connect_timeout=5)  # (an unreachable index costs a call 5 s)
         self.url = self.engine.url.render_as_string(hide_password=True)
+        postgres = self.engine.dialect.name == "postgresql"
+        # One statement, one round trip: no BEGIN and COMMIT around a read or a single write on PostgreSQL.
+        self._auto = self.engine.execution_options(isolation_level="AUTOCOMMIT") if postgres else None
+        self._insert = postgres_insert if postgres else sqlite_insert
         try:
             create_schema(self.engine, upgrade=upgrade)
         except BaseException:
@@ -58,11 +63,22 @@ class SessionIndex:
     def _write(self) -> Any:
         return self.engine.connect().execution_options(toolctx_write=True)
 
+    def _read(self) -> Any:
+        return self.engine.connect() if self._auto is None else self._auto.connect()
+
+    def _one(self, statement: Any) -> Any:
+        """Run one writing statement in a transaction of its own; its result (rows counted)."""
+        if self._auto is not None:
+            with self._auto.connect() as conn:
+                return conn.execute(statement)
+        with self._write() as conn, conn.begin():
+            return conn.execute(statement)
+
     # -- sessions -------------------------------------------------------------------------
 
     def exists(self, session_id: str) -> bool:
         """Whether ``session_id`` is in the index (kept, and not deleted or expired)."""
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             found = conn.execute(select(sessions.c.session_id).where(sessions.c.session_id == session_id))
             return found.first() is not None
 
@@ -71,25 +87,13 @@ class SessionIndex:
         (None: never, until deleted)."""
         now = time.time_ns() if now_ns is None else now_ns
         expires = None if keep_for is None else now + int(keep_for * 1e9)
-        with self._write() as conn, conn.begin():
-            changed = conn.execute(
-                update(sessions)
-                .where(sessions.c.session_id == session_id)
-                .values(used_ns=now, expires_ns=expires, store=store)
+        row = {"session_id": session_id, "store": store, "created_ns": now, "used_ns": now, "expires_ns": expires}
+        statement = self._insert(sessions).values(**row)
+        self._one(
+            statement.on_conflict_do_update(
+                index_elements=[sessions.c.session_id], set_={"used_ns": now, "expires_ns": expires, "store": store}
             )
-            if changed.rowcount:
-                return
-            try:
-                with conn.begin_nested():
-                    conn.execute(
-                        insert(sessions).values(
-                            session_id=session_id, store=store, created_ns=now, used_ns=now, expires_ns=expires
-                        )
-                    )
-            except IntegrityError:  # another worker recorded it at the same moment: theirs stands, used now
-                conn.execute(
-                    update(sessions).where(sessions.c.session_id == session_id).values(used_ns=now, expires_ns=expires)
-                )
+        )
 
     def note(self, session_id: str, word: str) -> None:
         """Remember ``word`` about ``session_id`` (which must be recorded: :meth:`touch`)."""
@@ -102,7 +106,7 @@ class SessionIndex:
             conn.execute(update(sessions).where(sessions.c.session_id == session_id).values(notes=f"{found}{word}\n"))
 
     def noted(self, session_id: str, word: str) -> bool:
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             found = conn.execute(select(sessions.c.notes).where(sessions.c.session_id == session_id)).scalar()
         return found is not None and word in found.split("\n")
 
@@ -115,14 +119,14 @@ class SessionIndex:
             .order_by(sessions.c.expires_ns)
             .limit(limit)
         )
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return [(row[0], row[1]) for row in conn.execute(query)]
 
     def known(self, session_ids: Iterable[str]) -> set[str]:
         """Which of ``session_ids`` the index holds."""
         wanted = list(session_ids)
         found: set[str] = set()
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start : start + 500]
                 found.update(
@@ -132,7 +136,7 @@ class SessionIndex:
 
     def count(self) -> int:
         """How many sessions the index holds."""
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return int(conn.execute(select(func.count()).select_from(sessions)).scalar() or 0)
 
     def forget(self, session_id: str) -> bool:
@@ -147,12 +151,8 @@ class SessionIndex:
     def add(self, session_id: str, entry: bytes, *, record_id: str, task: str | None, call_id: str | None) -> None:
         """List one stored call of ``session_id`` (its manifest line); listing it again changes nothing."""
         row = {"session_id": session_id, "record_id": record_id, "task": task, "call_id": call_id, "entry": entry}
-        with self._write() as conn, conn.begin():
-            try:
-                with conn.begin_nested():
-                    conn.execute(insert(calls).values(**row))
-            except IntegrityError:
-                pass  # (listed already: a spill listing again what a save listed)
+        # (listed already, by a spill listing again what a save listed: the first row stands)
+        self._one(self._insert(calls).values(**row).on_conflict_do_nothing(index_elements=["session_id", "record_id"]))
 
     def replace(self, session_id: str, entries: list[tuple[bytes, str, str | None, str | None]]) -> None:
         """List exactly ``entries`` (line, record id, task, call id) for ``session_id``, in order."""
@@ -167,7 +167,7 @@ class SessionIndex:
     def entries(self, session_id: str) -> list[bytes]:
         """The manifest lines of ``session_id``, in the order they were listed."""
         query = select(calls.c.entry).where(calls.c.session_id == session_id).order_by(calls.c.seq)
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return [bytes(row[0]) for row in conn.execute(query)]
 
     def identified(self, session_id: str, task: str | None, call_id: str) -> list[bytes]:
@@ -178,7 +178,7 @@ class SessionIndex:
             .where(and_(calls.c.session_id == session_id, same_task, calls.c.call_id == call_id))
             .order_by(calls.c.seq)
         )
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return [bytes(row[0]) for row in conn.execute(query)]
 
     # -- leases ----------------------------------------------------------------------------
@@ -188,14 +188,14 @@ class SessionIndex:
         it if ``holder`` has it); returns None then, else the holder that has it."""
         now = time.time_ns() if now_ns is None else now_ns
         free = or_(sessions.c.holder.is_(None), sessions.c.held_until_ns < now, sessions.c.holder == holder)
-        with self._write() as conn, conn.begin():
-            changed = conn.execute(
-                update(sessions)
-                .where(and_(sessions.c.session_id == session_id, free))
-                .values(holder=holder, held_until_ns=now + int(seconds * 1e9))
-            )
-            if changed.rowcount:
-                return None
+        changed = self._one(
+            update(sessions)
+            .where(and_(sessions.c.session_id == session_id, free))
+            .values(holder=holder, held_until_ns=now + int(seconds * 1e9))
+        )
+        if changed.rowcount:
+            return None
+        with self._read() as conn:
             found = conn.execute(select(sessions.c.holder).where(sessions.c.session_id == session_id)).scalar()
         if found is None:
             raise KeyError(session_id)  # (not recorded: touch() it first)
@@ -207,19 +207,18 @@ class SessionIndex:
         query = select(sessions.c.holder).where(
             and_(sessions.c.session_id == session_id, sessions.c.held_until_ns >= now)
         )
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             found = conn.execute(query).scalar()
         return None if found is None else str(found)
 
     def release(self, session_id: str, holder: str) -> bool:
         """Give up ``holder``'s lease on ``session_id``; False if it did not hold it (any more)."""
-        with self._write() as conn, conn.begin():
-            changed = conn.execute(
-                update(sessions)
-                .where(and_(sessions.c.session_id == session_id, sessions.c.holder == holder))
-                .values(holder=None, held_until_ns=None)
-            )
-            return bool(changed.rowcount)
+        changed = self._one(
+            update(sessions)
+            .where(and_(sessions.c.session_id == session_id, sessions.c.holder == holder))
+            .values(holder=None, held_until_ns=None)
+        )
+        return bool(changed.rowcount)
 
     # -- compaction decisions -----------------------------------------------------------
 
@@ -228,24 +227,19 @@ class SessionIndex:
         query = select(decisions.c.decided).where(
             and_(decisions.c.session_id == session_id, decisions.c.scope == scope)
         )
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             found = conn.execute(query).scalar()
         return None if found is None else str(found)
 
     def decide(self, session_id: str, scope: str, text: str, now_ns: int | None = None) -> None:
         """Store what was decided in ``scope`` of ``session_id`` (JSON text, say), replacing what was there."""
         now = time.time_ns() if now_ns is None else now_ns
-        same = and_(decisions.c.session_id == session_id, decisions.c.scope == scope)
-        with self._write() as conn, conn.begin():
-            if conn.execute(update(decisions).where(same).values(decided=text, updated_ns=now)).rowcount:
-                return
-            try:
-                with conn.begin_nested():
-                    conn.execute(
-                        insert(decisions).values(session_id=session_id, scope=scope, decided=text, updated_ns=now)
-                    )
-            except IntegrityError:
-                conn.execute(update(decisions).where(same).values(decided=text, updated_ns=now))
+        statement = self._insert(decisions).values(session_id=session_id, scope=scope, decided=text, updated_ns=now)
+        self._one(
+            statement.on_conflict_do_update(
+                index_elements=[decisions.c.session_id, decisions.c.scope], set_={"decided": text, "updated_ns": now}
+            )
+        )
 
     def close(self) -> None:
         """Close the index's connections (a later call opens new ones)."""

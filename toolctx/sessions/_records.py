@@ -319,13 +319,20 @@ class Record:
         """Back to unstored with its full arguments (the store was cleared while it was being written)."""
         self._filename, self.call.args_json, self.storage = None, args_json, StorageKind.NONE
 
-    def on_disk(self) -> None:
-        """The document is now in the store: drop the in-memory copy and keep small args only."""
+    def on_disk(self, *, cached: bool = False) -> None:
+        """The document is now in the store: drop the in-memory copy and keep small args only (``cached``: keep
+        both for now, for reads that would otherwise go to a remote store; :meth:`uncache` drops them)."""
         if self._preview is None:
             self._preview = self._derive_preview(PREVIEW_CHARS)
         if self._tokens is None and self.payload is not None:  # estimated while the payload is at hand
             self._tokens = estimate_tokens(self.payload[0])
         self.storage = StorageKind.DISK
+        if not cached:
+            self.uncache()
+
+    def uncache(self) -> None:
+        """Drop the in-memory copy of a stored output (the payload first: a reader that finds it reads the
+        full arguments with it)."""
         self.payload = None
         self.call.args_json = shorten_args(self.call.args_json)
 

@@ -87,6 +87,8 @@ class SavePath(Holding):
         self.memory_bytes = 0
         self._generation = 0  # changes each time the store is cleared
         self._memory: deque[Record] = deque()  # outputs held in memory, oldest first
+        self._cached: deque[Record] = deque()  # stored outputs of a remote store also in memory, oldest first
+        self.cached_bytes = 0
         self._written: dict[str, str] = {}  # identical-output key -> file already holding it
         self._screen = None if redactor is None else CallScreen(redactor)
         self.names = CallNames()
@@ -294,8 +296,20 @@ class SavePath(Holding):
                 id=record.id,
             )
             return
-        record.on_disk()
+        record.on_disk(cached=self.store.shared)  # (a remote store: read back from memory while it fits)
+        if self.store.shared:
+            self._cache(record)
         self._append_manifest(record)
+
+    def _cache(self, record: Record) -> None:
+        """Keep ``record``'s stored output in memory too, dropping the oldest such copies past the budget."""
+        with self.lock:
+            self._cached.append(record)
+            self.cached_bytes += record.size
+            while self.cached_bytes > self.memory_budget and self._cached:
+                oldest = self._cached.popleft()
+                self.cached_bytes -= oldest.size
+                oldest.uncache()
 
     def _append_manifest(self, record: Record) -> None:
         """List ``record`` in a kept session's manifest (other workers of a shared store find a call by it:
@@ -414,6 +428,8 @@ class SavePath(Holding):
             self.names.clear()
             self._memory.clear()
             self.memory_bytes = 0
+            self._cached.clear()
+            self.cached_bytes = 0
             self._index.clear()
         return count
 
@@ -434,6 +450,8 @@ class SavePath(Holding):
             written = {self._records[k].filename for k in gone}
             self._records = {k: r for k, r in self._records.items() if r.storage is _MEMORY}  # (see forget)
             self._written.clear()
+            self._cached.clear()
+            self.cached_bytes = 0
             owned = [name for name in self.store.list() if name in written or self._owns(name)]
             removed = sum(self.store.delete(name) for name in owned)
             self._generation += 1
