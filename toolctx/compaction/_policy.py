@@ -20,12 +20,12 @@ client-supplied history) is another call, never the old record.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from toolctx._internal import internal_error
+from toolctx.compaction._conversation import Conversation
 from toolctx.compaction._decisions import (
     Decisions,
     digest,
@@ -46,7 +46,7 @@ from toolctx.compaction._standins import (
     stored_text,
     text_marker,
 )
-from toolctx.compaction._tooltime import persist_call, shown_output, stored_call, unstored_text
+from toolctx.compaction._tooltime import shown_output, store_late, stored_call, unstored_text
 from toolctx.sessions import CallParts, ContextSession, SavedCall
 from toolctx.tokens import estimate_tokens_cached as estimated
 
@@ -58,38 +58,6 @@ _ARG_STAND_IN_TOKENS = 35  # an argument stand-in without its preview
 _TEXT_MARKER_TOKENS = 25  # a marker for old assistant text
 _CONVERSATIONS = 64  # conversations remembered per compactor, least recently used dropped
 _UNSET: Any = object()
-_ResultAt = tuple[int, ToolCall, Item]  # a result: where the call it answers is, that call, the result described
-
-
-@dataclass
-class _Conversation:
-    key: Hashable = None
-    task: int | str | None = None  # the task its calls are stored and found under
-    length: int = 0
-    first: Hashable = None
-    last: Hashable = None
-    emitted: list[Any] = field(default_factory=list)
-    shown: int = 0  # estimated tokens of what the model is shown
-    sizes: list[int] = field(default_factory=list)  # the same, per item
-    calls: dict[str, tuple[int, ToolCall]] = field(default_factory=dict)  # call id -> its latest (position, call)
-    results: dict[int, _ResultAt] = field(default_factory=dict)  # position -> the result there
-    recent: deque[int] = field(default_factory=deque)  # positions of results still inside the keep window
-    texts: deque[tuple[int, str]] = field(default_factory=deque)  # (position, text): assistant text not yet old
-    said: dict[int, str] = field(default_factory=dict)  # position -> text: old assistant text, a candidate
-    candidates: deque[tuple[int, int]] = field(default_factory=deque)  # (position of a result or text, gain)
-    available: int = 0  # estimated tokens all candidates would free
-    model_calls: int = 0  # model calls made so far
-    answered: int = 0  # model responses the history holds (runs of assistant items), should it be read anew
-    answering: bool = False  # the last item taken in is part of a response
-    final: set[int] = field(default_factory=set)  # positions of results shown a compaction marker
-    early: dict[int, str] = field(default_factory=dict)  # position -> a big output's stand-in this compactor made
-    seen: dict[str, int] = field(default_factory=dict)  # call id -> calls with it so far
-    idents: dict[tuple[int, str], str] = field(default_factory=dict)  # a reused call id's later calls' identities
-
-    def ident(self, call_position: int, call_id: str) -> str:
-        """What decisions about the call at ``call_position`` are kept under: its id, numbered from its id's
-        second use on (a decision never passes to another call with the same id and content)."""
-        return self.idents.get((call_position, call_id), call_id)
 
 
 class Compactor(Generic[T]):
@@ -106,7 +74,7 @@ class Compactor(Generic[T]):
         self.session: Resolver = session_resolver(session)
         self.decided = Decisions()  # per conversation and content: what is shown from now on
         self.operations = 0
-        self._conversations: OrderedDict[Hashable, _Conversation] = OrderedDict()
+        self._conversations: OrderedDict[Hashable, Conversation] = OrderedDict()
         self._lock = threading.Lock()  # one adapter may serve agents running in several threads
 
     # -- one model call ----------------------------------------------------------------
@@ -143,7 +111,8 @@ class Compactor(Generic[T]):
                 if kept is not None and self.decided.load(key, kept):
                     self._conversations.pop(key, None)  # (read again from the start, with those decisions)
                     notes(session).offer_read_context |= key in self.decided.offered
-                shown, edits = self._view(items, key, task, session, now)
+                view = self._settled if shared else self._view
+                shown, edits = view(items, key, task, session, now)
                 kept = self.decided.dump(key, offered=notes(session).offer_read_context) if shared else None
             except BaseException:
                 # Half taken in, the conversation would show some items twice next time: read it again
@@ -153,6 +122,22 @@ class Compactor(Generic[T]):
         if kept is not None:
             keep_shared_state(session, state_name(key), kept)
         return shown, edits
+
+    def _settled(
+        self, items: Sequence[T], key: Hashable, task: int | str | None, session: ContextSession, now: bool = False
+    ) -> tuple[list[T], list[Edit]]:
+        """``_view`` in a shared store: what it stores uploads in parallel and lands before anyone is shown its
+        handle; if some did not land, the call is made again from the decisions before it, storing one by one
+        (a failure then shows the output whole)."""
+        failed = session.save_path.failed_writes
+        with session.save_path.deferred():
+            shown, edits = self._view(items, key, task, session, now)
+        session.save_path.settle()
+        if session.save_path.failed_writes == failed:
+            return shown, edits
+        self.decided.load(key, self.decided.synced.pop(key, b"{}"))
+        self._conversations.pop(key, None)
+        return self._view(items, key, task, session, now)
 
     def _view(
         self, items: Sequence[T], key: Hashable, task: int | str | None, session: ContextSession, now: bool = False
@@ -168,7 +153,7 @@ class Compactor(Generic[T]):
             and task == conversation.task
         )
         if not reuse:
-            conversation = self._conversations[key] = _Conversation(key, task)
+            conversation = self._conversations[key] = Conversation(key, task)
         session_notes = notes(session)
         for position in range(conversation.length, n):
             conversation.emitted.append(self._add(conversation, session, session_notes, position, items[position]))
@@ -180,10 +165,10 @@ class Compactor(Generic[T]):
         session_notes.shown_tokens, session_notes.model_calls = conversation.shown, conversation.model_calls
         return list(conversation.emitted), edits
 
-    def _conversation(self, key: Hashable) -> _Conversation:
+    def _conversation(self, key: Hashable) -> Conversation:
         found = self._conversations.get(key)
         if found is None:
-            found = self._conversations[key] = _Conversation(key)
+            found = self._conversations[key] = Conversation(key)
             while len(self._conversations) > _CONVERSATIONS:
                 self._conversations.popitem(last=False)
         else:
@@ -191,7 +176,7 @@ class Compactor(Generic[T]):
         return found
 
     def _add(
-        self, conversation: _Conversation, session: ContextSession, session_notes: Notes, position: int, item: T
+        self, conversation: Conversation, session: ContextSession, session_notes: Notes, position: int, item: T
     ) -> T:
         """Take in one new item; returns it as shown (with earlier decisions about its calls applied)."""
         self.operations += 1
@@ -253,7 +238,7 @@ class Compactor(Generic[T]):
         conversation.sizes.append(tokens)
         return item
 
-    def _unhooked(self, conversation: _Conversation, session: ContextSession, position: int) -> str | None:
+    def _unhooked(self, conversation: Conversation, session: ContextSession, position: int) -> str | None:
         """The stand-in for a big output that reached the model whole (an MCP or hosted tool, say), or None.
 
         Outputs of wrapped tools were given their stand-in when the tool ran; one
@@ -269,7 +254,7 @@ class Compactor(Generic[T]):
         if stored is not None:
             pointer: SavedCall | None = SavedCall(stored.id, True, stored.error is not None, stored.tool_name)
         else:
-            pointer = self._store_late(session, call, result, conversation.task)
+            pointer = store_late(session, call, result, conversation.task)
         shown = shown_output(self.settings, session, pointer, result.text)
         if shown is not None:
             ident = conversation.ident(call_position, call.id)
@@ -278,7 +263,7 @@ class Compactor(Generic[T]):
         return shown
 
     def _stored(
-        self, conversation: _Conversation, session: ContextSession, call: ToolCall, result: Item
+        self, conversation: Conversation, session: ContextSession, call: ToolCall, result: Item
     ) -> CallParts | None:
         """The stored copy of a result the conversation shows, or None: the call a stand-in names, else the
         newest call stored under the conversation's task with this call id, arguments and output."""
@@ -288,14 +273,14 @@ class Compactor(Generic[T]):
             # (a handle of another conversation's, in a history someone supplied: not this conversation's call)
             return parts if parts is not None and parts.task_id == conversation.task else None
         found = stored_call(session, call, result, conversation.task)
-        if found is None and session.store.shared and session.catch_up():  # (stored by another worker since)
+        if found is None and session.store.shared and session.catch_up(call.id, task_id=conversation.task):
             found = stored_call(session, call, result, conversation.task)
         return found
 
     # -- choosing and making a batch ---------------------------------------------------------
 
     def _compact(
-        self, conversation: _Conversation, session: ContextSession, session_notes: Notes, now: bool = False
+        self, conversation: Conversation, session: ContextSession, session_notes: Notes, now: bool = False
     ) -> list[Edit]:
         settings = self.settings
         while len(conversation.recent) > settings.keep:
@@ -339,14 +324,14 @@ class Compactor(Generic[T]):
         self._apply(conversation, edits)
         return edits
 
-    def _candidate(self, conversation: _Conversation, position: int, gain: int) -> bool:
+    def _candidate(self, conversation: Conversation, position: int, gain: int) -> bool:
         if gain <= 0:
             return False
         conversation.candidates.append((position, gain))
         conversation.available += gain
         return True
 
-    def _estimated_gain(self, conversation: _Conversation, position: int) -> int:
+    def _estimated_gain(self, conversation: Conversation, position: int) -> int:
         self.operations += 1
         settings = self.settings
         if position in conversation.final:
@@ -380,7 +365,7 @@ class Compactor(Generic[T]):
     def _may_have_long_args(self, call: ToolCall) -> bool:
         return call.size < 0 or call.size > self.settings.args_chars
 
-    def _edit(self, conversation: _Conversation, session: ContextSession, position: int) -> Edit | None:
+    def _edit(self, conversation: Conversation, session: ContextSession, position: int) -> Edit | None:
         """The stand-ins for one old call (or assistant text), cut from its stored copy; None if not restorable."""
         self.operations += 1
         if position in conversation.said:
@@ -390,7 +375,7 @@ class Compactor(Generic[T]):
         try:
             stored = self._stored(conversation, session, call, result)
             if stored is None and handle_of(result.text) is None:  # no hook stored it: store it now
-                saved = self._store_late(session, call, result, conversation.task)
+                saved = store_late(session, call, result, conversation.task)
                 if saved is None or not saved.stored:
                     return None
                 stored = session.parts_of(saved.id)
@@ -418,7 +403,7 @@ class Compactor(Generic[T]):
             return None
         return Edit(call.id, new_result, new_args, None, position, call_position, digest(result.text), originals)
 
-    def _text_edit(self, conversation: _Conversation, session: ContextSession, position: int) -> Edit | None:
+    def _text_edit(self, conversation: Conversation, session: ContextSession, position: int) -> Edit | None:
         """The marker for the old assistant text at ``position``, cut from its stored copy; None if not restorable."""
         said = conversation.said.pop(position)  # (every text candidate's text is there, taken once)
         task = conversation.task
@@ -442,15 +427,7 @@ class Compactor(Generic[T]):
         marker = text_marker(stored.id, stored_text(stored))
         return Edit(None, marker, text=said, position=position) if len(marker) < len(said) else None
 
-    @staticmethod
-    def _store_late(session: ContextSession, call: ToolCall, result: Item, task: int | str | None) -> SavedCall | None:
-        """A result made without the adapter's tool hook (or before it): store it now, or give up (None)."""
-        args = call.args if isinstance(call.args, dict) else dict(call.args)  # (stored as a plain dict)
-        return persist_call(
-            session, call.name or result.tool or "tool", args, result.text, call_id=call.id, task_id=task
-        )
-
-    def _apply(self, conversation: _Conversation, edits: list[Edit]) -> None:
+    def _apply(self, conversation: Conversation, edits: list[Edit]) -> None:
         key = conversation.key
         by_position: dict[int, tuple[str | None, dict[str, Mapping[str, Any]]]] = {}
         for edit in edits:

@@ -32,6 +32,7 @@ __all__ = [
     "queue_call",
     "shown_output",
     "shown_whole",
+    "store_late",
     "stored_call",
 ]
 
@@ -260,3 +261,9 @@ def unstored_text(session: ContextSession, text: str) -> str | None:
     """The whole output behind a stand-in whose upload failed after all (None: its handle reads back)."""
     held = session.unstored(handle_of(text) or "") if session.save_path.failed_writes else None
     return None if held is None else stored_text(held)
+
+
+def store_late(session: ContextSession, call: ToolCall, result: Item, task: int | str | None) -> SavedCall | None:
+    """A result made without the adapter's tool hook (or before it): store it now, or give up (None)."""
+    args = call.args if isinstance(call.args, dict) else dict(call.args)  # (stored as a plain dict)
+    return persist_call(session, call.name or result.tool or "tool", args, result.text, call_id=call.id, task_id=task)

@@ -8,6 +8,7 @@ Everything else (put, get, ranged reads, deletion) goes to the store beneath.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 
 import orjson
@@ -65,6 +66,9 @@ class IndexedStore(BlobStore):
             return
         record_id, task, call_id = _identity(data)
         self.index.add(self.session_id, data, record_id=record_id, task=task, call_id=call_id)
+
+    def find_listed(self, task: str | None, call_id: str) -> builtins.list[bytes] | None:
+        return self.index.identified(self.session_id, task, call_id)
 
     def get_state(self, name: str) -> bytes | None:
         found = self.index.decided(self.session_id, name)

@@ -15,8 +15,9 @@ from pathlib import Path
 from toolctx._naming import POINTER_ID, parse_context_filename, strip_handle
 from toolctx.models import ContextPointer, StoredContext
 from toolctx.sessions._records import Record, parse_document
-from toolctx.sessions._resume import listed
+from toolctx.sessions._resume import listed, parsed
 from toolctx.sessions._saving import SavePath
+from toolctx.sessions._tags import current_tags
 
 __all__ = ["ContextRef", "Loader"]
 
@@ -88,16 +89,24 @@ class Loader:
         saver.adopt(listed(saver.store, self.session_id))
         return saver.records.get(pointer_id)
 
-    def catch_up(self) -> int:
-        """Take in the calls other workers listed in a shared store since; how many were new (0: not shared)."""
-        saver = self._saver
-        return saver.adopt(listed(saver.store, self.session_id)) if saver.store.shared else 0
+    def catch_up(self, call_id: str | None = None, task_id: int | str | None = None) -> int:
+        """Take in the calls other workers listed in a shared store since (those with this framework call id
+        under ``task_id`` when the store finds calls by identity); how many were new (0: not shared)."""
+        store = self._saver.store
+        if not store.shared:
+            return 0
+        lines = None if call_id is None else store.find_listed(None if task_id is None else str(task_id), call_id)
+        found = listed(store, self.session_id) if lines is None else parsed(lines, self.session_id)
+        return self._saver.adopt(found)
 
     def named(self, call_id: str, task_id: int | str | None) -> list[Record]:
         """The records stored with this framework call id under ``task_id`` (see ``SavePath.named``), after
         reading what other workers listed in a shared store if this process has none."""
         found = self._saver.named(call_id, task_id)
-        return self._saver.named(call_id, task_id) if not found and self.catch_up() else found
+        if found or not self._saver.store.shared:
+            return found
+        task_id = current_tags.get().task_id if task_id is None else task_id  # (as SavePath.named does)
+        return self._saver.named(call_id, task_id) if self.catch_up(call_id, task_id) else found
 
     def path_name(self, ref: object) -> str | None:
         """The file name of ``ref`` if it is a path to a context file of this session."""

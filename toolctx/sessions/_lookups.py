@@ -76,10 +76,11 @@ class Lookups(SessionCore):
         found = (self._parts(record) for record in self._loader.named(_checked_call_id(call_id), task_id))
         return [parts for parts in found if parts is not None]
 
-    def catch_up(self) -> int:
-        """Take in the calls other workers stored since in a shared store (see ``store.shared``); how many were
-        new. A handle or call id this process does not know is looked up this way by itself."""
-        return self._loader.catch_up()
+    def catch_up(self, call_id: str | None = None, *, task_id: int | str | None = None) -> int:
+        """Take in the calls other workers stored since in a shared store (see ``store.shared``): all of them,
+        or those with this framework call id under ``task_id``; how many were new. A handle or call id this
+        process does not know is looked up this way by itself."""
+        return self._loader.catch_up(call_id, task_id)
 
     def parts_of(self, ref: str) -> CallParts | None:
         """:meth:`call_parts` of the call with this pointer id (or handle): None if this session has no such

@@ -11,13 +11,13 @@ without a manifest line it is not recovered (its output is, under the first call
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from toolctx._naming import MANIFEST_NAME, parse_context_filename
 from toolctx.sessions._records import Record, parse_document, parse_manifest_line, record_from_context
 from toolctx.storage import BlobStore
 
-__all__ = ["listed", "recover"]
+__all__ = ["listed", "parsed", "recover"]
 
 
 def recover(store: BlobStore, session_id: str, skip: Callable[[str, str], None]) -> list[Record]:
@@ -69,8 +69,13 @@ def listed(store: BlobStore, session_id: str) -> list[Record]:
         manifest = store.get(MANIFEST_NAME)
     except FileNotFoundError:
         return []
+    return parsed(manifest.splitlines(), session_id)
+
+
+def parsed(lines: Iterable[bytes], session_id: str) -> list[Record]:
+    """The records manifest ``lines`` list (a damaged one skipped)."""
     records = []
-    for line in manifest.splitlines():
+    for line in lines:
         try:
             records.append(parse_manifest_line(line, session_id))
         except Exception:

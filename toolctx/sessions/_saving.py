@@ -43,7 +43,7 @@ from toolctx.sessions._queue import LaterSaves
 from toolctx.sessions._records import Call, Payload, Record, error_info, preview_of
 from toolctx.sessions._screening import CallScreen
 from toolctx.sessions._tags import current_tags
-from toolctx.sessions._uploads import Uploads
+from toolctx.sessions._uploads import Uploads, deferred, deferring
 from toolctx.storage import BlobStore
 from toolctx.tokens import estimate_tokens
 
@@ -239,7 +239,7 @@ class SavePath(Holding):
             self.spill(evicted)
 
     def _keep_on_disk(self, record: Record, payload: Payload, indexed: str) -> None:
-        if self.background and self.store.shared:  # (uploaded off the tool's path, read from memory meanwhile)
+        if self.store.shared and (self.background or deferring()):  # (uploaded apart, read from memory meanwhile)
             record.payload, record.storage = payload, _MEMORY
             with self.lock:
                 self._records[record.id] = record
@@ -355,6 +355,8 @@ class SavePath(Holding):
                     if record.id in self._records:
                         self._memory.append(record)
                         self.memory_bytes += record.size + len(record.call.args_json)
+
+    deferred = staticmethod(deferred)  # (the block's stores upload in the background: see _uploads)
 
     def settle(self, timeout: float | None = None) -> bool:
         """Wait for the outputs being uploaded to a shared store to land (or fail: they are then shown whole);

@@ -11,17 +11,38 @@ in the store, or its output is shown whole. A slow store holds at most
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["MAX_PENDING", "Uploads"]
+__all__ = ["MAX_PENDING", "Uploads", "deferred", "deferring"]
 
 MAX_PENDING = 64
 _THREADS = 8
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+
+
+_deferred: contextvars.ContextVar[bool] = contextvars.ContextVar("toolctx_deferred_uploads", default=False)
+
+
+def deferring() -> bool:
+    """Whether outputs stored here and now upload in the background (inside :func:`deferred`)."""
+    return _deferred.get()
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Within the block, outputs this thread or task stores in a shared store upload in the background, in
+    parallel: a model call storing the calls it compacts, which settles them before showing their handles."""
+    token = _deferred.set(True)
+    try:
+        yield
+    finally:
+        _deferred.reset(token)
 
 
 def _executor() -> ThreadPoolExecutor:

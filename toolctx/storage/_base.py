@@ -7,6 +7,7 @@ atomic: a reader sees the whole blob or no blob, never a part.
 
 from __future__ import annotations
 
+import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import NoReturn
@@ -71,6 +72,11 @@ class BlobStore(ABC):
         Backends that can read part of a blob override this.
         """
         return self.get(name)[:size]
+
+    def find_listed(self, task: str | None, call_id: str) -> builtins.list[bytes] | None:
+        """The manifest lines of the calls with this task and framework call id, when the store can find calls
+        by identity (a session index); None: read the whole manifest instead."""
+        return None
 
     def get_state(self, name: str) -> bytes | None:
         """What :meth:`put_state` last kept under ``name`` for the other workers of a shared store (None:

@@ -158,7 +158,7 @@ class LocalStore(BlobStore):
                 f"{str(self.directory)!r} holds a {LOCK_NAME} that is not a regular file; "
                 "toolctx will not use this directory"
             ) from None
-        if not try_lock(fd):
+        if not _locked(fd):
             os.close(fd)
             raise SessionBusyError(
                 f"session directory {str(self.directory)!r} is held by another live process; "
@@ -373,3 +373,17 @@ class LocalStore(BlobStore):
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+_PROBE_WAIT = 0.25  # seconds: a check that a directory is in use (gc, list_sessions) holds its lock for an instant
+
+
+def _locked(fd: int) -> bool:
+    """Take the lock on ``fd``, trying again for a moment: one held by a live session stays held, one a check
+    held for an instant is free again at once (a background gc probing the directory a request opens)."""
+    deadline = time.monotonic() + _PROBE_WAIT
+    while not try_lock(fd):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True

@@ -1,0 +1,47 @@
+"""What a compactor keeps of one conversation between two model calls."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolctx.compaction._items import Item, ToolCall
+
+__all__ = ["Conversation", "ResultAt"]
+
+ResultAt = tuple[int, ToolCall, Item]  # a result: where the call it answers is, that call, the result described
+
+
+@dataclass
+class Conversation:
+    """What a compactor knows of one conversation: what it saw last time, and what it made of it."""
+
+    key: Hashable = None
+    task: int | str | None = None  # the task its calls are stored and found under
+    length: int = 0
+    first: Hashable = None
+    last: Hashable = None
+    emitted: list[Any] = field(default_factory=list)
+    shown: int = 0  # estimated tokens of what the model is shown
+    sizes: list[int] = field(default_factory=list)  # the same, per item
+    calls: dict[str, tuple[int, ToolCall]] = field(default_factory=dict)  # call id -> its latest (position, call)
+    results: dict[int, ResultAt] = field(default_factory=dict)  # position -> the result there
+    recent: deque[int] = field(default_factory=deque)  # positions of results still inside the keep window
+    texts: deque[tuple[int, str]] = field(default_factory=deque)  # (position, text): assistant text not yet old
+    said: dict[int, str] = field(default_factory=dict)  # position -> text: old assistant text, a candidate
+    candidates: deque[tuple[int, int]] = field(default_factory=deque)  # (position of a result or text, gain)
+    available: int = 0  # estimated tokens all candidates would free
+    model_calls: int = 0  # model calls made so far
+    answered: int = 0  # model responses the history holds (runs of assistant items), should it be read anew
+    answering: bool = False  # the last item taken in is part of a response
+    final: set[int] = field(default_factory=set)  # positions of results shown a compaction marker
+    early: dict[int, str] = field(default_factory=dict)  # position -> a big output's stand-in this compactor made
+    seen: dict[str, int] = field(default_factory=dict)  # call id -> calls with it so far
+    idents: dict[tuple[int, str], str] = field(default_factory=dict)  # a reused call id's later calls' identities
+
+    def ident(self, call_position: int, call_id: str) -> str:
+        """What decisions about the call at ``call_position`` are kept under: its id, numbered from its id's
+        second use on (a decision never passes to another call with the same id and content)."""
+        return self.idents.get((call_position, call_id), call_id)
