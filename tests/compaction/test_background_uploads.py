@@ -80,3 +80,61 @@ def test_an_upload_that_fails_is_shown_whole_at_the_next_model_call(tmp_path: Pa
         assert s.save_path.failed_writes == 1
         said = toolctx.testing.escalated_warnings()
         assert any("could not store" in str(w) for w in said), said
+
+
+class CountingStore(DictStore):
+    """A shared store that counts reads and fails the writes of old assistant text when told to."""
+
+    shared = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+        self.fail_texts = False
+
+    def get(self, name: str) -> bytes:
+        self.reads += name.endswith(".json")  # (a stored output read back; the manifest is read to catch up)
+        return super().get(name)
+
+    def put(self, name: str, chunks: Sequence[bytes]) -> None:
+        if self.fail_texts and name.startswith("assistant_text"):
+            raise OSError("the bucket refused it")
+        super().put(name, chunks)
+
+
+SMALL = CompactionSettings(high_water=1500, low_water=200, keep=1, min_gain=0, cached_price=1.0, text_chars=100)
+
+
+def conversation(s: toolctx.ContextSession, compactor: Compactor[object]) -> list[list[dict[str, object]]]:
+    """A loop whose tool hook stores each output, with long assistant text, until a batch is made."""
+    messages: list[dict[str, object]] = [user(0, "fix it")]
+    views = []
+    for n in range(1, 12):
+        output = "".join(f"{n}: line {i} of the output\n" for i in range(60))
+        persist_call(s, "shell", {"command": f"cat {n}"}, output, call_id=f"c{n}", task_id="t")
+        messages += [asks(n, (f"c{n}", "shell", {"command": f"cat {n}"}), text="Thinking it over. " * 12)]
+        messages += [answer(f"c{n}", output)]
+        views.append(compactor.view(list(messages), "t", s)[0])
+    return views
+
+
+def test_a_batch_reads_nothing_back_from_the_store_that_this_worker_wrote(tmp_path: Path) -> None:
+    store = CountingStore()
+    with toolctx.session(tmp_path, store=store, threshold=0, keep=True) as s:
+        views = conversation(s, Compactor(DictAdapter(), SMALL, s))
+        assert any("[toolctx" in str(m.get("text")) for m in views[-1])  # (a batch was made)
+        assert store.reads == 0  # (each stored copy came from memory, not a request to the store)
+
+
+def test_old_text_a_batch_could_not_store_is_shown_whole_never_by_an_unreadable_handle(tmp_path: Path) -> None:
+    store = CountingStore()
+    store.fail_texts = True
+    with toolctx.session(tmp_path, store=store, threshold=0, keep=True) as s:
+        views = conversation(s, Compactor(DictAdapter(), SMALL, s))
+        assert any("[toolctx" in str(m.get("text")) for m in views[-1])  # (the outputs were compacted)
+        for view in views:
+            for message in view:
+                if message["role"] == "assistant":
+                    assert message["text"] == "Thinking it over. " * 12  # (never a marker with a lost handle)
+        assert s.save_path.failed_writes > 0
+        toolctx.testing.escalated_warnings()

@@ -296,9 +296,12 @@ class SavePath(Holding):
                 id=record.id,
             )
             return
-        record.on_disk(cached=self.store.shared)  # (a remote store: read back from memory while it fits)
-        if self.store.shared:
+        if self.store.shared:  # (a remote store: read back from memory while it fits)
+            record.payload = payload
+            record.on_disk(cached=True)
             self._cache(record)
+        else:
+            record.on_disk()
         self._append_manifest(record)
 
     def _cache(self, record: Record) -> None:
