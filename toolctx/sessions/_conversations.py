@@ -152,6 +152,7 @@ class Conversations:
         self._active: dict[str, int] = {}  # session id -> how many open() blocks use it now
         self._lock = threading.RLock()
         self._last_gc = 0.0
+        self._last_sweep = -86_400.0  # (the first collection sweeps too)
         self._pid = os.getpid()
         _register(self)
 
@@ -321,16 +322,21 @@ class Conversations:
         """Remove the conversations not used for ``keep_for``; returns their session ids.
 
         Conversations open in any live process are never touched; with an index,
-        nor are those whose lease a turn holds. Runs by itself in a background
-        thread at most once an hour, when a conversation is opened.
+        nor are those whose lease a turn holds, and once a day the store's payloads
+        no conversation lists are swept too (after a day's grace). Runs by itself in a
+        background thread at most once an hour, when a conversation is opened.
         """
         self._last_gc = time.monotonic()
         if self.index is None:
-            removed = gc(self.context_dir, older_than=self.keep_for, include_kept=True)
-            return [path.name for path in removed]
-        from toolctx.index import expire
+            return [path.name for path in gc(self.context_dir, older_than=self.keep_for, include_kept=True)]
+        from toolctx.index import expire, sweep
 
-        return expire(self.index, skip=self._busy)
+        removed = expire(self.index, skip=self._busy)
+        store = self._store_url("")
+        if store and time.monotonic() - self._last_sweep > 86_400:
+            self._last_sweep = time.monotonic()
+            sweep(store, self.index)
+        return removed
 
     # -- internals -------------------------------------------------------------------------
 
