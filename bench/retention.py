@@ -36,6 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 SECOND = 1_000_000_000
+LINE = b'{"op":"put","file":"report_0_0_0_abcdefghij.json","id":"abcdefghij"}\n'  # (one listed call each)
 
 
 def populate(index: Any, store: str, conversations: int, with_objects: int, orphans: int) -> list[str]:
@@ -51,7 +52,7 @@ def populate(index: Any, store: str, conversations: int, with_objects: int, orph
         for n in range(conversations)
     ]
     entries = [
-        {"session_id": r["session_id"], "record_id": "abcdefghij", "task": "t", "call_id": "c", "entry": b"{}\n"}
+        {"session_id": r["session_id"], "record_id": "abcdefghij", "task": "t", "call_id": "c", "entry": LINE}
         for r in rows
     ]
     with index.engine.begin() as conn:
@@ -81,6 +82,14 @@ def timed_requests(conversations: Any, label: str, until: threading.Event | None
     return spent
 
 
+def timed_sweep(store: str, index: Any) -> dict[str, Any]:
+    from toolctx.index import sweep
+
+    started = time.perf_counter()
+    swept = sweep(store, index, grace=0, now=time.time() + 1)
+    return {"swept": len(swept), "seconds": round(time.perf_counter() - started, 1)}
+
+
 def summary(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     return {
@@ -101,7 +110,7 @@ def main() -> int:
     import toolctx
     from tests.postgres_server import PostgresServer
     from tests.s3_server import S3Server
-    from toolctx.index import SessionIndex, sweep
+    from toolctx.index import SessionIndex
 
     s3, postgres = S3Server().start(), PostgresServer(fsync=True).start()
     report: dict[str, Any] = {
@@ -114,19 +123,22 @@ def main() -> int:
         os.environ.update(s3.environment())
         store = f"s3://{s3.bucket()}/conversations"
         index = SessionIndex(postgres.url)
-        started = time.perf_counter()
-        populated = populate(index, store, options.conversations, options.with_objects, options.orphans)
-        report["populate_seconds"] = round(time.perf_counter() - started, 1)
         with tempfile.TemporaryDirectory() as tmp:
+            # (timed before the store fills: this worker's own hourly collection runs now, with nothing to do)
             serving = toolctx.Conversations(Path(tmp) / "serving", store=store, index=postgres.url)
             report["requests_idle"] = summary(timed_requests(serving, "idle", None, 300))
+            started = time.perf_counter()
+            populated = populate(index, store, options.conversations, options.with_objects, options.orphans)
+            report["populate_seconds"] = round(time.perf_counter() - started, 1)
             collector = toolctx.Conversations(Path(tmp) / "collector", store=store, index=postgres.url)
             done = threading.Event()
             removed: list[str] = []
 
             def collect() -> None:
-                removed.extend(collector.collect())
-                done.set()
+                try:
+                    removed.extend(collector.collect())
+                finally:
+                    done.set()
 
             started = time.perf_counter()
             thread = threading.Thread(target=collect)
@@ -146,9 +158,7 @@ def main() -> int:
             )
             serving.close()
             collector.close()
-        started = time.perf_counter()
-        swept = sweep(store, index, grace=0, now=time.time() + 1)
-        report["sweep"] = {"swept": len(swept), "seconds": round(time.perf_counter() - started, 1)}
+        report["sweep"] = timed_sweep(store, index)
     finally:
         postgres.stop()
         s3.stop()

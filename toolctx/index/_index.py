@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
 from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -139,6 +140,28 @@ class SessionIndex:
         with self._read() as conn:
             return int(conn.execute(select(func.count()).select_from(sessions)).scalar() or 0)
 
+    def forget_all(self, session_ids: list[str]) -> None:
+        """:meth:`forget` for many sessions, in one transaction per 500."""
+        for start in range(0, len(session_ids), 500):
+            chunk = session_ids[start : start + 500]
+            with self._write() as conn, conn.begin():
+                for table in (calls, decisions, sessions):
+                    conn.execute(delete(table).where(table.c.session_id.in_(chunk)))
+
+    def files(self, session_ids: list[str]) -> dict[str, list[str]]:
+        """The names of the payloads listed for each of ``session_ids``."""
+        found: dict[str, list[str]] = {}
+        with self._read() as conn:
+            for start in range(0, len(session_ids), 500):
+                query = select(calls.c.session_id, calls.c.entry).where(
+                    calls.c.session_id.in_(session_ids[start : start + 500])
+                )
+                for session_id, entry in conn.execute(query):
+                    name = orjson.loads(entry).get("file")
+                    if isinstance(name, str):
+                        found.setdefault(session_id, []).append(name)
+        return found
+
     def forget(self, session_id: str) -> bool:
         """Delete everything the index holds of ``session_id``; False if it held nothing."""
         with self._write() as conn, conn.begin():
@@ -210,6 +233,23 @@ class SessionIndex:
         with self._read() as conn:
             found = conn.execute(query).scalar()
         return None if found is None else str(found)
+
+    def take_all(self, session_ids: list[str], holder: str, seconds: float) -> list[str]:
+        """:meth:`take` for many sessions in one statement per 500; the ids taken."""
+        now = time.time_ns()
+        free = or_(sessions.c.holder.is_(None), sessions.c.held_until_ns < now, sessions.c.holder == holder)
+        taken: list[str] = []
+        for start in range(0, len(session_ids), 500):
+            chunk = session_ids[start : start + 500]
+            statement = (
+                update(sessions)
+                .where(and_(sessions.c.session_id.in_(chunk), free))
+                .values(holder=holder, held_until_ns=now + int(seconds * 1e9))
+                .returning(sessions.c.session_id)
+            )
+            with self._write() as conn, conn.begin():
+                taken += [str(row[0]) for row in conn.execute(statement)]
+        return taken
 
     def release(self, session_id: str, holder: str) -> bool:
         """Give up ``holder``'s lease on ``session_id``; False if it did not hold it (any more)."""

@@ -32,7 +32,9 @@ from __future__ import annotations
 import builtins
 import errno
 import importlib
+import os
 import random
+import threading
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -87,11 +89,7 @@ class ObjectStore(BlobStore):
         self.url = url.rstrip("/")
         self.session_id = validate_session_id(session_id)
         obstore = self._obstore = _obstore()
-        options = {**options, "retry_config": {**_RETRY, **options.get("retry_config", {})}}
-        try:
-            self._store = obstore.store.from_url(self.url, **options)
-        except Exception as exc:  # (obstore's own errors for a URL or option it cannot use)
-            raise ConfigError(f"cannot open the object store {self.url!r}: {exc}") from None
+        self._store = _client(obstore, self.url, options)
         # (obstore raises the built-in FileNotFoundError for a missing object, its own NotFoundError elsewhere)
         self._missing = (obstore.exceptions.NotFoundError, FileNotFoundError)
         self._exists = obstore.exceptions.AlreadyExistsError
@@ -208,6 +206,19 @@ class ObjectStore(BlobStore):
             raise self._failed("delete", "*", exc) from exc
         return len(found)
 
+    def remove_paths(self, paths: Sequence[str]) -> None:
+        """Delete objects under the store's URL by their paths (``<session id>/<name>``), a thousand per request;
+        paths of no object are passed over."""
+        for path in paths:
+            session_id, _, name = path.partition("/")
+            validate_session_id(session_id)
+            check_name(name)
+        try:
+            for start in range(0, len(paths), 1000):
+                self._obstore.delete(self._store, list(paths[start : start + 1000]))
+        except Exception as exc:
+            raise self._failed("delete", "*", exc) from exc
+
     def newest(self) -> float | None:
         """When the session's newest object was written (UNIX seconds); None if it has none."""
         prefix = f"{self.session_id}/"
@@ -224,6 +235,42 @@ class ObjectStore(BlobStore):
         except Exception as exc:
             raise self._failed("list", "*", exc) from exc
         return [str(prefix).rstrip("/").rpartition("/")[2] for prefix in found["common_prefixes"]]
+
+
+_clients: dict[str, Any] = {}  # url and environment -> the obstore client the sessions under it share
+_clients_lock = threading.Lock()
+
+
+def _client(obstore: Any, url: str, options: dict[str, Any]) -> Any:
+    """The obstore client for ``url``: one per URL in a process when no options are given (a session each
+    would open connections of its own, a TLS handshake apiece), a new one otherwise."""
+    shared = not options
+    # (the provider's variables name the endpoint and credentials: a client made under others is another one)
+    key = repr((url, sorted(i for i in os.environ.items() if i[0].startswith(("AWS_", "GOOGLE_", "AZURE_")))))
+    if shared:
+        with _clients_lock:
+            found = _clients.get(key)
+        if found is not None:
+            return found
+    options = {**options, "retry_config": {**_RETRY, **options.get("retry_config", {})}}
+    try:
+        made = obstore.store.from_url(url, **options)
+    except Exception as exc:  # (obstore's own errors for a URL or option it cannot use)
+        raise ConfigError(f"cannot open the object store {url!r}: {exc}") from None
+    if shared:
+        with _clients_lock:
+            made = _clients.setdefault(key, made)
+    return made
+
+
+def _forget_clients() -> None:
+    global _clients_lock
+    _clients.clear()  # (a forked child opens connections of its own)
+    _clients_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_clients)
 
 
 def _empty_range(exc: Exception) -> bool:
