@@ -15,7 +15,9 @@ would (a resumed run, a run handed to another process). Each session runs three 
   (``memory:///``, an object store kept in this process), where the decisions travel.
 
 Reported per session: model calls, how many show the model exactly what the reference
-showed (handles numbered in order of appearance, since they are random), and the tokens.
+showed (handles numbered in order of appearance, since they are random), the tokens, and
+the cache-weighted tokens (``bench/replay.py``'s: the leading part of a call identical to
+the previous call's counts a tenth), where a prompt that changes under the model costs.
 """
 
 from __future__ import annotations
@@ -61,14 +63,14 @@ class TakenOver(replay._Replay):
         return run
 
 
-def served(trace: Trace, share: float, seed: int, store: str | None) -> tuple[list[ModelInput], int]:
+def served(trace: Trace, share: float, seed: int, store: str | None) -> tuple[list[ModelInput], Figures]:
     taken = TakenOver(trace, HookClock(), True)
     taken.share, taken.seed = share, seed
     figures = Figures(trace.id, trace.source, "agents", True, tool_calls=len(trace.calls))
     with tempfile.TemporaryDirectory() as tmp, toolctx.session(tmp, store=store, keep=True) as session:
         session.conversation = trace.id
         asyncio.run(replay._run(taken, figures, o200k_counter()))
-    return taken.inputs, figures.tokens
+    return taken.inputs, figures
 
 
 def numbered(inputs: list[ModelInput]) -> list[Any]:
@@ -90,13 +92,14 @@ def main() -> int:
     traces = [t for t in load_traces(options.traces) if len(t.turns) == 1][: options.sessions]
     rows = []
     for trace in traces:
-        one, tokens = served(trace, 0.0, options.seed, None)
-        row: dict[str, Any] = {"session": trace.id, "model_calls": len(one), "tokens_one_worker": tokens}
+        one, reference = served(trace, 0.0, options.seed, None)
+        row: dict[str, Any] = {"session": trace.id, "model_calls": len(one), "tokens_one_worker": reference.tokens,
+                               "cache_weighted_one_worker": round(reference.cache_weighted)}  # fmt: skip
         for label, store in (("local", None), ("shared", "memory:///")):
-            inputs, taken_tokens = served(trace, options.share, options.seed, store)
-            same = sum(a == b for a, b in zip(numbered(one), numbered(inputs), strict=False))
-            row[f"identical_{label}"] = same
-            row[f"tokens_{label}"] = taken_tokens
+            inputs, figures = served(trace, options.share, options.seed, store)
+            row[f"identical_{label}"] = sum(a == b for a, b in zip(numbered(one), numbered(inputs), strict=False))
+            row[f"tokens_{label}"] = figures.tokens
+            row[f"cache_weighted_{label}"] = round(figures.cache_weighted)
         rows.append(row)
         print(json.dumps(row), flush=True)
     return 0
