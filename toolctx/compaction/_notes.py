@@ -91,6 +91,7 @@ class Notes:
         """``session``: the session whose first offer of ``read_context`` is noted with it."""
         self._offer = offer_read_context
         self._session = None if session is None else weakref.ref(session)
+        self._shared = session is not None and session.store.shared  # (others may offer it: asked of the store)
         self.query_id, self.shown_tokens, self.prefix_tokens, self.model_calls = (
             query_id,
             shown_tokens,
@@ -103,9 +104,9 @@ class Notes:
         """Whether the model is offered ``read_context`` (a stand-in exists, or is about to).
 
         In a shared store, another worker may have offered it since: asked of the store until it has."""
-        if not self._offer and self._session is not None:
+        if not self._offer and self._shared and self._session is not None:
             session = self._session()
-            if session is not None and session.store.shared and session.noted(_OFFERED):
+            if session is not None and session.noted(_OFFERED):
                 self._offer = True
         return self._offer
 
