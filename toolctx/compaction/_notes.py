@@ -72,6 +72,7 @@ class Notes:
     """
 
     _offer: bool = False
+    _shared = False  # (the session is in a store other workers write)
     _session: weakref.ref[ContextSession] | None = None
     query_id: str | None = None
     shown_tokens: int = 0  # the conversation as the model was last shown it, estimated
