@@ -46,8 +46,11 @@ def _last_change(directory: Path) -> float:
     newest = directory.stat().st_mtime
     with os.scandir(directory) as entries:
         for entry in entries:
-            if entry.is_file(follow_symlinks=False):
-                newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
+            try:
+                if entry.is_file(follow_symlinks=False):
+                    newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
+            except FileNotFoundError:  # (a file removed while the folder is read)
+                continue
     return newest
 
 
@@ -84,9 +87,12 @@ def gc(
             continue
         if marker.kept and not include_kept:
             continue
-        if _last_change(directory) > cutoff:
-            continue
-        if not dry_run and not _remove(directory):
+        try:
+            if _last_change(directory) > cutoff:
+                continue
+            if not dry_run and not _remove(directory):
+                continue
+        except FileNotFoundError:  # (removed meanwhile, by its owner or another gc: nothing left to do)
             continue
         removed.append(directory)
         log(DEBUG, "gc_removed", directory=str(directory), dry_run=dry_run)
@@ -98,12 +104,14 @@ def _remove(directory: Path) -> bool:
         store = LocalStore(directory, existing=True)  # takes the lock: a process racing us loses
     except SessionError:
         return False
-    for name in store.list():
-        try:
-            head = store.head(name, HEAD_BYTES)
-        except OSError:  # gone meanwhile, or not a regular file
-            continue
-        if is_own_file(name, head, directory.name):
-            store.delete(name)
-    store.close(remove=True)
+    try:
+        for name in store.list():
+            try:
+                head = store.head(name, HEAD_BYTES)
+            except OSError:  # gone meanwhile, or not a regular file
+                continue
+            if is_own_file(name, head, directory.name):
+                store.delete(name)
+    finally:
+        store.close(remove=True)  # (the lock given up whatever happened: a folder removed meanwhile, say)
     return True
