@@ -26,13 +26,22 @@ from toolctx.storage import ObjectStore
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def fleet(request: pytest.FixtureRequest, s3_server: Any, s3_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    """What every worker is given: the S3 endpoint, a store URL and an index URL (empty)."""
+def fleet(
+    request: pytest.FixtureRequest,
+    s3_server: Any,
+    s3_env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> dict[str, str]:
+    """What every worker is given (this process too): the S3 endpoint, a store URL and an empty index's URL."""
     if request.param == "sqlite":
         index = f"sqlite:///{tmp_path / 'index.db'}"
     else:
         index = new_postgres_database(request.getfixturevalue("postgres_url"))
-    return {**s3_env, "TOOLCTX_STORE": f"s3://{s3_server.bucket()}/conversations", "TOOLCTX_INDEX": index}
+    given = {**s3_env, "TOOLCTX_STORE": f"s3://{s3_server.bucket()}/conversations", "TOOLCTX_INDEX": index}
+    for name, value in given.items():
+        monkeypatch.setenv(name, value)
+    return given
 
 
 HOLD_A_TURN = """
@@ -71,8 +80,6 @@ def finish(process: subprocess.Popen[str]) -> str:
 def test_a_second_turn_waits_for_the_first_then_runs(
     fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in fleet.items():
-        monkeypatch.setenv(name, value)
     first = start(HOLD_A_TURN, fleet, str(tmp_path / "w1"), "thread-1", "30", "1.5")
     conversations = Conversations(tmp_path / "w2", lease_wait=120)
     try:
@@ -86,8 +93,6 @@ def test_a_second_turn_waits_for_the_first_then_runs(
 def test_a_turn_that_cannot_wait_is_told_clearly_and_never_runs_without_toolctx(
     fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in fleet.items():
-        monkeypatch.setenv(name, value)
     # The first turn outlives its lease (3 s) twice over: renewed while it runs, never taken over.
     first = start(HOLD_A_TURN, fleet, str(tmp_path / "w1"), "thread-1", "3", "7")
     conversations = Conversations(tmp_path / "w2", lease_wait=0.2)
@@ -111,8 +116,6 @@ def test_a_turn_that_cannot_wait_is_told_clearly_and_never_runs_without_toolctx(
 def test_a_worker_killed_mid_turn_holds_the_conversation_no_longer_than_its_lease(
     fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in fleet.items():
-        monkeypatch.setenv(name, value)
     first = start(HOLD_A_TURN, fleet, str(tmp_path / "w1"), "thread-1", "2", "600")
     index = index_of(fleet["TOOLCTX_INDEX"])
     assert index is not None
@@ -134,8 +137,6 @@ def test_a_worker_killed_mid_turn_holds_the_conversation_no_longer_than_its_leas
 def test_expired_conversations_leave_the_index_and_the_store_except_those_in_a_turn(
     fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in fleet.items():
-        monkeypatch.setenv(name, value)
     conversations = Conversations(tmp_path / "w", keep_for=0)
     for thread in ("old-1", "old-2", "busy"):
         with conversations.open(thread) as s:
@@ -159,8 +160,6 @@ def test_expired_conversations_leave_the_index_and_the_store_except_those_in_a_t
 def test_the_sweep_removes_payloads_no_index_lists_once_past_the_grace_period(
     fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in fleet.items():
-        monkeypatch.setenv(name, value)
     url = fleet["TOOLCTX_STORE"]
     with toolctx.session(store=url, keep=True, threshold=0) as listed:
         kept = listed.save_context("report", {}, "kept " * 300)
