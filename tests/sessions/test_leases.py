@@ -77,9 +77,7 @@ def finish(process: subprocess.Popen[str]) -> str:
     return out.strip()
 
 
-def test_a_second_turn_waits_for_the_first_then_runs(
-    fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_second_turn_waits_for_the_first_then_runs(fleet: dict[str, str], tmp_path: Path) -> None:
     first = start(HOLD_A_TURN, fleet, str(tmp_path / "w1"), "thread-1", "30", "1.5")
     conversations = Conversations(tmp_path / "w2", lease_wait=120)
     try:
@@ -91,7 +89,7 @@ def test_a_second_turn_waits_for_the_first_then_runs(
 
 
 def test_a_turn_that_cannot_wait_is_told_clearly_and_never_runs_without_toolctx(
-    fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fleet: dict[str, str], tmp_path: Path
 ) -> None:
     # The first turn outlives its lease (3 s) twice over: renewed while it runs, never taken over.
     first = start(HOLD_A_TURN, fleet, str(tmp_path / "w1"), "thread-1", "3", "7")
@@ -114,7 +112,7 @@ def test_a_turn_that_cannot_wait_is_told_clearly_and_never_runs_without_toolctx(
 
 
 def test_a_worker_killed_mid_turn_holds_the_conversation_no_longer_than_its_lease(
-    fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fleet: dict[str, str], tmp_path: Path
 ) -> None:
     first = start(HOLD_A_TURN, fleet, str(tmp_path / "w1"), "thread-1", "2", "600")
     index = index_of(fleet["TOOLCTX_INDEX"])
@@ -135,7 +133,7 @@ def test_a_worker_killed_mid_turn_holds_the_conversation_no_longer_than_its_leas
 
 
 def test_expired_conversations_leave_the_index_and_the_store_except_those_in_a_turn(
-    fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fleet: dict[str, str], tmp_path: Path
 ) -> None:
     conversations = Conversations(tmp_path / "w", keep_for=0)
     for thread in ("old-1", "old-2", "busy"):
@@ -158,7 +156,7 @@ def test_expired_conversations_leave_the_index_and_the_store_except_those_in_a_t
 
 
 def test_the_sweep_removes_payloads_no_index_lists_once_past_the_grace_period(
-    fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fleet: dict[str, str], tmp_path: Path
 ) -> None:
     url = fleet["TOOLCTX_STORE"]
     with toolctx.session(store=url, keep=True, threshold=0) as listed:
