@@ -8,12 +8,21 @@ from pathlib import Path
 
 import toolctx
 import toolctx.testing
-from toolctx.compaction import CompactionSettings, Compactor, persist_call, read_context, shown_output
+from toolctx.compaction import (
+    CompactionSettings,
+    Compactor,
+    ToolTime,
+    at_tool_time,
+    persist_call,
+    read_context,
+    shown_output,
+)
 from toolctx.storage import DictStore
 
 from .conftest import DictAdapter, answer, asks, user
 
 BIG = "".join(f"line {i}: the figures of the quarter\n" for i in range(2000))
+CALL: dict[str, str] = {"call_id": "c1", "task_id": "t"}
 
 
 class GatedStore(DictStore):
@@ -138,3 +147,57 @@ def test_old_text_a_batch_could_not_store_is_shown_whole_never_by_an_unreadable_
                     assert message["text"] == "Thinking it over. " * 12  # (never a marker with a lost handle)
         assert s.save_path.failed_writes > 0
         toolctx.testing.escalated_warnings()
+
+
+def test_an_output_shown_whole_uploads_after_the_tool_returns_and_no_model_call_waits_for_it(tmp_path: Path) -> None:
+    store = GatedStore()
+    settings = CompactionSettings(max_output_tokens=500)
+    with toolctx.session(tmp_path, store=store, threshold=0) as s:  # (the default: no background_uploads)
+        done: list[object] = []
+        tool = threading.Thread(
+            target=lambda: done.append(at_tool_time(settings, s, "ls", {"d": "."}, "a.py b.py", "a.py b.py", **CALL))
+        )
+        tool.start()
+        tool.join(10)
+        assert not tool.is_alive()  # returned with the gate shut: its upload is still under way
+        assert done[0] == ToolTime(None, None)  # (shown whole)
+        assert len(s.save_path.uploads) == 1
+        messages = [user(0, "go"), asks(1, ("c1", "ls", {"d": "."})), answer("c1", "a.py b.py", "ls")]
+        model_call = threading.Thread(target=Compactor(DictAdapter(), settings, s).view, args=(messages, "t", s))
+        model_call.start()
+        model_call.join(10)
+        assert not model_call.is_alive()  # it shows no handle of that output: it did not wait for it
+        assert len(s.save_path.uploads) == 1
+        store.gate.set()
+        s.save_path.settle()
+        assert [p.tool_name for p in s.get_all_pointers()] == ["ls"]  # landed, listed
+        assert s.save_path.failed_writes == 0
+
+
+def test_an_output_given_a_stand_in_at_tool_time_is_stored_before_the_tool_returns(tmp_path: Path) -> None:
+    store = GatedStore()
+    settings = CompactionSettings(max_output_tokens=500)
+    with toolctx.session(tmp_path, store=store, threshold=0) as s:
+        done: list[ToolTime] = []
+        tool = threading.Thread(target=lambda: done.append(at_tool_time(settings, s, "report", {}, BIG, BIG, **CALL)))
+        tool.start()
+        tool.join(0.2)
+        assert tool.is_alive()  # (its handle goes out with the result: held until the store has it)
+        store.gate.set()
+        tool.join()
+        assert done[0].shown is not None
+        assert done[0].shown.startswith("[toolctx stand-in]")
+        assert done[0].saved is not None
+        assert [name for name in store.list() if done[0].saved.id in name]
+
+
+def test_an_output_whose_upload_fails_at_tool_time_is_shown_whole(tmp_path: Path) -> None:
+    store = GatedStore()
+    store.fail = True
+    store.gate.set()
+    with toolctx.session(tmp_path, store=store, threshold=0) as s:
+        done = at_tool_time(CompactionSettings(max_output_tokens=500), s, "report", {}, BIG, BIG, **CALL)
+        assert done.shown is None  # (no handle that no worker could read)
+        assert s.save_path.failed_writes == 1
+        said = toolctx.testing.escalated_warnings()
+        assert any("could not store" in str(w) for w in said), said

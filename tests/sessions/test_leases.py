@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ import pytest
 import toolctx
 from tests.conftest import new_postgres_database
 from toolctx import Conversations, SessionBusyError
-from toolctx.compaction import read_context
+from toolctx.compaction import CompactionSettings, at_tool_time, read_context
 from toolctx.index import index_of, sweep
 from toolctx.storage import ObjectStore
 
@@ -86,6 +87,29 @@ def test_a_second_turn_waits_for_the_first_then_runs(fleet: dict[str, str], tmp_
             assert [p.tool_name for p in s.get_all_pointers()] == ["turn"]  # the first turn's call, read here
     finally:
         conversations.close()
+
+
+def test_a_turn_gives_its_lease_up_once_its_uploads_landed_so_the_next_worker_finds_every_call(
+    fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put = ObjectStore.put
+
+    def slow_put(self: ObjectStore, name: str, chunks: Sequence[bytes]) -> None:
+        time.sleep(0.5)  # (an upload still under way when the turn ends)
+        put(self, name, chunks)
+
+    monkeypatch.setattr(ObjectStore, "put", slow_put)
+    first, second = Conversations(tmp_path / "w1"), Conversations(tmp_path / "w2")
+    try:
+        session = first.hold("thread-1")
+        shown = at_tool_time(CompactionSettings(), session, "ls", {"d": "."}, "a.py", "a.py", call_id="c1")
+        assert shown.shown is None  # (shown whole: uploaded in the background)
+        first.release("thread-1")
+        with second.open("thread-1") as s:
+            assert [parts.tool_name for parts in s.call_parts("c1")] == ["ls"]  # (found by identity, not stored again)
+    finally:
+        first.close()
+        second.close()
 
 
 def test_a_turn_that_cannot_wait_is_told_clearly_and_never_runs_without_toolctx(

@@ -219,9 +219,11 @@ def _hashable(value: Any) -> Hashable:
 
 
 def shared_state(session: ContextSession, name: str) -> bytes | None:
-    """What other workers kept under ``name``, once this worker's uploads have landed (a model call is about to
-    show their handles: each must be in the store, or its output is shown whole)."""
-    session.save_path.settle()
+    """What other workers kept under ``name``. With uploads in the background, once this worker's have landed
+    (a model call is about to show the stand-ins its tool calls were given: each handle must be in the store,
+    or its output is shown whole)."""
+    if session.save_path.background:
+        session.save_path.settle()
     try:
         return session.store.get_state(name)
     except Exception as exc:  # (the decisions held here serve meanwhile)

@@ -43,6 +43,7 @@ from toolctx.compaction._standins import (
     handle_of,
     is_stand_in,
     result_marker,
+    showing,
     stored_text,
     text_marker,
 )
@@ -126,13 +127,14 @@ class Compactor(Generic[T]):
     def _settled(
         self, items: Sequence[T], key: Hashable, task: int | str | None, session: ContextSession, now: bool = False
     ) -> tuple[list[T], list[Edit]]:
-        """``_view`` in a shared store: what it stores uploads in parallel and lands before anyone is shown its
-        handle; if some did not land, the call is made again from the decisions before it, storing one by one
-        (a failure then shows the output whole)."""
+        """``_view`` in a shared store: what it stores uploads in parallel, and the outputs it newly shows by
+        handle land before anyone is shown them (it waits for those uploads only); if some did not land, the
+        call is made again from the decisions before it, storing one by one (a failure then shows the output
+        whole)."""
         failed = session.save_path.failed_writes
-        with session.save_path.deferred():
+        with session.save_path.deferred(), showing() as ids:
             shown, edits = self._view(items, key, task, session, now)
-        session.save_path.settle()
+        session.save_path.settle(ids=ids)
         if session.save_path.failed_writes == failed:
             return shown, edits
         self.decided.load(key, self.decided.synced.pop(key, b"{}"))

@@ -19,6 +19,9 @@ offsets agree and nothing the store redacted reaches the model through a preview
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import orjson
@@ -45,6 +48,7 @@ __all__ = [
     "output_text",
     "read_context",
     "result_marker",
+    "showing",
     "stand_in",
     "stored_text",
     "text_marker",
@@ -57,6 +61,27 @@ ASSISTANT_TEXT = "assistant_text"
 
 
 _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
+_showing: ContextVar[set[str] | None] = ContextVar("toolctx_showing", default=None)
+
+
+@contextlib.contextmanager
+def showing() -> Iterator[set[str]]:
+    """Within the block, the ids of the stored calls whose handles stand-ins and markers are cut with (a model
+    call about to show them waits for just those to be in a shared store)."""
+    ids: set[str] = set()
+    token = _showing.set(ids)
+    try:
+        yield ids
+    finally:
+        _showing.reset(token)
+
+
+def _shown(pointer_id: str) -> str:
+    """The handle of ``pointer_id``, noted by the :func:`showing` block around (if any)."""
+    ids = _showing.get()
+    if ids is not None:
+        ids.add(pointer_id)
+    return handle(pointer_id)
 
 
 def output_text(result: Any) -> str:
@@ -85,7 +110,7 @@ def stand_in(call: CallMetadata, text: str, head: int = 1500, tail: int = 500) -
     else:
         shown = f"{text[:head]} [...]"
     about = f" ({call.tool_description})" if call.tool_description else ""
-    ref = handle(call.id)
+    ref = _shown(call.id)
     return (
         f"{STAND_IN_MARK} The output of {call.tool_name}{about} is stored as "
         f"{ref}: {len(text):,} characters, about {estimate_tokens(text):,} tokens. "
@@ -96,7 +121,7 @@ def stand_in(call: CallMetadata, text: str, head: int = 1500, tail: int = 500) -
 
 def result_marker(pointer_id: str, tool_name: str, text: str, preview: int = 0) -> str:
     """The short stand-in compaction leaves for an old output ``text`` (the stored copy)."""
-    ref = handle(pointer_id)
+    ref = _shown(pointer_id)
     marker = f"{STAND_IN_MARK} {ref}: {len(text):,} characters of {tool_name} output; read_context reads them."
     if preview and text:
         return f"{marker}\n{text[:preview]}{' [...]' if len(text) > preview else ''}"
@@ -105,13 +130,13 @@ def result_marker(pointer_id: str, tool_name: str, text: str, preview: int = 0) 
 
 def text_marker(pointer_id: str, text: str) -> str:
     """The short stand-in compaction leaves for old assistant ``text`` (the stored copy)."""
-    ref = handle(pointer_id)
+    ref = _shown(pointer_id)
     return f"{STAND_IN_MARK} {ref}: {len(text):,} characters of earlier assistant text; read_context reads them."
 
 
 def argument_stand_in(pointer_id: str, name: str, value: str, preview: int = 60) -> str:
     """The string that replaces a long argument ``value`` (the stored copy) inside an old call's arguments."""
-    ref = handle(pointer_id)
+    ref = _shown(pointer_id)
     start = value[:preview].replace("\n", " ") + (" [...]" if len(value) > preview else "")
     return (
         f'{STAND_IN_MARK} {ref} argument {name}, {len(value):,} characters; read_context(id="{ref}", '

@@ -83,7 +83,43 @@ def at_tool_time(
     hands the call's id on at once). A plain dict of ``args`` is encoded when the
     call is queued; another mapping is read when it is stored, and must not change
     meanwhile.
+
+    In a shared store (object storage), an output shown whole is uploaded in the
+    background (the tool returns at once; no handle of it is shown yet, and a
+    framework that saves the tool's result keeps it whole), while one given a
+    stand-in is in the store before the tool returns, or shown whole if its upload
+    failed. With the session's ``background_uploads``, neither waits (the next
+    model call does).
     """
+    how = (error, call_id, task_id, shown_as_text, queue)
+    if session.store.shared and not session.save_path.background:
+        with session.save_path.deferred():
+            done = _at_tool_time(settings, session, tool_name, args, output, text, *how)
+        if done.shown is None or done.saved is None:
+            return done
+        try:
+            session.save_path.settle(ids=(done.saved.id,))  # (its handle goes out with the tool's result)
+            landed = session.unstored(done.saved.id) is None  # (a failed upload is said and counted already)
+        except Exception as exc:
+            internal_error(f"could not tell whether an output of tool {tool_name!r} is stored; shown whole", exc)
+            landed = False
+        return done if landed else ToolTime(None, done.saved)
+    return _at_tool_time(settings, session, tool_name, args, output, text, *how)
+
+
+def _at_tool_time(
+    settings: CompactionSettings,
+    session: ContextSession,
+    tool_name: str,
+    args: Mapping[str, Any],
+    output: Any,
+    text: str,
+    error: BaseException | ErrorInfo | None,
+    call_id: str | None,
+    task_id: int | str | None,
+    shown_as_text: bool,
+    queue: bool,
+) -> ToolTime:
     try:
         whole = queue and error is None and shown_as_text and output is text and shown_whole(settings, text)
     except Exception as exc:  # (a text that is not one, say: stored now, and decided below)

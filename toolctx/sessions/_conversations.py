@@ -242,7 +242,7 @@ class Conversations:
         self.hold(conversation)
 
     def release(self, conversation: object) -> None:
-        """End one :meth:`hold` of ``conversation``; the last one gives its lease up for other workers."""
+        """End one :meth:`hold` of ``conversation``; the last one gives its lease up once the turn's uploads landed."""
         if self.index is None:
             return
         session_id = self.session_id(conversation)
@@ -254,7 +254,10 @@ class Conversations:
             if held[0] > 0:
                 return
             del self._held[session_id]
+            session = self._open.get(session_id)
         try:
+            if session is not None:
+                session.save_path.settle(self.lease)
             self.index.release(session_id, self._holder)
         except Exception as exc:
             internal_error(f"could not give up the lease of conversation session {session_id}", exc)

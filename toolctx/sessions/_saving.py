@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import xxhash
@@ -244,7 +244,7 @@ class SavePath(Holding):
             with self.lock:
                 self._records[record.id] = record
                 self._index.add(record.id, record.search_text, indexed, record.tokens)
-            self.uploads.submit(lambda: self._write(record, payload))
+            self.uploads.submit(record.id, lambda: self._write(record, payload))
             return
         # A repeated call with the same arguments and the same result shares the file
         # already written for it instead of writing an identical one again.
@@ -361,10 +361,11 @@ class SavePath(Holding):
 
     deferred = staticmethod(deferred)  # (the block's stores upload in the background: see _uploads)
 
-    def settle(self, timeout: float | None = None) -> bool:
-        """Wait for the outputs being uploaded to a shared store to land (or fail: they are then shown whole);
-        False if ``timeout`` seconds ran out first. A model call does, before it shows any handle."""
-        return self.uploads.settle(timeout)
+    def settle(self, timeout: float | None = None, ids: Iterable[str] | None = None) -> bool:
+        """Wait for the outputs being uploaded to a shared store to land (or fail: they are then shown whole),
+        or only those of the records ``ids``; False if ``timeout`` seconds ran out first. A model call does,
+        for the handles it is about to show."""
+        return self.uploads.settle(timeout, ids)
 
     def close(self, timeout: float) -> int | None:
         """Refuse new calls and wait up to ``timeout`` seconds for those being saved.

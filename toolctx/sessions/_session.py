@@ -122,10 +122,11 @@ class ContextSession(Recording, Lookups):
     ``"sqlite:///path.db"`` on one host, a :class:`~toolctx.index.SessionIndex`) that lists the session's
     calls instead of a manifest object, with its notes, expiry and lease (see :class:`Conversations`);
     ``TOOLCTX_INDEX`` names one for every session with an object store.
-    ``background_uploads``: with a shared store, a tool call returns before its output is uploaded
-    (read from memory meanwhile); the next model call waits for the uploads, showing whole any that
-    failed. Off by default: a framework that saves the tool's result before its next model call (a
-    LangGraph checkpointer) would keep a handle whose upload a crash cut short.
+    ``background_uploads``: with a shared store, an output the adapters show whole is always uploaded
+    in the background (read from memory meanwhile), and one given a stand-in before the tool returns;
+    with ``True`` that one too, and the next model call waits for it, showing it whole if it failed.
+    Off by default: a framework that saves the tool's result before its next model call (a LangGraph
+    checkpointer) would keep a handle whose upload a crash cut short.
     ``redact``: remove secrets from arguments and results before storing them (on
     by default; see :mod:`toolctx.redaction`); ``False`` turns it off.
     ``on_debug``: called as ``on_debug(event, data)`` for every event toolctx logs.

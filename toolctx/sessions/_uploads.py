@@ -15,7 +15,7 @@ import contextlib
 import contextvars
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["MAX_PENDING", "Uploads", "deferred", "deferring"]
@@ -54,44 +54,58 @@ def _executor() -> ThreadPoolExecutor:
 
 
 class Uploads:
-    """The uploads of one session under way: submitted, then settled."""
+    """The uploads of one session under way: submitted (each under a key, its record's id), then settled."""
 
     def __init__(self) -> None:
         self._done = threading.Condition(threading.Lock())
-        self._pending = 0
+        self._pending: dict[str, int] = {}  # key -> its uploads under way
+        self._count = 0
 
     def __len__(self) -> int:
-        return self._pending
+        return self._count
 
-    def submit(self, job: Callable[[], object]) -> None:
+    def submit(self, key: str, job: Callable[[], object]) -> None:
         """Run ``job`` in the pool (it logs and counts its own failures)."""
         with self._done:
-            self._done.wait_for(lambda: self._pending < MAX_PENDING)
-            self._pending += 1
+            self._done.wait_for(lambda: self._count < MAX_PENDING)
+            self._count += 1
+            self._pending[key] = self._pending.get(key, 0) + 1
         try:
-            _executor().submit(self._run, job)
+            _executor().submit(self._run, key, job)
         except BaseException:  # (an interpreter shutting down: upload here, now)
-            self._run(job)
+            self._run(key, job)
 
-    def _run(self, job: Callable[[], object]) -> None:
+    def _run(self, key: str, job: Callable[[], object]) -> None:
         try:
             job()
         finally:
             with self._done:
-                self._pending -= 1
+                self._count -= 1
+                left = self._pending.pop(key) - 1
+                if left:
+                    self._pending[key] = left
                 self._done.notify_all()
 
-    def settle(self, timeout: float | None = None) -> bool:
-        """Wait until every upload submitted so far is done (landed or failed); False if time ran out first."""
-        if not self._pending:
+    def settle(self, timeout: float | None = None, keys: Iterable[str] | None = None) -> bool:
+        """Wait until every upload submitted so far is done (landed or failed), or only those of ``keys``;
+        False if time ran out first."""
+        if not self._count:
             return True
+        if keys is None:
+            with self._done:
+                return self._done.wait_for(lambda: not self._count, timeout)
+        wanted = frozenset(keys)
+        if not wanted:
+            return True
+        pending = self._pending
         with self._done:
-            return self._done.wait_for(lambda: not self._pending, timeout)
+            return self._done.wait_for(lambda: pending.keys().isdisjoint(wanted), timeout)
 
     def after_fork(self) -> None:
         """A forked child uploads nothing of its parent's (the parent does), and counts from nothing."""
         self._done = threading.Condition(threading.Lock())
-        self._pending = 0
+        self._pending = {}
+        self._count = 0
 
 
 def _forget_pool() -> None:
