@@ -12,8 +12,8 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
