@@ -102,3 +102,55 @@ def test_read_context_offered_by_one_worker_is_offered_by_every_worker(
             assert notes(other).offer_read_context
         finally:
             other.close()
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_turns_under_a_lease_show_what_one_worker_shows_and_read_the_index_once_a_turn(
+    seed: int, s3_server: Any, s3_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolctx.index import SessionIndex
+
+    reads: list[str] = []
+
+    def counted(name: str) -> Any:
+        original = getattr(SessionIndex, name)
+
+        def read(self: SessionIndex, *args: Any) -> Any:
+            reads.append(name)
+            return original(self, *args)
+
+        return read
+
+    for name in ("decided", "noted"):
+        monkeypatch.setattr(SessionIndex, name, counted(name))
+    store, index = f"s3://{s3_server.bucket()}/conversations", f"sqlite:///{tmp_path / 'index.db'}"
+    script = conversation(41, seed)
+
+    def served(workers: list[toolctx.Conversations], key: str) -> tuple[list[list[Message]], list[int]]:
+        route, messages, views, turns = random.Random(seed), list[Message](), list[list[Message]](), list[int]()
+        compactors = {id(w): Compactor(DictAdapter(), SETTINGS, w.get(key)) for w in workers}
+        for start in range(0, len(script), 4):  # (a turn: four model calls, each after the tool hook's)
+            worker = route.choice(workers)
+            session, before = worker.hold(key), len(reads)
+            for new, hooked in script[start : start + 4]:
+                for message in new:
+                    if message["role"] == "tool" and hooked:
+                        args = messages[-1]["calls"][0]["args"]
+                        persist_call(session, "shell", args, message["text"], call_id=message["call_id"], task_id=key)
+                    messages.append(message)
+                views.append(compactors[id(worker)].view(list(messages), key, session)[0])
+            worker.release(key)
+            turns.append(len(reads) - before)
+        return views, turns
+
+    fleet = [toolctx.Conversations(tmp_path / f"w{n}", store=store, index=index) for n in range(3)]
+    alone = toolctx.Conversations(tmp_path / "alone", store=store, index=index)
+    try:
+        one, _ = served([alone], "thread-alone")
+        many, turns = served(fleet, "thread-fleet")
+    finally:
+        for worker in [*fleet, alone]:
+            worker.close()
+    assert any("[toolctx" in repr(view) for view in one)  # (the conversation was compacted)
+    assert numbered(many) == numbered(one)
+    assert max(turns) <= 2  # the decisions and the offer of read_context, read by the turn's first model call

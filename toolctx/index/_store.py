@@ -4,6 +4,11 @@ Every worker of a fleet writes the session's payloads to the shared object store
 and lists them in the index, one row per call, in one short transaction: no
 read-modify-write of a manifest object, no retries when workers list at once.
 Everything else (put, get, ranged reads, deletion) goes to the store beneath.
+
+While this worker holds the session's lease (:meth:`IndexedStore.held`), no other
+worker changes the session: its compaction decisions and notes, once read or
+written here, are answered from memory, so a model call in the middle of a turn
+asks the index nothing (the first one of a turn reads them).
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ class IndexedStore(BlobStore):
         self.store = store
         self.index = index
         self.session_id = session_id
+        self._holding = False
+        self._states: dict[str, bytes | None] = {}  # read or written while held: the session's state as it is
+        self._words: dict[str, bool] = {}  # the same for notes
 
     def __repr__(self) -> str:
         return f"IndexedStore({self.store!r}, {self.index!r})"
@@ -70,21 +78,39 @@ class IndexedStore(BlobStore):
     def find_listed(self, task: str | None, call_id: str) -> builtins.list[bytes] | None:
         return self.index.identified(self.session_id, task, call_id)
 
+    def held(self, holding: bool) -> None:
+        self._holding = holding
+        self._states, self._words = {}, {}  # (from a turn's start on, read once again)
+
     def get_state(self, name: str) -> bytes | None:
+        if name in self._states:
+            return self._states[name]
         found = self.index.decided(self.session_id, name)
-        return None if found is None else found.encode("utf-8", "surrogatepass")
+        data = None if found is None else found.encode("utf-8", "surrogatepass")
+        if self._holding:
+            self._states[name] = data
+        return data
 
     def put_state(self, name: str, data: bytes) -> None:
         self.index.decide(self.session_id, name, data.decode("utf-8", "surrogatepass"))
+        if self._holding:
+            self._states[name] = data
 
     def path(self, name: str) -> str | None:
         return self.store.path(name)
 
     def note(self, word: str) -> None:
         self.index.note(self.session_id, word)
+        if self._holding:
+            self._words[word] = True
 
     def noted(self, word: str) -> bool | None:
-        return self.index.noted(self.session_id, word)
+        found = self._words.get(word)
+        if found is None:
+            found = self.index.noted(self.session_id, word)
+            if self._holding:
+                self._words[word] = found
+        return found
 
     def after_fork(self) -> None:
         self.store.after_fork()

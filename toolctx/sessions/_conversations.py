@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import errno
 import os
 import random
 import secrets
@@ -22,7 +21,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -31,13 +30,13 @@ import xxhash
 from toolctx._checks import real_number, whole_number
 from toolctx._defaults import resolve_context_dir
 from toolctx._internal import internal_error
-from toolctx.errors import ConfigError, SessionBusyError, SessionNotFoundError, StorageError
+from toolctx.errors import ConfigError, SessionBusyError, SessionNotFoundError
 from toolctx.sessions._gc import gc
 from toolctx.sessions._session import ContextSession
-from toolctx.storage import BlobStore
+from toolctx.sessions._stores import Unreachable, index_for
 
 if TYPE_CHECKING:
-    from toolctx.index import SessionIndex
+    pass
 
 __all__ = ["Conversations", "conversation_key"]
 
@@ -138,7 +137,7 @@ class Conversations:
         self.lease = real_number("lease", lease, minimum=0.1, unit="seconds")
         wait = self.lease if lease_wait is None else lease_wait
         self.lease_wait = real_number("lease_wait", wait, minimum=0.0, unit="seconds")
-        self.index = _index_for(session_options)
+        self.index = index_for(session_options)
         self._shared = bool(session_options.get("store") or os.environ.get("TOOLCTX_STORE"))
         if self.index is not None:
             session_options = {**session_options, "index": self.index}
@@ -185,7 +184,7 @@ class Conversations:
                     raise
                 # The shared store or index is out of reach: this turn's tools run, their outputs shown whole.
                 internal_error(f"could not open conversation session {session_id}; its outputs are shown whole", exc)
-                found = ContextSession(self.context_dir, session_id=session_id, store=_Unreachable(exc), threshold=0)
+                found = ContextSession(self.context_dir, session_id=session_id, store=Unreachable(exc), threshold=0)
                 found.conversation = conversation_key(conversation)
                 return found  # (not kept open: the next turn tries the store again)
             found.conversation = conversation_key(conversation)
@@ -206,7 +205,7 @@ class Conversations:
         if self.index is None:
             return session
         session_id = session.session_id
-        if isinstance(session.store, _Unreachable):
+        if isinstance(session.store, Unreachable):
             return session  # (nothing is stored this turn: nothing to guard)
         with self._lock:
             held = self._held.get(session_id)
@@ -221,6 +220,7 @@ class Conversations:
         except Exception as exc:  # (the index is out of reach: the turn runs, unguarded, rather than fail)
             internal_error(f"could not take the lease of conversation session {session_id}; the turn runs without", exc)
             return session
+        session.store.held(True)  # (no other worker changes it from here on: read once, kept in memory)
         with self._lock:
             held = self._held.setdefault(session_id, [0, 0.0])
             held[0] += 1
@@ -258,6 +258,7 @@ class Conversations:
         try:
             if session is not None:
                 session.save_path.settle(self.lease)
+                session.store.held(False)
             self.index.release(session_id, self._holder)
         except Exception as exc:
             internal_error(f"could not give up the lease of conversation session {session_id}", exc)
@@ -402,6 +403,8 @@ class Conversations:
                     self._renewer = None
                     return
                 live = [sid for sid, (_, seen) in self._held.items() if now - seen < max(_IDLE, 10 * self.lease)]
+                for session_id in self._held.keys() - live:  # (let lapse: another worker may change them)
+                    self._lapsed(session_id)
             for session_id in live:
                 try:
                     holder = self.index.take(session_id, self._holder, self.lease)
@@ -409,10 +412,15 @@ class Conversations:
                     internal_error(f"could not renew the lease of conversation session {session_id}", exc)
                     continue
                 if holder is not None:
+                    self._lapsed(session_id)
                     internal_error(
                         f"conversation session {session_id} was taken over by {holder} while a turn here held it "
                         f"(no renewal for {self.lease:g} s): both turns are stored, each under its own handles"
                     )
+
+    def _lapsed(self, session_id: str) -> None:
+        if (session := self._open.get(session_id)) is not None:
+            session.store.held(False)
 
     def _store_url(self, session_id: str) -> str:
         store = self._options.get("store") or os.environ.get("TOOLCTX_STORE") or ""
@@ -436,46 +444,6 @@ class Conversations:
             return
         with contextlib.suppress(OSError):
             os.utime(session.session_dir)
-
-
-class _Unreachable(BlobStore):
-    """The store of a turn whose shared store or index could not be reached: nothing is kept, so every output
-    is shown whole and no handle is ever shown that a later turn could not read."""
-
-    def __init__(self, cause: Exception) -> None:
-        self.cause = cause
-
-    def __repr__(self) -> str:
-        return f"<unreachable store: {self.cause}>"
-
-    def put(self, name: str, chunks: Sequence[bytes]) -> None:
-        raise StorageError(errno.EIO, f"the shared store could not be reached: {self.cause}")
-
-    def get(self, name: str) -> bytes:
-        raise FileNotFoundError(errno.ENOENT, f"nothing is stored while the shared store is out of reach: {name}")
-
-    def delete(self, name: str) -> bool:
-        return False
-
-    def list(self) -> list[str]:
-        return []
-
-    def append(self, name: str, data: bytes) -> None:
-        self.put(name, [data])
-
-
-def _index_for(options: dict[str, Any]) -> SessionIndex | None:
-    """The index the conversations' sessions are listed in: ``index``, else ``TOOLCTX_INDEX``, with a store."""
-    index = options.get("index")
-    if index is None and not os.environ.get("TOOLCTX_INDEX"):
-        return None
-    if not (options.get("store") or os.environ.get("TOOLCTX_STORE")):
-        if index is not None:
-            raise ConfigError(f"index={index!r:.80} lists conversations kept in a store: give store='s3://...' too")
-        return None
-    from toolctx.index import index_of
-
-    return index_of(index)
 
 
 _OPEN: weakref.WeakSet[Conversations] = weakref.WeakSet()

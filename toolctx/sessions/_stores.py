@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from toolctx.errors import ConfigError, SessionNotFoundError
+from toolctx.errors import ConfigError, SessionNotFoundError, StorageError
 from toolctx.storage import BlobStore, ObjectStore
 
 if TYPE_CHECKING:
     from toolctx.index import SessionIndex
 
-__all__ = ["store_of"]
+__all__ = ["Unreachable", "index_for", "store_of"]
 
 
 def store_of(store: object, session_id: str, index: object, *, existing: bool = False) -> BlobStore | None:
@@ -59,3 +61,43 @@ def _index_of(index: object) -> SessionIndex | None:
     from toolctx.index import index_of
 
     return index_of(index)  # type: ignore[arg-type]
+
+
+class Unreachable(BlobStore):
+    """The store of a turn whose shared store or index could not be reached: nothing is kept, so every output
+    is shown whole and no handle is ever shown that a later turn could not read."""
+
+    def __init__(self, cause: Exception) -> None:
+        self.cause = cause
+
+    def __repr__(self) -> str:
+        return f"<unreachable store: {self.cause}>"
+
+    def put(self, name: str, chunks: Sequence[bytes]) -> None:
+        raise StorageError(errno.EIO, f"the shared store could not be reached: {self.cause}")
+
+    def get(self, name: str) -> bytes:
+        raise FileNotFoundError(errno.ENOENT, f"nothing is stored while the shared store is out of reach: {name}")
+
+    def delete(self, name: str) -> bool:
+        return False
+
+    def list(self) -> list[str]:
+        return []
+
+    def append(self, name: str, data: bytes) -> None:
+        self.put(name, [data])
+
+
+def index_for(options: dict[str, Any]) -> SessionIndex | None:
+    """The index the conversations' sessions are listed in: ``index``, else ``TOOLCTX_INDEX``, with a store."""
+    index = options.get("index")
+    if index is None and not os.environ.get("TOOLCTX_INDEX"):
+        return None
+    if not (options.get("store") or os.environ.get("TOOLCTX_STORE")):
+        if index is not None:
+            raise ConfigError(f"index={index!r:.80} lists conversations kept in a store: give store='s3://...' too")
+        return None
+    from toolctx.index import index_of
+
+    return index_of(index)

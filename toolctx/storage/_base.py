@@ -104,6 +104,10 @@ class BlobStore(ABC):
         """Whether ``word`` was noted; None if the store cannot tell (one kept before notes were)."""
         return self._noted_words is not None and word in self._noted_words
 
+    def held(self, holding: bool) -> None:  # noqa: B027 - optional hook, nothing to cache by default
+        """This worker holds the session's lease from now (``True``), or no longer (``False``). While it does,
+        no other worker changes the session: a shared store may answer its state and notes from memory."""
+
     def after_fork(self) -> None:  # noqa: B027 - optional hook, nothing to reset by default
         """Called in a child process forked while the store was open (it has only the forking thread)."""
 
