@@ -19,6 +19,7 @@ import toolctx
 from tests.conftest import new_postgres_database
 from toolctx import Conversations, SessionNotFoundError
 from toolctx.compaction import read_context
+from toolctx.storage import ObjectStore
 
 
 @pytest.fixture(params=["manifest object", "sqlite index", "postgresql index"])
@@ -170,3 +171,38 @@ def test_deleting_a_conversation_removes_everything_it_stored(
         again.close()
     finally:
         conversations.close()
+
+
+def test_a_page_of_a_long_output_is_one_ranged_read_exact_to_the_character(
+    s3_server: Any, s3_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Non-ASCII characters, quotes, tabs and backslashes: a character is 1 to 6 bytes in the stored document.
+    text = "".join(f'línea {i}: "citada"\tc:\\ruta — ✓ {"x" * (i % 50)} 🙂\n' for i in range(3000))
+    store = f"s3://{s3_server.bucket()}/p"
+    with toolctx.session(tmp_path, store=store, keep=True, threshold=0) as first:
+        saved = first.save_context("cat", {"path": "notes.txt"}, text, call_id="c1", task_id="thread-1")
+        other = toolctx.ContextSession.resume(first.session_id, store=store)  # (another worker: not in memory)
+        requests: list[str] = []
+
+        def counted(name: str) -> Any:
+            original = getattr(ObjectStore, name)
+
+            def request(self: ObjectStore, *args: Any) -> Any:
+                requests.append(name)
+                return original(self, *args)
+
+            return request
+
+        for name in ("get", "read_range"):
+            monkeypatch.setattr(ObjectStore, name, counted(name))
+        try:
+            for offset, limit in [(0, 100), (12_345, 4000), (len(text) - 50, 4000), (len(text) // 3, 70_000)]:
+                del requests[:]
+                read = read_context(other, saved.handle, offset, limit, scope="thread-1")
+                end = min(len(text), offset + limit)
+                assert read.partition("\n")[0].startswith(f"[{saved.handle} characters {offset:,}-{end:,} of ")
+                assert read.partition("\n")[2] == text[offset:end]
+                assert requests == ["read_range"]  # one ranged GET: neither the whole document nor the manifest
+            assert read_context(other, saved.handle, 0, 100, scope="thread-2").startswith("No stored output")
+        finally:
+            other.close()

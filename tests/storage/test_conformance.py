@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from toolctx.errors import ConfigError
+from toolctx.errors import ConfigError, StorageError
 from toolctx.storage import BlobStore, DictStore, LocalStore
 
 
@@ -47,6 +48,22 @@ class BlobStoreSuite:
         assert store.head("a.json", 100) == b"0123456789"
         with pytest.raises(FileNotFoundError):
             store.head("missing.json", 5)
+
+    def test_read_range_reads_bytes_of_a_blob(self, store: BlobStore) -> None:
+        store.put("a.json", [b"0123", b"456789"])
+        assert store.read_range("a.json", 2, 7) == b"23456"
+        assert store.read_range("a.json", 8, 100) == b"89"
+        assert store.read_range("a.json", 3, 3) == b""
+        with pytest.raises(FileNotFoundError):
+            store.read_range("missing.json", 0, 5)
+
+    def test_create_writes_once_and_never_replaces(self, store: BlobStore) -> None:
+        store.create("a.json", [b"first", b" output"])
+        store.create("a.json", [b"first output"])  # (the same bytes: a write retried after it landed)
+        with pytest.raises(StorageError, match="never replaced") as raised:
+            store.create("a.json", [b"other output"])
+        assert raised.value.errno == errno.EEXIST
+        assert store.get("a.json") == b"first output"
 
     def test_append_creates_and_extends(self, store: BlobStore) -> None:
         store.append("log.jsonl", b"one\n")

@@ -63,8 +63,10 @@ class TestObjectStoreOnS3(BlobStoreSuite):
 
 class TestObjectStoreInMemory(BlobStoreSuite):
     @pytest.fixture
-    def store(self) -> BlobStore:
-        return ObjectStore("memory:///", "session-1")
+    def store(self) -> Iterator[BlobStore]:
+        store = ObjectStore("memory:///", "session-1")  # (one memory per URL in a process: emptied after)
+        yield store
+        store.close(remove=True)
 
 
 @pytest.mark.parametrize("url", ["", "bucket/prefix", "/tmp/x", "ftp://host/x", 3])

@@ -233,14 +233,21 @@ def read_context(
     if part not in ("result", "args") and not part.startswith("args."):
         return f'part must be "result", "args" or "args.<name>", got {part!r:.80}.'
     key = ref.strip()
+    scopes = None if scope is None else scope if isinstance(scope, tuple) else (scope,)
+    missing = (
+        f"No stored output {key!r} in this session. Use an id from a stand-in, written {handle('<id>')}; "
+        "it may also have been cleared."
+    )
+    page = session.result_page(key, offset, limit) if part == "result" else None  # (one ranged read, if it can)
+    if page is not None:
+        if scopes is not None and page.task_id not in scopes:
+            return missing
+        return _page(page.id, part, offset, offset + len(page.text), page.chars, page.text)
     found = session.load_contexts([key])
-    if found and scope is not None and found[0].task_id not in (scope if isinstance(scope, tuple) else (scope,)):
+    if found and scopes is not None and found[0].task_id not in scopes:
         found = []
     if not found:
-        return (
-            f"No stored output {key!r} in this session. Use an id from a stand-in, written {handle('<id>')}; "
-            "it may also have been cleared."
-        )
+        return missing
     context = found[0]
     if part == "result":
         text: str | None = stored_text(context)
@@ -251,6 +258,11 @@ def read_context(
     if offset >= len(text) and not (offset == 0 and not text):
         return f"offset {offset:,} is past the end of {handle(context.id)}, which has {len(text):,} characters."
     end = min(len(text), offset + limit)
-    more = f" {len(text) - end:,} more characters follow; continue with offset={end}." if end < len(text) else ""
+    return _page(context.id, part, offset, end, len(text), text[offset:end])
+
+
+def _page(pointer_id: str, part: str, offset: int, end: int, chars: int, text: str) -> str:
+    """What :func:`read_context` returns for characters ``offset`` to ``end`` of a text of ``chars``."""
+    more = f" {chars - end:,} more characters follow; continue with offset={end}." if end < chars else ""
     what = "" if part == "result" else f" {part}"
-    return f"[{handle(context.id)}{what} characters {offset:,}-{end:,} of {len(text):,}.{more}]\n{text[offset:end]}"
+    return f"[{handle(pointer_id)}{what} characters {offset:,}-{end:,} of {chars:,}.{more}]\n{text}"

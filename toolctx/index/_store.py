@@ -53,6 +53,12 @@ class IndexedStore(BlobStore):
             return b"".join(self.index.entries(self.session_id))
         return self.store.get(name)
 
+    def create(self, name: str, chunks: Sequence[bytes]) -> None:
+        self.store.create(name, chunks)
+
+    def read_range(self, name: str, start: int, end: int) -> bytes:
+        return self.store.read_range(name, start, end)
+
     def head(self, name: str, size: int) -> bytes:
         if name == MANIFEST_NAME:
             return self.get(name)[:size]

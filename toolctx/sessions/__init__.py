@@ -34,6 +34,7 @@ from toolctx.sessions._current import current_session, reset_default_session, se
 from toolctx.sessions._gc import gc
 from toolctx.sessions._kept import SessionState, SessionSummary, list_sessions, read_session_context, session_pointers
 from toolctx.sessions._loading import ContextRef
+from toolctx.sessions._lookups import ResultPage
 from toolctx.sessions._recording import SavedCall
 from toolctx.sessions._records import Call, CallParts
 from toolctx.sessions._saving import SavePath
@@ -46,6 +47,7 @@ __all__ = [
     "ContextSession",
     "Conversations",
     "OnDebug",
+    "ResultPage",
     "SavePath",
     "SavedCall",
     "SessionState",

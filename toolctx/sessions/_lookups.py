@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import NamedTuple
 
 import orjson
 
@@ -17,7 +18,17 @@ from toolctx.sessions._core import SessionCore
 from toolctx.sessions._loading import ContextRef, Loader
 from toolctx.sessions._records import CallParts, Record
 
-__all__ = ["Lookups"]
+__all__ = ["Lookups", "ResultPage"]
+
+
+class ResultPage(NamedTuple):
+    """A page of a stored output (:meth:`Lookups.result_page`): its call's id and task, its length in
+    characters, and the page's characters."""
+
+    id: str
+    task_id: int | str | None
+    chars: int
+    text: str
 
 
 class Lookups(SessionCore):
@@ -81,6 +92,25 @@ class Lookups(SessionCore):
         or those with this framework call id under ``task_id``; how many were new. A handle or call id this
         process does not know is looked up this way by itself."""
         return self._loader.catch_up(call_id, task_id)
+
+    def result_page(self, ref: str, offset: int, limit: int) -> ResultPage | None:
+        """Characters ``offset`` to ``offset + limit`` of the output ``ref`` names, read with one ranged request:
+        for an output kept only in a shared store whose listing says where its characters lie (a long string).
+        None for any other (read it whole with :meth:`load_contexts`), or if the read failed."""
+        record = self._loader.resolve(ref) if isinstance(ref, str) else None
+        spans = None if record is None or record.payload is not None else record.spans
+        if spans is None or record is None or offset >= spans[1]:
+            return None
+        start, chars, step, offsets = spans
+        first, last = offset // step, min(len(offsets) - 1, -(-(offset + limit) // step))
+        try:
+            data = self._saver.store.read_range(record.filename, start + offsets[first], start + offsets[last])
+            text = orjson.loads(b'"' + data + b'"')
+        except Exception as exc:
+            self._event(DEBUG, "ranged_read_failed", id=record.id, error=f"{type(exc).__name__}: {exc}")
+            return None
+        at = offset - first * step
+        return ResultPage(record.id, record.call.task_id, chars, text[at : at + limit])
 
     def parts_of(self, ref: str) -> CallParts | None:
         """:meth:`call_parts` of the call with this pointer id (or handle): None if this session has no such

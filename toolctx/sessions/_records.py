@@ -42,11 +42,13 @@ __all__ = [
     "CallParts",
     "Payload",
     "Record",
+    "Spans",
     "error_info",
     "parse_document",
     "parse_manifest_line",
     "preview_of",
     "record_from_context",
+    "result_spans",
     "shorten_args",
 ]
 
@@ -144,6 +146,7 @@ class Record:
         "payload",
         "plain",
         "size",
+        "spans",
         "storage",
         "timestamp_ns",
     )
@@ -174,6 +177,7 @@ class Record:
         self.storage = StorageKind.NONE
         self.payload: Payload | None = None
         self._filename: str | None = None
+        self.spans: Spans | None = None  # where the characters of a long string result lie in its document
 
     @property
     def tokens(self) -> int:
@@ -278,6 +282,8 @@ class Record:
             "preview": self.preview,
         }
         del entry["session_id"]
+        if self.spans is not None:
+            entry["spans"] = self.spans
         return orjson.dumps(entry) + b"\n"
 
     @property
@@ -362,13 +368,52 @@ def parse_manifest_line(line: bytes, session_id: str) -> Record:
     if not isinstance(entry, dict) or entry.get("op") != "put":
         raise ValueError("not a manifest entry")
     filename = str(entry.pop("file"))
+    spans = entry.pop("spans", None)
     pointer = ContextPointer.model_validate({**entry, "session_id": session_id, "storage": StorageKind.DISK})
-    return _from_file(
+    record = _from_file(
         filename,
         pointer,
         orjson.dumps(pointer.args),
         **{name: getattr(pointer, name) for name in _POINTER_ONLY},
     )
+    record.spans = _checked_spans(spans)
+    return record
+
+
+Spans = tuple[int, int, int, tuple[int, ...]]
+"""Where a string result's characters lie in its stored document: the byte its JSON string's first character
+starts at, its characters, the step, and the byte (from the first) of every step-th character and of the end."""
+SPANS_FROM = 64 * 1024  # bytes of a string result's JSON from which its document is read by ranges
+_STEPS = 64  # at most (a page read costs a step's bytes or two more than its own)
+
+
+def result_spans(document: tuple[bytes, ...]) -> Spans | None:
+    """The :data:`Spans` of a stored document (``Record.document``'s chunks) whose result is a long string, so a
+    page of it is read with one ranged request; None for any other."""
+    header, glue, result, _ = document
+    if len(result) < SPANS_FROM or result[:1] != b'"':
+        return None
+    try:
+        text = orjson.loads(result)
+        step = max(4096, -(-len(text) // _STEPS))
+        offsets, at = [0], 0
+        for start in range(0, len(text), step):  # (JSON escapes each character alone: the parts add up)
+            at += len(orjson.dumps(text[start : start + step])) - 2
+            offsets.append(at)
+    except (orjson.JSONDecodeError, TypeError):
+        return None
+    return len(header) + len(glue) + 1, len(text), step, tuple(offsets)
+
+
+def _checked_spans(value: Any) -> Spans | None:
+    """Spans read from a manifest line, or None if they are not well formed (the document is then read whole)."""
+    if not (isinstance(value, list) and len(value) == 4 and isinstance(value[3], list)):
+        return None
+    start, chars, step, offsets = value
+    numbers = [start, chars, step, *offsets]
+    if not all(type(n) is int and n >= 0 for n in numbers) or step < 1 or len(offsets) != -(-chars // step) + 1:
+        return None
+    return start, chars, step, tuple(offsets)
 
 
 def record_from_context(context: StoredContext, filename: str) -> Record:

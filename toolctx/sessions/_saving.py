@@ -40,7 +40,7 @@ from toolctx.sessions._clock import clock
 from toolctx.sessions._holding import Holding
 from toolctx.sessions._names import CallNames
 from toolctx.sessions._queue import LaterSaves
-from toolctx.sessions._records import Call, Payload, Record, error_info, preview_of
+from toolctx.sessions._records import Call, Payload, Record, error_info, preview_of, result_spans
 from toolctx.sessions._screening import CallScreen
 from toolctx.sessions._tags import current_tags
 from toolctx.sessions._uploads import Uploads, deferred, deferring
@@ -285,7 +285,7 @@ class SavePath(Holding):
     def _write(self, record: Record, payload: Payload) -> None:
         """Write a record's document to the store and the manifest; on failure mark it unstored."""
         try:
-            self.store.put(record.filename, record.document(self.session_id, payload))
+            self._put(record, payload)
         except Exception as exc:
             record.storage = _NONE
             self.failed_writes += 1
@@ -303,6 +303,16 @@ class SavePath(Holding):
         else:
             record.on_disk()
         self._append_manifest(record)
+
+    def _put(self, record: Record, payload: Payload) -> None:
+        """Write ``record``'s document: in a shared store once, never replacing one, noting where a long string
+        result's characters lie (a page of it is then one ranged read); elsewhere as a file of its own."""
+        document = record.document(self.session_id, payload)
+        if self.store.shared:
+            record.spans = result_spans(document)
+            self.store.create(record.filename, document)
+        else:
+            self.store.put(record.filename, document)
 
     def _cache(self, record: Record) -> None:
         """Keep ``record``'s stored output in memory too, dropping the oldest such copies past the budget."""
@@ -341,7 +351,7 @@ class SavePath(Holding):
             try:
                 while True:
                     generation = self._generation
-                    self.store.put(record.filename, record.document(self.session_id, payload))
+                    self._put(record, payload)
                     with self.lock:
                         if generation == self._generation:  # not cleared meanwhile: the file is there
                             record.on_disk()

@@ -8,6 +8,7 @@ atomic: a reader sees the whole blob or no blob, never a part.
 from __future__ import annotations
 
 import builtins
+import errno
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import NoReturn
@@ -15,7 +16,7 @@ from typing import NoReturn
 from toolctx._checks import safe_name
 from toolctx.errors import StorageError
 
-__all__ = ["BlobStore", "check_name", "raise_storage_error"]
+__all__ = ["BlobStore", "check_name", "raise_exists", "raise_storage_error"]
 
 MAX_BLOB_NAME = 255
 
@@ -36,6 +37,11 @@ def raise_storage_error(action: str, name: str, where: object, exc: OSError) -> 
         raise exc
     message = f"could not {action} blob {name!r} in {str(where)!r}: {exc.strerror or exc}"
     raise StorageError(exc.errno, message) from exc
+
+
+def raise_exists(name: str, where: object) -> NoReturn:
+    """Refuse to replace the blob ``name`` (written once) with other bytes."""
+    raise StorageError(errno.EEXIST, f"blob {name!r} in {str(where)!r} holds other bytes; it is never replaced")
 
 
 class BlobStore(ABC):
@@ -72,6 +78,27 @@ class BlobStore(ABC):
         Backends that can read part of a blob override this.
         """
         return self.get(name)[:size]
+
+    def read_range(self, name: str, start: int, end: int) -> bytes:
+        """Bytes ``start`` to ``end`` of the blob ``name`` (fewer past its end); FileNotFoundError if none.
+
+        Backends that can read part of a blob override this (one ranged request).
+        """
+        return self.get(name)[start:end]
+
+    def create(self, name: str, chunks: Sequence[bytes]) -> None:
+        """:meth:`put` for a blob written once (a stored output): never replaces one that is there. The same
+        bytes there already are a success (a write retried); other bytes a StorageError (``EEXIST``).
+
+        Here a read, then a put; backends with a conditional create make it one atomic request.
+        """
+        try:
+            found = self.get(name)
+        except FileNotFoundError:
+            self.put(name, chunks)
+            return
+        if found != b"".join(chunks):
+            raise_exists(name, self)
 
     def find_listed(self, task: str | None, call_id: str) -> builtins.list[bytes] | None:
         """The manifest lines of the calls with this task and framework call id, when the store can find calls

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from toolctx._platform import fork_safe_lock
-from toolctx.storage._base import BlobStore, check_name
+from toolctx.storage._base import BlobStore, check_name, raise_exists
 
 __all__ = ["DictStore"]
 
@@ -21,6 +21,14 @@ class DictStore(BlobStore):
         data = b"".join(chunks)
         with self._lock:
             self._blobs[check_name(name)] = data
+
+    def create(self, name: str, chunks: Sequence[bytes]) -> None:
+        data = b"".join(chunks)
+        found = self._blobs.get(check_name(name))
+        if found is None:
+            self.put(name, [data])  # (what a subclass does with a write, it does with this one)
+        elif found != data:
+            raise_exists(name, self)
 
     def get(self, name: str) -> bytes:
         try:

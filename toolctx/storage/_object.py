@@ -22,7 +22,10 @@ output is then shown whole.
   PUT on its ETag, or a create that fails if another worker created it first),
   and tries again otherwise, after a random pause that grows: workers appending
   to one manifest at once all land.
-- ``head`` is one ranged GET.
+- ``create`` (a stored output, written once) is one PUT with ``If-None-Match``: an
+  object is never replaced; the same bytes there already (a write retried after it
+  landed) are a success.
+- ``head`` and ``read_range`` are one ranged GET each.
 - Failures of the service are :class:`~toolctx.StorageError` (an ``OSError``),
   a missing object ``FileNotFoundError``, as with every store.
 """
@@ -43,7 +46,7 @@ from urllib.parse import urlsplit
 
 from toolctx._naming import validate_session_id
 from toolctx.errors import ConfigError, StorageError
-from toolctx.storage._base import BlobStore, check_name
+from toolctx.storage._base import BlobStore, check_name, raise_exists
 
 __all__ = ["ObjectStore", "is_store_url"]
 
@@ -110,6 +113,32 @@ class ObjectStore(BlobStore):
             self._obstore.put(self._store, key, b"".join(chunks))
         except Exception as exc:
             raise self._failed("write", name, exc) from exc
+
+    def create(self, name: str, chunks: Sequence[bytes]) -> None:
+        key, data = self._key(name), b"".join(chunks)
+        try:
+            self._obstore.put(self._store, key, data, mode="create")  # (If-None-Match: one atomic request)
+            return
+        except self._exists:
+            pass
+        except Exception as exc:
+            raise self._failed("write", name, exc) from exc
+        if self.get(name) != data:  # (the same bytes: a write retried after it landed)
+            raise_exists(name, f"{self.url}/{self.session_id}")
+
+    def read_range(self, name: str, start: int, end: int) -> bytes:
+        key = self._key(name)
+        if end <= start:
+            self.head(name, 0)  # (still says whether it is there)
+            return b""
+        try:
+            return bytes(self._obstore.get_range(self._store, key, start=start, end=end))
+        except self._missing:
+            raise FileNotFoundError(errno.ENOENT, f"no blob {name!r} in {self.url}/{self.session_id}") from None
+        except Exception as exc:
+            if _empty_range(exc):
+                return self.get(name)[start:end]  # (a range starting past the end)
+            raise self._failed("read", name, exc) from exc
 
     def get(self, name: str) -> bytes:
         key = self._key(name)
