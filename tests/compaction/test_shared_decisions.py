@@ -105,7 +105,7 @@ def test_read_context_offered_by_one_worker_is_offered_by_every_worker(
 
 
 @pytest.mark.parametrize("seed", [4, 5])
-def test_turns_under_a_lease_show_what_one_worker_shows_and_read_the_index_once_a_turn(
+def test_turns_under_a_lease_show_what_one_worker_shows_and_query_the_index_once_a_turn(
     seed: int, s3_server: Any, s3_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from toolctx.index import SessionIndex
@@ -121,7 +121,7 @@ def test_turns_under_a_lease_show_what_one_worker_shows_and_read_the_index_once_
 
         return read
 
-    for name in ("decided", "noted"):
+    for name in ("decided", "noted", "state"):
         monkeypatch.setattr(SessionIndex, name, counted(name))
     store, index = f"s3://{s3_server.bucket()}/conversations", f"sqlite:///{tmp_path / 'index.db'}"
     script = conversation(41, seed)
@@ -153,4 +153,4 @@ def test_turns_under_a_lease_show_what_one_worker_shows_and_read_the_index_once_
             worker.close()
     assert any("[toolctx" in repr(view) for view in one)  # (the conversation was compacted)
     assert numbered(many) == numbered(one)
-    assert max(turns) <= 2  # the decisions and the offer of read_context, read by the turn's first model call
+    assert max(turns) == 1  # the decisions and the offer of read_context, in one query by a turn's first model call

@@ -124,6 +124,21 @@ def test_forgetting_a_session_removes_its_calls_notes_and_decisions_only(index_u
     index.close()
 
 
+def test_a_sessions_notes_and_decisions_read_together_in_one_query(index_url: str) -> None:
+    index = SessionIndex(index_url)
+    assert index.state("s") is None
+    index.touch("s", "s3://b/p", None)
+    assert index.state("s") == (set(), {})
+    index.note("s", "offered")
+    index.note("s", "other")
+    index.decide("s", "one", '{"results": "ünïcode"}')
+    index.decide("s", "two", "{}")
+    index.touch("t", "s3://b/p", None)
+    index.decide("t", "one", '{"of": "t"}')
+    assert index.state("s") == ({"offered", "other"}, {"one": '{"results": "ünïcode"}', "two": "{}"})
+    index.close()
+
+
 def test_notes_and_decisions_read_back_as_written(index_url: str) -> None:
     index = SessionIndex(index_url)
     index.touch("s", "s3://b/p", None)

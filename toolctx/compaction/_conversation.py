@@ -40,6 +40,7 @@ class Conversation:
     early: dict[int, str] = field(default_factory=dict)  # position -> a big output's stand-in this compactor made
     seen: dict[str, int] = field(default_factory=dict)  # call id -> calls with it so far
     idents: dict[tuple[int, str], str] = field(default_factory=dict)  # a reused call id's later calls' identities
+    turn: int = -1  # the turn of the shared store's lease it was last shown in (see BlobStore.turn)
 
     def ident(self, call_position: int, call_id: str) -> str:
         """What decisions about the call at ``call_position`` are kept under: its id, numbered from its id's

@@ -9,6 +9,7 @@ for another call.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -219,9 +220,14 @@ def _hashable(value: Any) -> Hashable:
 
 
 def shared_state(session: ContextSession, name: str) -> bytes | None:
-    """What other workers kept under ``name``. With uploads in the background, once this worker's have landed
-    (a model call is about to show the stand-ins its tool calls were given: each handle must be in the store,
-    or its output is shown whole)."""
+    """What other workers kept under ``name`` (or what this one is writing there). With uploads in the
+    background, once this worker's have landed (a model call is about to show the stand-ins its tool calls
+    were given: each handle must be in the store, or its output is shown whole)."""
+    writing = session.attached(_Writes, _Writes)
+    with writing.lock:
+        data = writing.latest.get(name)
+    if data is not None:
+        return data
     if session.save_path.background:
         session.save_path.settle()
     try:
@@ -232,7 +238,40 @@ def shared_state(session: ContextSession, name: str) -> bytes | None:
 
 
 def keep_shared_state(session: ContextSession, name: str, data: bytes) -> None:
-    try:
-        session.store.put_state(name, data)
-    except Exception as exc:
-        internal_error(f"could not keep the compaction decisions in {session.store!r} for other workers", exc)
+    """Write ``data`` under ``name`` for other workers: now, or in the background while this worker holds the
+    session's lease (the uploads' pool: the turn gives its lease up once it landed, so no other worker reads
+    the session meanwhile); writes of one name land in the order they were made."""
+    if not session.store.holding:
+        _write(session, None, name, data)
+        return
+    writing = session.attached(_Writes, _Writes)
+    with writing.lock:
+        under_way = name in writing.latest
+        writing.latest[name] = data
+    if not under_way:
+        session.save_path.uploads.submit(f"state:{name}", lambda: _write(session, writing, name, data))
+
+
+class _Writes:
+    """A session's state written in the background: the latest data of each name until it landed."""
+
+    def __init__(self, session: ContextSession | None = None) -> None:
+        self.lock = threading.Lock()
+        self.latest: dict[str, bytes] = {}
+
+
+def _write(session: ContextSession, writing: _Writes | None, name: str, data: bytes) -> None:
+    """Write ``data`` under ``name``; with ``writing``, then its latest data until what landed is the latest
+    (one writer per name at a time)."""
+    while True:
+        try:
+            session.store.put_state(name, data)
+        except Exception as exc:
+            internal_error(f"could not keep the compaction decisions in {session.store!r} for other workers", exc)
+        if writing is None:
+            return
+        with writing.lock:
+            if writing.latest[name] is data:
+                del writing.latest[name]
+                return
+            data = writing.latest[name]

@@ -32,13 +32,11 @@ from toolctx.compaction._decisions import (
     keep_shared_state,
     shared_state,
     state_name,
-    text_key,
 )
 from toolctx.compaction._items import Edit, Item, ItemAdapter, ToolCall
 from toolctx.compaction._notes import Notes, Resolver, SessionSource, notes, session_resolver
 from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
 from toolctx.compaction._standins import (
-    ASSISTANT_TEXT,
     argument_stand_in,
     handle_of,
     is_stand_in,
@@ -47,7 +45,14 @@ from toolctx.compaction._standins import (
     stored_text,
     text_marker,
 )
-from toolctx.compaction._tooltime import shown_output, store_late, stored_call, unstored_text
+from toolctx.compaction._tooltime import (
+    shown_output,
+    store_late,
+    store_said_ahead,
+    stored_call,
+    stored_said,
+    unstored_text,
+)
 from toolctx.sessions import CallParts, ContextSession, SavedCall
 from toolctx.tokens import estimate_tokens_cached as estimated
 
@@ -157,8 +162,14 @@ class Compactor(Generic[T]):
         if not reuse:
             conversation = self._conversations[key] = Conversation(key, task)
         session_notes = notes(session)
+        # (under a lease, what is new since this worker's last view in the same turn is its own: see _texts_ahead)
+        store = session.store
+        start = conversation.length if reuse and store.holding and conversation.turn == store.turn else n
+        conversation.turn = store.turn
         for position in range(conversation.length, n):
             conversation.emitted.append(self._add(conversation, session, session_notes, position, items[position]))
+        if start < n:
+            self._texts_ahead(conversation, session, start)
         if n:
             conversation.length, conversation.first, conversation.last = n, first, fingerprint(items[-1])
         # (a conversation read anew, served before by another worker or process, counts the calls it had)
@@ -408,19 +419,8 @@ class Compactor(Generic[T]):
     def _text_edit(self, conversation: Conversation, session: ContextSession, position: int) -> Edit | None:
         """The marker for the old assistant text at ``position``, cut from its stored copy; None if not restorable."""
         said = conversation.said.pop(position)  # (every text candidate's text is there, taken once)
-        task = conversation.task
         try:
-            # Keyed by the text as stored (redacted: the key is kept too) and the conversation's task: a later
-            # turn (another process, say) that compacts the same old text again finds it, and shows the same
-            # marker (the prompt prefix stays the same).
-            redactor = session.redactor
-            key = text_key(task, said if redactor is None else redactor.redact_text(said))
-            found = [p for p in session.call_parts(key, task_id=task) if p.tool_name == ASSISTANT_TEXT]
-            if found:
-                stored: CallParts | None = found[0]
-            else:
-                saved = session.record_call(ASSISTANT_TEXT, {}, said, task, call_id=key)
-                stored = session.parts_of(saved.id) if saved.stored else None
+            stored = stored_said(session, conversation.task, said)
         except Exception as exc:  # compaction is an optimisation: never break the model call
             internal_error("could not store old assistant text to compact it; it stays as it is", exc)
             return None
@@ -428,6 +428,15 @@ class Compactor(Generic[T]):
             return None
         marker = text_marker(stored.id, stored_text(stored))
         return Edit(None, marker, text=said, position=position) if len(marker) < len(said) else None
+
+    def _texts_ahead(self, conversation: Conversation, session: ContextSession, start: int) -> None:
+        """In a shared store whose lease this worker holds, the long assistant text new since its last view in
+        the turn (from position ``start``) is found or stored now, in the background, as a batch that marks it
+        would: that batch finds it here, landed, and waits for no request."""
+        for position, said in reversed(conversation.texts):
+            if position < start:
+                return
+            store_said_ahead(session, conversation.task, said)
 
     def _apply(self, conversation: Conversation, edits: list[Edit]) -> None:
         key = conversation.key

@@ -15,11 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import xxhash
+
 from toolctx._internal import internal_error
+from toolctx.compaction._decisions import text_key
 from toolctx.compaction._items import Item, ToolCall
 from toolctx.compaction._notes import notes
 from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
-from toolctx.compaction._standins import handle_of, stand_in, stored_text
+from toolctx.compaction._standins import ASSISTANT_TEXT, handle_of, stand_in, stored_text
 from toolctx.models import ContextPointer, ErrorInfo
 from toolctx.sessions import CallParts, ContextSession, SavedCall
 from toolctx.tokens import estimate_tokens_cached, remembers_estimate
@@ -33,7 +36,9 @@ __all__ = [
     "shown_output",
     "shown_whole",
     "store_late",
+    "store_said_ahead",
     "stored_call",
+    "stored_said",
 ]
 
 
@@ -303,3 +308,42 @@ def store_late(session: ContextSession, call: ToolCall, result: Item, task: int 
     """A result made without the adapter's tool hook (or before it): store it now, or give up (None)."""
     args = call.args if isinstance(call.args, dict) else dict(call.args)  # (stored as a plain dict)
     return persist_call(session, call.name or result.tool or "tool", args, result.text, call_id=call.id, task_id=task)
+
+
+def stored_said(session: ContextSession, task: int | str | None, said: str) -> CallParts | None:
+    """The stored copy of a conversation's (``task``'s) assistant text ``said``: found, or stored now (once
+    :func:`store_said_ahead` of it, if any, is done).
+
+    Keyed by the text as stored (redacted: the key is kept too) and the task: a later turn (another process,
+    say) that compacts the same old text again finds it, and shows the same marker (the prompt prefix stays
+    the same).
+    """
+    session.save_path.settle(ids=(_ahead(said),))
+    return _found_or_stored(session, task, said)
+
+
+def _found_or_stored(session: ContextSession, task: int | str | None, said: str) -> CallParts | None:
+    redactor = session.redactor
+    key = text_key(task, said if redactor is None else redactor.redact_text(said))
+    found = [p for p in session.call_parts(key, task_id=task) if p.tool_name == ASSISTANT_TEXT]
+    if found:
+        return found[0]
+    saved = session.record_call(ASSISTANT_TEXT, {}, said, task, call_id=key)
+    return session.parts_of(saved.id) if saved.stored else None
+
+
+def store_said_ahead(session: ContextSession, task: int | str | None, said: str) -> None:
+    """:func:`stored_said` in the background (the uploads' pool), ahead of a batch that would mark ``said``."""
+
+    def store() -> None:
+        try:
+            _found_or_stored(session, task, said)  # (not stored_said: it would wait for this very job)
+        except Exception as exc:  # (stored when marked, then)
+            internal_error("could not store assistant text ahead of a batch", exc)
+
+    session.save_path.uploads.submit(_ahead(said), store)
+
+
+def _ahead(said: str) -> str:
+    """What storing assistant text ``said`` ahead of a batch is waited for under."""
+    return f"text:{xxhash.xxh3_128_hexdigest(said.encode('utf-8', 'surrogatepass'))}"

@@ -271,6 +271,21 @@ class SessionIndex:
             found = conn.execute(query).scalar()
         return None if found is None else str(found)
 
+    def state(self, session_id: str) -> tuple[set[str], dict[str, str]] | None:
+        """The words noted about ``session_id`` and what was decided in each of its scopes, in one query (None:
+        no such session)."""
+        query = (
+            select(sessions.c.notes, decisions.c.scope, decisions.c.decided)
+            .select_from(sessions.outerjoin(decisions, decisions.c.session_id == sessions.c.session_id))
+            .where(sessions.c.session_id == session_id)
+        )
+        with self._read() as conn:
+            rows = conn.execute(query).all()
+        if not rows:
+            return None
+        words = {word for word in str(rows[0][0]).split("\n") if word}
+        return words, {str(scope): str(decided) for _, scope, decided in rows if scope is not None}
+
     def decide(self, session_id: str, scope: str, text: str, now_ns: int | None = None) -> None:
         """Store what was decided in ``scope`` of ``session_id`` (JSON text, say), replacing what was there."""
         now = time.time_ns() if now_ns is None else now_ns

@@ -34,9 +34,10 @@ class IndexedStore(BlobStore):
         self.store = store
         self.index = index
         self.session_id = session_id
-        self._holding = False
+        self.holding = False
         self._states: dict[str, bytes | None] = {}  # read or written while held: the session's state as it is
         self._words: dict[str, bool] = {}  # the same for notes
+        self._read = False  # (both read since the lease was taken)
 
     def __repr__(self) -> str:
         return f"IndexedStore({self.store!r}, {self.index!r})"
@@ -85,21 +86,33 @@ class IndexedStore(BlobStore):
         return self.index.identified(self.session_id, task, call_id)
 
     def held(self, holding: bool) -> None:
-        self._holding = holding
+        self.holding = holding
+        self.turn += holding
         self._states, self._words = {}, {}  # (from a turn's start on, read once again)
+        self._read = False
+
+    def _held_state(self) -> None:
+        """While held, read the session's notes and decisions once, in one query (a turn's first model call)."""
+        if not self.holding or self._read:
+            return
+        found = self.index.state(self.session_id)
+        if found is not None and self.holding:
+            words, states = found
+            self._words.update(dict.fromkeys(words, True))
+            for name, text in states.items():
+                self._states.setdefault(name, text.encode("utf-8", "surrogatepass"))
+        self._read = True
 
     def get_state(self, name: str) -> bytes | None:
-        if name in self._states:
-            return self._states[name]
+        self._held_state()
+        if name in self._states or self._read:
+            return self._states.get(name)
         found = self.index.decided(self.session_id, name)
-        data = None if found is None else found.encode("utf-8", "surrogatepass")
-        if self._holding:
-            self._states[name] = data
-        return data
+        return None if found is None else found.encode("utf-8", "surrogatepass")
 
     def put_state(self, name: str, data: bytes) -> None:
         self.index.decide(self.session_id, name, data.decode("utf-8", "surrogatepass"))
-        if self._holding:
+        if self.holding:  # (a read after this one finds it; one before finds what the writer holds)
             self._states[name] = data
 
     def path(self, name: str) -> str | None:
@@ -107,16 +120,14 @@ class IndexedStore(BlobStore):
 
     def note(self, word: str) -> None:
         self.index.note(self.session_id, word)
-        if self._holding:
+        if self.holding:
             self._words[word] = True
 
     def noted(self, word: str) -> bool | None:
-        found = self._words.get(word)
-        if found is None:
-            found = self.index.noted(self.session_id, word)
-            if self._holding:
-                self._words[word] = found
-        return found
+        self._held_state()
+        if self._read:
+            return self._words.get(word, False)
+        return self.index.noted(self.session_id, word)
 
     def after_fork(self) -> None:
         self.store.after_fork()

@@ -51,6 +51,10 @@ class BlobStore(ABC):
     shared = False
     """Other processes may write this session's blobs at the same time (object storage): a session reads
     what they listed when it misses a call, and never rewrites the manifest."""
+    holding = False
+    """This worker holds the session's lease (see :meth:`held`): no other one changes it meanwhile."""
+    turn = 0
+    """How many times this worker took the session's lease (a turn's number, here)."""
 
     @abstractmethod
     def put(self, name: str, chunks: Sequence[bytes]) -> None:
