@@ -154,3 +154,26 @@ def test_turns_under_a_lease_show_what_one_worker_shows_and_query_the_index_once
     assert any("[toolctx" in repr(view) for view in one)  # (the conversation was compacted)
     assert numbered(many) == numbered(one)
     assert max(turns) == 1  # the decisions and the offer of read_context, in one query by a turn's first model call
+
+
+def test_long_assistant_text_of_a_turn_is_stored_as_it_arrives_not_by_the_batch_that_marks_it(
+    s3_server: Any, s3_env: dict[str, str], tmp_path: Path
+) -> None:
+    store, index = f"s3://{s3_server.bucket()}/conversations", f"sqlite:///{tmp_path / 'index.db'}"
+    worker = toolctx.Conversations(tmp_path / "w", store=store, index=index)
+    compactor: Compactor[Message] = Compactor(DictAdapter(), SETTINGS)
+    thinking = "Looking at the output of the tests again. " * 10
+    try:
+        session = worker.hold("thread-1")
+        messages = [user(0, "fix the failing test"), asks(1, ("c1", "shell", {"command": "ls"}), text="")]
+        messages.append(answer("c1", "a.py b.py"))
+        compactor.view(list(messages), "thread-1", session)
+        messages += [asks(2, ("c2", "shell", {"command": "pytest"}), text=thinking), answer("c2", "1 failed")]
+        shown, _ = compactor.view(list(messages), "thread-1", session)  # (nothing compacted yet)
+        assert not any("[toolctx" in repr(m) for m in shown)
+        worker.release("thread-1")  # (once what the turn stored landed)
+        stored = [p for p in session.get_all_pointers() if p.tool_name == "assistant_text"]
+        assert len(stored) == 1
+        assert thinking.startswith(stored[0].preview)
+    finally:
+        worker.close()
