@@ -1,6 +1,6 @@
 """What a shared store costs a tool call and a model call, against the local path, in the same run.
 
-    python bench/fleet_latency.py [--traces ../shared/traces/dev.jsonl] [--per-source 6] [--rounds 3]
+    python bench/fleet_latency.py [--traces ../shared/traces/dev.jsonl] [--per-source 6] [--rounds 3] [--model-ms 0]
 
 The workload: the first ``--per-source`` sessions of each source of the trace file,
 replayed through LangChain's real loop (``bench/replay.py``'s scripted model) with
@@ -12,6 +12,11 @@ returns (the default) or in the background (``background_uploads=True``). The th
 alternate session by session, ``--rounds`` times. Reported: the wall time inside the middleware's tool hook
 per tool call (the tool itself excluded) and inside its model hook per model call (the
 model excluded): median, p90, p99, and the shared path's ratio to the local one.
+
+The scripted model answers at once unless ``--model-ms`` says how long it takes (a real
+one takes seconds): with 0, the work a hook leaves to background threads (uploads, index
+writes) runs during the next hooks and holds up their thread at the interpreter lock, the
+worst case for the shared path; with a model that takes some time, it runs meanwhile.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import platform
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +67,17 @@ def main() -> int:
     parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
     parser.add_argument("--per-source", type=int, default=6)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--model-ms", type=float, default=0.0, help="how long the scripted model takes to answer")
     parser.add_argument("--json", type=Path)
     options = parser.parse_args()
+    if options.model_ms:
+        respond = _replay_langchain.ScriptedChatModel._generate
+
+        def slow(self: Any, *args: Any, **kwargs: Any) -> Any:
+            time.sleep(options.model_ms / 1e3)  # (inside the model call: not counted in the hook's time)
+            return respond(self, *args, **kwargs)
+
+        _replay_langchain.ScriptedChatModel._generate = slow  # type: ignore[method-assign]
     traces = load_traces(options.traces, limit=options.per_source)
 
     from toolctx_langchain import ToolContextMiddleware
@@ -102,7 +117,8 @@ def main() -> int:
         postgres.stop()
         s3.stop()
     report: dict[str, Any] = {
-        "workload": f"{len(traces)} sessions ({options.per_source} per source) x {options.rounds} rounds, LangChain",
+        "workload": f"{len(traces)} sessions ({options.per_source} per source) x {options.rounds} rounds, LangChain, "
+        f"the model answering after {options.model_ms:g} ms",
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
     }
     for kind in ("tool", "model"):

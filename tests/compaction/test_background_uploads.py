@@ -6,6 +6,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 import toolctx
 import toolctx.testing
 from toolctx.compaction import (
@@ -149,10 +151,13 @@ def test_old_text_a_batch_could_not_store_is_shown_whole_never_by_an_unreadable_
         toolctx.testing.escalated_warnings()
 
 
-def test_an_output_shown_whole_uploads_after_the_tool_returns_and_no_model_call_waits_for_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("background", [False, True])
+def test_an_output_shown_whole_uploads_after_the_tool_returns_and_no_model_call_waits_for_it(
+    tmp_path: Path, background: bool
+) -> None:
     store = GatedStore()
     settings = CompactionSettings(max_output_tokens=500)
-    with toolctx.session(tmp_path, store=store, threshold=0) as s:  # (the default: no background_uploads)
+    with toolctx.session(tmp_path, store=store, threshold=0, background_uploads=background) as s:
         done: list[object] = []
         tool = threading.Thread(
             target=lambda: done.append(at_tool_time(settings, s, "ls", {"d": "."}, "a.py b.py", "a.py b.py", **CALL))

@@ -220,16 +220,12 @@ def _hashable(value: Any) -> Hashable:
 
 
 def shared_state(session: ContextSession, name: str) -> bytes | None:
-    """What other workers kept under ``name`` (or what this one is writing there). With uploads in the
-    background, once this worker's have landed (a model call is about to show the stand-ins its tool calls
-    were given: each handle must be in the store, or its output is shown whole)."""
+    """What other workers kept under ``name`` (or what this one is writing there)."""
     writing = session.attached(_Writes, _Writes)
     with writing.lock:
         data = writing.latest.get(name)
     if data is not None:
         return data
-    if session.save_path.background:
-        session.save_path.settle()
     try:
         return session.store.get_state(name)
     except Exception as exc:  # (the decisions held here serve meanwhile)

@@ -299,8 +299,12 @@ def stored_call(session: ContextSession, call: ToolCall, result: Item, task: int
 
 
 def unstored_text(session: ContextSession, text: str) -> str | None:
-    """The whole output behind a stand-in whose upload failed after all (None: its handle reads back)."""
-    held = session.unstored(handle_of(text) or "") if session.save_path.failed_writes else None
+    """The whole output behind a stand-in whose upload failed after all (None: its handle reads back). With
+    ``background_uploads``, once the upload is done (a model call is about to show the stand-in)."""
+    ref = handle_of(text) or ""
+    if ref and session.save_path.background:
+        session.save_path.settle(ids=(ref,))
+    held = session.unstored(ref) if session.save_path.failed_writes else None
     return None if held is None else stored_text(held)
 
 
