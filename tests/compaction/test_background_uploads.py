@@ -206,3 +206,39 @@ def test_an_output_whose_upload_fails_at_tool_time_is_shown_whole(tmp_path: Path
         assert s.save_path.failed_writes == 1
         said = toolctx.testing.escalated_warnings()
         assert any("could not store" in str(w) for w in said), said
+
+
+class UnlistedStore(GatedStore):
+    """A shared store that takes every payload but cannot list any (its manifest, or index, is out of reach)."""
+
+    def append(self, name: str, data: bytes) -> None:
+        raise OSError("the index is unreachable")
+
+
+def test_an_output_stored_but_not_listed_is_shown_whole_even_when_too_big_to_keep_in_memory(tmp_path: Path) -> None:
+    store = UnlistedStore()
+    store.gate.set()
+    with toolctx.session(tmp_path, store=store, threshold=0, keep=True, memory_budget=1000) as s:
+        done = at_tool_time(CompactionSettings(max_output_tokens=500), s, "report", {}, BIG, BIG, **CALL)
+        assert done.shown is None  # (no other worker could find it: never shown by handle)
+        assert s.save_path.failed_writes == 1
+        said = toolctx.testing.escalated_warnings()
+        assert any("shown whole" in str(w) for w in said), said
+
+
+def test_a_job_of_the_upload_pool_runs_the_jobs_it_submits_itself() -> None:
+    from toolctx.sessions._uploads import MAX_PENDING, Uploads
+
+    uploads, ran = Uploads(), []
+    gate = threading.Event()
+
+    def outer() -> None:
+        for n in range(MAX_PENDING + 1):  # (more than the pool holds: submitted, they would wait for room)
+            uploads.submit(f"inner-{n}", lambda n=n: ran.append((n, threading.current_thread().name)))
+        gate.set()
+
+    uploads.submit("outer", outer)
+    assert gate.wait(30)
+    assert uploads.settle(30)
+    assert len(ran) == MAX_PENDING + 1
+    assert len({name for _, name in ran}) == 1  # all in the outer job's thread

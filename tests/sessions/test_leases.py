@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,6 +111,39 @@ def test_a_turn_gives_its_lease_up_once_its_uploads_landed_so_the_next_worker_fi
     finally:
         first.close()
         second.close()
+
+
+def test_a_turn_taken_up_here_while_the_last_one_waits_for_its_uploads_keeps_the_lease(
+    fleet: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put = ObjectStore.put
+    gate = threading.Event()
+
+    def held_put(self: ObjectStore, name: str, chunks: Sequence[bytes]) -> None:
+        gate.wait(30)  # (an upload still under way when the turn ends)
+        put(self, name, chunks)
+
+    monkeypatch.setattr(ObjectStore, "put", held_put)
+    monkeypatch.setattr(ObjectStore, "create", held_put)
+    index = index_of(fleet["TOOLCTX_INDEX"])
+    assert index is not None
+    worker = Conversations(tmp_path / "w1")
+    try:
+        session = worker.hold("thread-1")
+        at_tool_time(CompactionSettings(), session, "ls", {"d": "."}, "a.py", "a.py", call_id="c1")
+        ending = threading.Thread(target=worker.release, args=("thread-1",))
+        ending.start()
+        ending.join(0.3)
+        assert ending.is_alive()  # (waiting for the upload, the lease still held and renewed)
+        worker.hold("thread-1")  # the next turn starts here meanwhile
+        gate.set()
+        ending.join(30)
+        assert f":{os.getpid()}:" in str(index.holder(Conversations.session_id("thread-1")))  # not given up
+        worker.release("thread-1")
+        assert index.holder(Conversations.session_id("thread-1")) is None
+    finally:
+        gate.set()
+        worker.close()
 
 
 def test_a_turn_that_cannot_wait_is_told_clearly_and_never_runs_without_toolctx(

@@ -9,6 +9,7 @@ for another call.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Hashable, Mapping
 from typing import Any
@@ -221,7 +222,7 @@ def _hashable(value: Any) -> Hashable:
 
 def shared_state(session: ContextSession, name: str) -> bytes | None:
     """What other workers kept under ``name`` (or what this one is writing there)."""
-    writing = session.attached(_Writes, _Writes)
+    writing = _writes(session)
     with writing.lock:
         data = writing.latest.get(name)
     if data is not None:
@@ -234,26 +235,37 @@ def shared_state(session: ContextSession, name: str) -> bytes | None:
 
 
 def keep_shared_state(session: ContextSession, name: str, data: bytes) -> None:
-    """Write ``data`` under ``name`` for other workers: now, or in the background while this worker holds the
-    session's lease (the uploads' pool: the turn gives its lease up once it landed, so no other worker reads
-    the session meanwhile); writes of one name land in the order they were made."""
+    """Write ``data`` under ``name`` for other workers: in the background while this worker holds the session's
+    lease (the uploads' pool: the turn gives its lease up once it landed, so no other worker reads the session
+    meanwhile), else now; writes of one name land in the order they were made."""
+    writing = _writes(session)
+    with writing.lock:
+        under_way = name in writing.latest
+        if under_way or session.store.holding:
+            writing.latest[name] = data
+    if under_way:
+        return  # (the write under way writes it next)
     if not session.store.holding:
         _write(session, None, name, data)
         return
-    writing = session.attached(_Writes, _Writes)
-    with writing.lock:
-        under_way = name in writing.latest
-        writing.latest[name] = data
-    if not under_way:
-        session.save_path.uploads.submit(f"state:{name}", lambda: _write(session, writing, name, data))
+    session.save_path.uploads.submit(f"state:{name}", lambda: _write(session, writing, name, data))
 
 
 class _Writes:
-    """A session's state written in the background: the latest data of each name until it landed."""
+    """A session's state being written in the background, in this process: the latest data of each name
+    until it landed."""
 
     def __init__(self, session: ContextSession | None = None) -> None:
+        self.pid = os.getpid()
         self.lock = threading.Lock()
         self.latest: dict[str, bytes] = {}
+
+
+def _writes(session: ContextSession) -> _Writes:
+    writing = session.attached(_Writes, _Writes)
+    if writing.pid != os.getpid():  # (a forked child writes nothing of its parent's: the parent does)
+        writing.__init__()  # type: ignore[misc]
+    return writing
 
 
 def _write(session: ContextSession, writing: _Writes | None, name: str, data: bytes) -> None:

@@ -140,8 +140,8 @@ class Compactor(Generic[T]):
         with session.save_path.deferred(), showing() as ids:
             shown, edits = self._view(items, key, task, session, now)
         session.save_path.settle(ids=ids)
-        if session.save_path.failed_writes == failed:
-            return shown, edits
+        if session.save_path.failed_writes == failed or not any(session.unstored(i) is not None for i in ids):
+            return shown, edits  # (none of the handles it shows failed: other outputs' uploads may have)
         self.decided.load(key, self.decided.synced.pop(key, b"{}"))
         self._conversations.pop(key, None)
         return self._view(items, key, task, session, now)

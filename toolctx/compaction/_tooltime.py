@@ -11,6 +11,7 @@ updates a graph's state, the Agents SDK's observing hooks) store the call with
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -345,7 +346,8 @@ def store_said_ahead(session: ContextSession, task: int | str | None, said: str)
         except Exception as exc:  # (stored when marked, then)
             internal_error("could not store assistant text ahead of a batch", exc)
 
-    session.save_path.uploads.submit(_ahead(said), store)
+    context = contextvars.copy_context()  # (tagged as the model call's own would be: its task() block, say)
+    session.save_path.uploads.submit(_ahead(said), lambda: context.run(store))
 
 
 def _ahead(said: str) -> str:

@@ -96,12 +96,12 @@ class IndexedStore(BlobStore):
         if not self.holding or self._read:
             return
         found = self.index.state(self.session_id)
-        if found is not None and self.holding:
-            words, states = found
+        if self.holding:  # (not if the lease lapsed meanwhile: then read each time again)
+            words, states = found or ((), {})
             self._words.update(dict.fromkeys(words, True))
             for name, text in states.items():
                 self._states.setdefault(name, text.encode("utf-8", "surrogatepass"))
-        self._read = True
+            self._read = True
 
     def get_state(self, name: str) -> bytes | None:
         self._held_state()
@@ -130,6 +130,7 @@ class IndexedStore(BlobStore):
         return self.index.noted(self.session_id, word)
 
     def after_fork(self) -> None:
+        self.held(False)  # (a forked child holds no lease)
         self.store.after_fork()
 
     def close(self, *, remove: bool = False) -> None:

@@ -253,11 +253,15 @@ class Conversations:
             held[0] -= 1
             if held[0] > 0:
                 return
-            del self._held[session_id]
             session = self._open.get(session_id)
+        if session is not None:  # (still renewed meanwhile: each request is bounded, so this ends)
+            session.save_path.settle()
+        with self._lock:
+            if self._held.get(session_id) is not held or held[0] > 0:
+                return  # (a turn here took it up meanwhile)
+            del self._held[session_id]
         try:
             if session is not None:
-                session.save_path.settle(self.lease)
                 session.store.held(False)
             self.index.release(session_id, self._holder)
         except Exception as exc:

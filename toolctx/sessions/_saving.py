@@ -296,13 +296,11 @@ class SavePath(Holding):
                 id=record.id,
             )
             return
-        if self.store.shared:  # (a remote store: read back from memory while it fits)
-            record.payload = payload
-            record.on_disk(cached=True)
-            self._cache(record)
-        else:
-            record.on_disk()
+        record.payload = payload  # (a remote store: read back from memory while it fits; unlisted: shown whole)
+        record.on_disk(cached=self.store.shared)
         self._append_manifest(record)
+        if self.store.shared and record.storage is _DISK:
+            self._cache(record)
 
     def _put(self, record: Record, payload: Payload) -> None:
         """Write ``record``'s document: in a shared store once, never replacing one, noting where a long string

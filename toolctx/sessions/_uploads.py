@@ -26,6 +26,7 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
+_in_pool = threading.local()  # (running: this thread runs a job of the pool)
 _deferred: contextvars.ContextVar[bool] = contextvars.ContextVar("toolctx_deferred_uploads", default=False)
 
 
@@ -65,7 +66,11 @@ class Uploads:
         return self._count
 
     def submit(self, key: str, job: Callable[[], object]) -> None:
-        """Run ``job`` in the pool (it logs and counts its own failures)."""
+        """Run ``job`` in the pool (it logs and counts its own failures); a job of the pool runs the jobs it
+        submits itself, there and then (waiting for room in the pool could wait for itself)."""
+        if getattr(_in_pool, "running", False):
+            job()
+            return
         with self._done:
             self._done.wait_for(lambda: self._count < MAX_PENDING)
             self._count += 1
@@ -76,9 +81,11 @@ class Uploads:
             self._run(key, job)
 
     def _run(self, key: str, job: Callable[[], object]) -> None:
+        _in_pool.running = True
         try:
             job()
         finally:
+            _in_pool.running = False
             with self._done:
                 self._count -= 1
                 left = self._pending.pop(key) - 1
