@@ -28,6 +28,7 @@ import orjson
 
 from toolctx._checks import whole_number
 from toolctx._naming import HANDLE_PATTERN, handle
+from toolctx.compaction._navigate import by_lines, by_path, by_search
 from toolctx.compaction._settings import READ_CONTEXT
 from toolctx.errors import ConfigError
 from toolctx.models import CallMetadata, StoredContext
@@ -210,8 +211,19 @@ def read_context(
     part: str = "result",
     *,
     scope: int | str | tuple[int | str | None, ...] | None = None,
+    lines: str | None = None,
+    search: str | None = None,
+    regex: bool = False,
+    context: int = 2,
+    path: str | None = None,
 ) -> str:
     """The stored output (or arguments) behind a handle, from ``offset`` for ``limit`` characters.
+
+    Or, at most ``limit`` characters of it: ``lines`` (``"120-180"``, counted from 1),
+    the lines that hold ``search`` (plain text, or with ``regex`` a regular
+    expression) with ``context`` lines around each, numbered as ``grep -n`` does, or
+    the value at a JSON ``path`` (``"$.items[0].name"``) of a JSON output, paged by
+    ``offset``. One of the three at a time.
 
     ``part`` is ``"result"`` (the output), ``"args"`` (all arguments, as JSON) or
     ``"args.<name>"`` (one argument; a string comes back as it is). Meant as the body
@@ -232,13 +244,17 @@ def read_context(
     part = part.strip() if isinstance(part, str) else ""
     if part not in ("result", "args") and not part.startswith("args."):
         return f'part must be "result", "args" or "args.<name>", got {part!r:.80}.'
+    asked = [name for name, given in (("lines", lines), ("search", search), ("path", path)) if given is not None]
+    if len(asked) > 1:
+        return f"read_context reads by lines, search or path, one at a time; got {' and '.join(asked)}."
     key = ref.strip()
     scopes = None if scope is None else scope if isinstance(scope, tuple) else (scope,)
     missing = (
         f"No stored output {key!r} in this session. Use an id from a stand-in, written {handle('<id>')}; "
         "it may also have been cleared."
     )
-    page = session.result_page(key, offset, limit) if part == "result" else None  # (one ranged read, if it can)
+    # (a page of the output: one ranged read, if it can)
+    page = session.result_page(key, offset, limit) if part == "result" and not asked else None
     if page is not None:
         if scopes is not None and page.task_id not in scopes:
             return missing
@@ -248,17 +264,24 @@ def read_context(
         found = []
     if not found:
         return missing
-    context = found[0]
+    stored = found[0]
     if part == "result":
-        text: str | None = stored_text(context)
+        text: str | None = stored_text(stored)
     else:
-        text = argument_text(context, part[5:] or None if part != "args" else None)
+        text = argument_text(stored, part[5:] or None if part != "args" else None)
     if text is None:
-        return f"{handle(context.id)} has no argument {part[5:]!r}; its arguments are {sorted(context.args)}."
+        return f"{handle(stored.id)} has no argument {part[5:]!r}; its arguments are {sorted(stored.args)}."
+    named = handle(stored.id) + ("" if part == "result" else f" {part}")
+    if lines is not None:
+        return by_lines(text, named, lines, limit)
+    if search is not None:
+        return by_search(text, named, search, bool(regex), context, limit)
+    if path is not None:
+        return by_path(text, named, path, offset, limit)
     if offset >= len(text) and not (offset == 0 and not text):
-        return f"offset {offset:,} is past the end of {handle(context.id)}, which has {len(text):,} characters."
+        return f"offset {offset:,} is past the end of {handle(stored.id)}, which has {len(text):,} characters."
     end = min(len(text), offset + limit)
-    return _page(context.id, part, offset, end, len(text), text[offset:end])
+    return _page(stored.id, part, offset, end, len(text), text[offset:end])
 
 
 def _page(pointer_id: str, part: str, offset: int, end: int, chars: int, text: str) -> str:

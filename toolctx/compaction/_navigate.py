@@ -1,0 +1,140 @@
+"""Finding one's way in a stored text: a range of lines, a search with the lines around, a JSON path.
+
+What :func:`~toolctx.compaction.read_context` answers besides a page of characters.
+Each answer is the stored (redacted) text itself, cut to at most ``limit``
+characters, under a header that says what it is and how to read on; a query it
+cannot answer comes back as a message the model can act on, never an exception.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+__all__ = ["by_lines", "by_path", "by_search"]
+
+_LINES = re.compile(r"\s*(\d+)\s*(?:-\s*(\d*)\s*)?")
+_STEP = re.compile(r"""\.?([A-Za-z_][\w-]*)|\.?(\d+)|\[\s*(-?\d+)\s*\]|\[\s*("(?:[^"\\]|\\.)*"|'[^']*')\s*\]""")
+_MAX_CONTEXT = 20
+
+
+def by_lines(text: str, ref: str, spec: str, limit: int) -> str:
+    """Lines ``spec`` of ``text`` (``"120-180"``, ``"120-"``, ``"120"``; counted from 1), as they are."""
+    found = _LINES.fullmatch(spec) if isinstance(spec, str) else None
+    if found is None:
+        return f'lines must be a line number or a range such as "120-180" (counted from 1), got {spec!r:.80}.'
+    lines = text.splitlines(keepends=True)
+    first = int(found.group(1))
+    last = len(lines) if found.group(2) in ("", None) and "-" in spec else int(found.group(2) or first)
+    if first < 1 or last < first:
+        return f"lines {spec!r} is not a range of lines: give first-last with 1 <= first <= last."
+    if first > len(lines):
+        return f"line {first:,} is past the end of {ref}, which has {len(lines):,} lines."
+    last = min(last, len(lines))
+    body, shown = "", first - 1
+    while shown < last and len(body) + len(lines[shown]) <= limit:
+        body += lines[shown]
+        shown += 1
+    if shown == first - 1:  # (one line longer than limit: its start)
+        line = lines[shown]
+        header = f"[{ref} line {first:,} of {len(lines):,}: its first {limit:,} characters of {len(line):,}.]"
+        return f"{header}\n{line[:limit]}"
+    more = f' Continue with lines="{shown + 1}-{last}".' if shown < last else ""
+    return f"[{ref} lines {first:,}-{shown:,} of {len(lines):,}.{more}]\n{body}"
+
+
+def by_search(text: str, ref: str, pattern: str, regex: bool, context: int, limit: int) -> str:
+    """The lines of ``text`` that hold ``pattern`` (plain text, or a regular expression with ``regex``), each with
+    ``context`` lines around, numbered as ``grep -n`` numbers them (``12:`` a match, ``11-`` around it)."""
+    if not isinstance(pattern, str) or not pattern:
+        return "search needs the text (or, with regex=true, the regular expression) to look for."
+    try:
+        compiled = re.compile(pattern if regex else re.escape(pattern))
+    except re.error as exc:
+        return f"search {pattern!r:.80} is not a valid regular expression ({exc}); regex=false looks for it as it is."
+    if not isinstance(context, int) or isinstance(context, bool) or not 0 <= context <= _MAX_CONTEXT:
+        return f"context must be a number of lines from 0 to {_MAX_CONTEXT}, got {context!r:.40}."
+    lines = text.splitlines()
+    hits = [n for n, line in enumerate(lines) if compiled.search(line)]
+    if not hits:
+        return f"No line of {ref} holds {pattern!r:.200} ({len(lines):,} lines)."
+    groups: list[list[int]] = []
+    for n in hits:
+        start, end = max(0, n - context), min(len(lines) - 1, n + context)
+        if groups and start <= groups[-1][1] + 1:
+            groups[-1][1] = end
+        else:
+            groups.append([start, end])
+    matched, body, listed, size = set(hits), list[str](), 0, 0
+    for start, end in groups:
+        block = "\n".join(f"{n + 1}{':' if n in matched else '-'}{lines[n]}" for n in range(start, end + 1))
+        if body and size + len(block) + 3 > limit:
+            break
+        body.append(block[:limit])
+        size += len(body[-1]) + 3
+        listed += sum(1 for n in range(start, end + 1) if n in matched)
+    more = f" Showing the first {listed:,}; narrow the search, or read on with lines=." if listed < len(hits) else ""
+    what = "regular expression" if regex else "text"
+    return (
+        f"[{ref} search for the {what} {pattern!r:.200}: {len(hits):,} matching lines of {len(lines):,}.{more}]\n"
+        + ("\n--\n".join(body))
+    )
+
+
+def by_path(text: str, ref: str, path: str, offset: int, limit: int) -> str:
+    """The value at ``path`` (``$.items[2].name``, or ``items.2.name``) of a JSON ``text``, as JSON, from ``offset``
+    for ``limit`` characters."""
+    if not isinstance(path, str):
+        return f'path must be a JSON path such as "$.items[0].name", got {path!r:.80}.'
+    try:
+        value: Any = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return f"{ref} is not JSON, so it has no path {path!r:.80}; use search or lines instead."
+    steps, at, where = path.strip(), 0, "$"
+    if steps.startswith("$"):
+        at = 1
+    while at < len(steps):
+        step = _STEP.match(steps, at)
+        if step is None or step.end() == at:
+            return f'path {path!r:.80} cannot be read at {steps[at:]!r:.40}: use .name, [index] or ["name"] steps.'
+        at = step.end()
+        name, number, index, quoted = step.groups()
+        key: str | int = (
+            name if name is not None else int(number or index) if quoted is None else orjson.loads(_json_string(quoted))
+        )
+        if isinstance(value, dict):
+            if str(key) not in value:
+                keys = ", ".join(map(repr, list(value)[:20]))
+                return f"{where} of {ref} has no key {str(key)!r:.80}; its keys: {keys}."
+            value, where = value[str(key)], f"{where}[{str(key)!r}]"
+        elif isinstance(value, list) and isinstance(key, int):
+            if not -len(value) <= key < len(value):
+                return f"{where} of {ref} has {len(value):,} items: index {key} is past its end."
+            value, where = value[key], f"{where}[{key}]"
+        else:
+            return f"{where} of {ref} is {_kind(value)}: it has no {key!r:.80}."
+    shown = value if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    if offset >= len(shown) and not (offset == 0 and not shown):
+        return f"offset {offset:,} is past the end of {where} of {ref}, which has {len(shown):,} characters."
+    end = min(len(shown), offset + limit)
+    more = f" {len(shown) - end:,} more characters follow; continue with offset={end}." if end < len(shown) else ""
+    kind = "a string" if isinstance(value, str) else "JSON"
+    return f"[{ref} {where}, {kind} of {len(shown):,} characters: {offset:,}-{end:,}.{more}]\n{shown[offset:end]}"
+
+
+def _json_string(quoted: str) -> bytes:
+    """A quoted path step as a JSON string (single quotes allowed, nothing escaped inside them)."""
+    return quoted.encode() if quoted.startswith('"') else orjson.dumps(quoted[1:-1])
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, in words."""
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "null" if value is None else "a number"
