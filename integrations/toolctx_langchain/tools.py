@@ -14,16 +14,15 @@ from langgraph.types import Command
 
 from toolctx import ContextSession, ErrorInfo
 from toolctx.compaction import (
-    DEFAULT_READ_LIMIT,
     READ_CONTEXT,
     READ_CONTEXT_DESCRIPTION,
     READ_CONTEXT_PARAMETERS,
     CompactionSettings,
     Resolver,
     SessionSource,
+    answer_read_context,
     at_tool_time,
     output_text,
-    read_context,
     session_resolver,
 )
 from toolctx.diagnostics import internal_error
@@ -216,17 +215,7 @@ def read_back(session: ContextSession, given: Mapping[str, Any], scope: str | No
     missing id, a wrong type or a stray key is answered in words, as the other
     hosts answer it, never raised into the run.)
     """
-    unknown = sorted(set(given) - {"id", "offset", "limit", "part"})
-    if unknown:
-        return f"read_context takes id, offset, limit and part; got {unknown!r:.200}."
-    return read_context(
-        session,
-        given.get("id", ""),
-        given.get("offset", 0),
-        given.get("limit", DEFAULT_READ_LIMIT),
-        given.get("part", "result"),
-        scope=scope,
-    )
+    return answer_read_context(session, given, scope=scope)
 
 
 def persist_tool(

@@ -21,19 +21,18 @@ from agents.tracing import get_current_trace
 
 from toolctx import ContextSession
 from toolctx.compaction import (
-    DEFAULT_READ_LIMIT,
     READ_CONTEXT,
     READ_CONTEXT_DESCRIPTION,
     READ_CONTEXT_PARAMETERS,
     CompactionSettings,
     Resolver,
     SessionSource,
+    answer_read_context,
     at_tool_time,
     notes,
     output_text,
     session_resolver,
 )
-from toolctx.compaction import read_context as read_stored
 from toolctx.diagnostics import WARNING, internal_error, log
 
 __all__ = [
@@ -199,14 +198,7 @@ def read_context_tool(session: SessionSource = None) -> FunctionTool:
     async def read_back(ctx: ToolContext[Any], arguments: str) -> str:
         given = parse_arguments(arguments)
         session = get_session(None)
-        return read_stored(
-            session,
-            given.get("id"),  # type: ignore[arg-type]  # (anything but a str is answered with what to send)
-            given.get("offset", 0),
-            given.get("limit", DEFAULT_READ_LIMIT),
-            given.get("part", "result"),
-            scope=read_scope(ctx, session),
-        )
+        return answer_read_context(session, given, scope=read_scope(ctx, session))
 
     def offered(context: Any, agent: Any) -> bool:
         """Offered once the conversation has a stand-in, or the call before its first batch of them."""

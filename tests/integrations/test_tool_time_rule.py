@@ -156,6 +156,10 @@ def test_the_sdk_read_context_reads_back_and_answers_bad_arguments_in_words(cont
         assert asyncio.run(sdk.on_invoke_tool(ctx, json.dumps({"id": saved.handle, "offset": "x"}))).startswith(
             "offset must be a whole number"
         )
+        found = asyncio.run(sdk.on_invoke_tool(ctx, json.dumps({"id": saved.handle, "search": "row 1234:"})))
+        assert found.partition("\n")[2] == "\n".join(
+            f"{n + 1}{'-:'[n == 1234]}{BIG.splitlines()[n]}" for n in range(1232, 1237)
+        )
         assert "read_context needs the id" in asyncio.run(sdk.on_invoke_tool(ctx, "{}"))
 
 
@@ -167,7 +171,15 @@ def test_the_langchain_read_context_answers_bad_arguments_in_words(context_dir: 
         assert read.invoke({"id": saved.handle, "limit": 50}).startswith(f"[{saved.handle} characters 0-50 of")
         assert "read_context needs the id" in read.invoke({})
         assert read.invoke({"id": saved.handle, "offset": "x"}).startswith("offset must be a whole number")
-        assert read.invoke({"ref": saved.handle}) == "read_context takes id, offset, limit and part; got ['ref']."
+        assert read.invoke({"ref": saved.handle}) == (
+            "read_context takes id, offset, limit, part, lines, search, regex, context, path; got ['ref']."
+        )
+        assert (
+            read.invoke({"id": saved.handle, "search": "x", "regex": "yes"})
+            == "regex must be true or false, got 'yes'."
+        )
+        lines = read.invoke({"id": saved.handle, "lines": "10-12"})
+        assert lines.partition("\n")[2] == "".join(BIG.splitlines(keepends=True)[9:12])
 
 
 def test_at_tool_time_never_raises_into_the_tool_call(context_dir: Path) -> None:

@@ -20,7 +20,7 @@ offsets agree and nothing the store redacted reaches the model through a preview
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -42,6 +42,7 @@ __all__ = [
     "READ_CONTEXT_DESCRIPTION",
     "READ_CONTEXT_PARAMETERS",
     "STAND_IN_MARK",
+    "answer_read_context",
     "argument_stand_in",
     "argument_text",
     "handle_of",
@@ -179,7 +180,8 @@ def argument_text(context: StoredContext, name: str | None = None) -> str | None
 
 READ_CONTEXT_DESCRIPTION = (
     'Read back a stored tool output (or, with part="args.<name>", an argument) by the handle ctx:<id> '
-    "named in a [toolctx stand-in]; offset and limit are in characters."
+    'named in a [toolctx stand-in]: limit characters from offset; or lines="120-180"; or the lines '
+    'holding search="text" (regex=true: a regular expression), context lines around each; or a JSON path="$.a[0]".'
 )
 """What the model is told the ``read_context`` tool does (every adapter sends these words)."""
 
@@ -189,12 +191,48 @@ READ_CONTEXT_PARAMETERS: dict[str, Any] = {
         "offset": {"default": 0, "type": "integer"},
         "limit": {"default": DEFAULT_READ_LIMIT, "type": "integer"},
         "part": {"default": "result", "type": "string"},
+        "lines": {"type": "string"},
+        "search": {"type": "string"},
+        "regex": {"default": False, "type": "boolean"},
+        "context": {"default": 2, "type": "integer"},
+        "path": {"type": "string"},
     },
     "required": ["id"],
     "type": "object",
 }
-"""The JSON schema of ``read_context``'s arguments (:func:`read_context`'s ``ref``, ``offset``, ``limit`` and
-``part``; ``ref`` is named ``id`` for the model)."""
+"""The JSON schema of ``read_context``'s arguments (:func:`read_context`'s; ``ref`` is named ``id`` for the
+model)."""
+
+_READ_ARGUMENTS = tuple(READ_CONTEXT_PARAMETERS["properties"])
+
+
+def answer_read_context(
+    session: ContextSession, given: Mapping[str, Any], *, scope: int | str | tuple[int | str | None, ...] | None = None
+) -> str:
+    """The answer to a model's ``read_context`` call with the (JSON) arguments ``given``, reading only calls of
+    ``scope``: a missing id, a wrong type or a stray key is answered in words, as every host answers it."""
+    if not isinstance(given, Mapping):
+        return f"read_context takes an object of arguments ({', '.join(_READ_ARGUMENTS)}); got {given!r:.100}."
+    unknown = sorted(set(given) - set(_READ_ARGUMENTS))
+    if unknown:
+        return f"read_context takes {', '.join(_READ_ARGUMENTS)}; got {unknown!r:.200}."
+    regex = given.get("regex", False)
+    if not isinstance(regex, bool):
+        return f"regex must be true or false, got {regex!r:.40}."
+    return read_context(
+        session,
+        given.get("id", ""),
+        given.get("offset", 0),
+        given.get("limit", DEFAULT_READ_LIMIT),
+        given.get("part", "result"),
+        scope=scope,
+        lines=given.get("lines"),
+        search=given.get("search"),
+        regex=regex,
+        context=given.get("context", 2),
+        path=given.get("path"),
+    )
+
 
 READ_CONTEXT_DEFINITION: dict[str, Any] = {
     "type": "function",
