@@ -116,7 +116,8 @@ def stand_in(call: CallMetadata, text: str, head: int = 1500, tail: int = 500) -
     return (
         f"{STAND_IN_MARK} The output of {call.tool_name}{about} is stored as "
         f"{ref}: {len(text):,} characters, about {estimate_tokens(text):,} tokens. "
-        f'To read more, call read_context(id="{ref}", offset=<character>, limit=<characters>).\n'
+        f'To read more, call read_context(id="{ref}", offset=<character>, limit=<characters>), or with '
+        f'lines="<from>-<to>" or search="<text>".\n'
         f"{shown}"
     )
 
