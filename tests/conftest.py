@@ -113,3 +113,21 @@ def index_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'index.db'}"
     return new_postgres_database(request.getfixturevalue("postgres_url"))
+
+
+def count_calls(monkeypatch: pytest.MonkeyPatch, owner: type, names: tuple[str, ...]) -> list[str]:
+    """Record the name of each call to the methods ``names`` of class ``owner`` (in order) while the test runs."""
+    calls: list[str] = []
+
+    def counted(name: str) -> Any:
+        original = getattr(owner, name)
+
+        def call(self: Any, *args: Any) -> Any:
+            calls.append(name)
+            return original(self, *args)
+
+        return call
+
+    for name in names:
+        monkeypatch.setattr(owner, name, counted(name))
+    return calls

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import toolctx
+from tests.conftest import count_calls
 from toolctx.compaction import CompactionSettings, Compactor, persist_call
 
 from .conftest import DictAdapter, Message, answer, asks, says, user
@@ -110,19 +111,7 @@ def test_turns_under_a_lease_show_what_one_worker_shows_and_query_the_index_once
 ) -> None:
     from toolctx.index import SessionIndex
 
-    reads: list[str] = []
-
-    def counted(name: str) -> Any:
-        original = getattr(SessionIndex, name)
-
-        def read(self: SessionIndex, *args: Any) -> Any:
-            reads.append(name)
-            return original(self, *args)
-
-        return read
-
-    for name in ("decided", "noted", "state"):
-        monkeypatch.setattr(SessionIndex, name, counted(name))
+    reads = count_calls(monkeypatch, SessionIndex, ("decided", "noted", "state"))
     store, index = f"s3://{s3_server.bucket()}/conversations", f"sqlite:///{tmp_path / 'index.db'}"
     script = conversation(41, seed)
 

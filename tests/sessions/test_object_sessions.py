@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import toolctx
-from tests.conftest import new_postgres_database
+from tests.conftest import count_calls, new_postgres_database
 from toolctx import Conversations, SessionNotFoundError
 from toolctx.compaction import read_context
 from toolctx.storage import ObjectStore
@@ -182,19 +182,7 @@ def test_a_page_of_a_long_output_is_one_ranged_read_exact_to_the_character(
     with toolctx.session(tmp_path, store=store, keep=True, threshold=0) as first:
         saved = first.save_context("cat", {"path": "notes.txt"}, text, call_id="c1", task_id="thread-1")
         other = toolctx.ContextSession.resume(first.session_id, store=store)  # (another worker: not in memory)
-        requests: list[str] = []
-
-        def counted(name: str) -> Any:
-            original = getattr(ObjectStore, name)
-
-            def request(self: ObjectStore, *args: Any) -> Any:
-                requests.append(name)
-                return original(self, *args)
-
-            return request
-
-        for name in ("get", "read_range"):
-            monkeypatch.setattr(ObjectStore, name, counted(name))
+        requests = count_calls(monkeypatch, ObjectStore, ("get", "read_range"))
         try:
             for offset, limit in [(0, 100), (12_345, 4000), (len(text) - 50, 4000), (len(text) // 3, 70_000)]:
                 del requests[:]

@@ -23,7 +23,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import xxhash
 
@@ -34,9 +34,6 @@ from toolctx.errors import ConfigError, SessionBusyError, SessionNotFoundError
 from toolctx.sessions._gc import gc
 from toolctx.sessions._session import ContextSession
 from toolctx.sessions._stores import Unreachable, index_for
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["Conversations", "conversation_key"]
 

@@ -118,13 +118,11 @@ class ObjectStore(BlobStore):
         key, data = self._key(name), b"".join(chunks)
         try:
             self._obstore.put(self._store, key, data, mode="create")  # (If-None-Match: one atomic request)
-            return
         except self._exists:
-            pass
+            if self.get(name) != data:  # (the same bytes: a write retried after it landed)
+                raise_exists(name, f"{self.url}/{self.session_id}")
         except Exception as exc:
             raise self._failed("write", name, exc) from exc
-        if self.get(name) != data:  # (the same bytes: a write retried after it landed)
-            raise_exists(name, f"{self.url}/{self.session_id}")
 
     def read_range(self, name: str, start: int, end: int) -> bytes:
         key = self._key(name)
