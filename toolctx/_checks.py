@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Literal
 
 from toolctx.errors import ConfigError
 
-__all__ = ["fraction", "non_empty_text", "real_number", "safe_name", "whole_number"]
+__all__ = ["fraction", "non_empty_text", "output_limit", "real_number", "safe_name", "whole_number"]
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
@@ -69,6 +70,20 @@ def non_empty_text(name: str, value: object, *, max_length: int | None = None) -
         limit = "" if max_length is None else f" of up to {max_length} characters"
         raise ConfigError(f"{name} must be a non-empty string{limit}, got {value!r:.80}")
     return value
+
+
+def output_limit(name: str, value: object) -> int | Literal["never", "always"]:
+    """``value`` if it is a tool's output limit: a whole number of tokens >= 1, ``"never"`` or ``"always"``."""
+    if value == "never" and isinstance(value, str):
+        return "never"
+    if value == "always" and isinstance(value, str):
+        return "always"
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    raise ConfigError(
+        f"{name} must be a whole number of tokens >= 1, 'never' (the output is never replaced by a stand-in) "
+        f"or 'always' (a stand-in whenever it is shorter than the output), got {value!r:.80}"
+    )
 
 
 def safe_name(what: str, value: object, *, max_length: int) -> str:

@@ -32,9 +32,11 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 import wrapt
 
+from toolctx._checks import output_limit
 from toolctx._defaults import byte_count
 from toolctx._describe import Describer, default_description, make_describer
 from toolctx._internal import internal_error
+from toolctx._limits import OutputLimit, declare_limit
 from toolctx._naming import sanitize_tool_name
 from toolctx._serialize import clean_text, encode
 from toolctx.errors import ConfigError, SessionClosedError
@@ -138,6 +140,7 @@ class _Tool:
         ignore: Collection[str],
         threshold: int | None,
         record_errors: bool,
+        max_output_tokens: OutputLimit | None = None,
     ) -> None:
         name = name if name is not None else getattr(func, "__name__", type(func).__name__)
         if not isinstance(name, str) or not name:
@@ -167,6 +170,12 @@ class _Tool:
         self.custom_description = description is not None
         self.threshold = None if threshold is None else byte_count("threshold", threshold)
         self.record_errors = bool(record_errors)
+        # (held here, so the adapters find it by the tool's name for as long as the tool exists)
+        self.declared = (
+            None
+            if max_output_tokens is None
+            else declare_limit(self.name, output_limit("max_output_tokens", max_output_tokens))
+        )
 
     def begin(self, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Started | None:
         """Capture the arguments as they are before the tool runs; never raises."""
@@ -345,6 +354,7 @@ def persist_context(
     threshold: int | None = None,
     record_errors: bool = True,
     enabled: bool = True,
+    max_output_tokens: OutputLimit | None = None,
 ) -> Callable[[T], T]: ...
 def persist_context(
     func: Any = None,
@@ -356,6 +366,7 @@ def persist_context(
     threshold: int | None = None,
     record_errors: bool = True,
     enabled: bool = True,
+    max_output_tokens: OutputLimit | None = None,
 ) -> Any:
     """Store every call of the decorated tool in the current toolctx session.
 
@@ -371,8 +382,18 @@ def persist_context(
     out, recognised by their annotation: LangChain's ``ToolRuntime``,
     ``RunnableConfig``, callback managers and ``Injected*`` markers, the Agents
     SDK's ``RunContextWrapper`` and ``ToolContext``.
-    ``threshold``: bytes from which this tool's results go to disk, overriding the
-    session's.
+    ``threshold``: bytes from which this tool's results go to disk rather than
+    memory, overriding the session's (where they are stored; the model is shown
+    the same either way).
+    ``max_output_tokens``: what the model is shown, with an adapter
+    (``ToolContextMiddleware``, ``persist_tools``, the assembler): this tool's own
+    limit, tokens over which its output reaches the model as a stand-in with a
+    handle, ``"never"`` (always whole, never compacted) or ``"always"`` (a stand-in
+    whenever it is shorter than the output); see
+    :class:`~toolctx.compaction.CompactionSettings`, whose ``tool_limits`` entry for
+    the tool, if any, wins. It is found by the tool's name (``name``), which the
+    framework's tool must share (``@tool`` and ``@function_tool`` take the
+    function's name unless given another).
     ``record_errors``: store exceptions the tool raises as error contexts (they
     are re-raised unchanged either way).
     ``enabled``: ``False`` returns the function undecorated.
@@ -397,6 +418,7 @@ def persist_context(
             ignore=ignore,
             threshold=threshold,
             record_errors=record_errors,
+            max_output_tokens=max_output_tokens,
         )
         wrapper: Callable[..., Any] = tool.sync_wrapper
         if inspect.isasyncgenfunction(inner):

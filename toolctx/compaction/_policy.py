@@ -233,7 +233,7 @@ class Compactor(Generic[T]):
             # (a big output once shown whole stays so until a batch: a decision another worker reads too)
             if (
                 result is None
-                and described.tokens > self.settings.max_output_tokens
+                and described.tokens > self.settings.limit_for(call.name or described.tool)
                 and not (decided.whole and decided.is_whole(key, ident, described.text))
             ):
                 result = self._unhooked(conversation, session, position)
@@ -261,7 +261,7 @@ class Compactor(Generic[T]):
         call_position, call, result = conversation.results[position]
         if result.is_error or is_stand_in(result.text):
             return None
-        if (call.name or result.tool) in self.settings.exclude_tools:
+        if self.settings.keeps_whole(call.name or result.tool):
             return None
         stored = self._stored(conversation, session, call, result)
         if stored is not None:
@@ -351,7 +351,7 @@ class Compactor(Generic[T]):
             return 0
         call_position, call, result = conversation.results[position]
         tool = result.tool or call.name
-        if result.is_error or tool in settings.exclude_tools:
+        if result.is_error or settings.keeps_whole(tool):
             return 0
         shown = conversation.early.get(position)  # a tool-time stand-in this compactor made, or the output
         tokens = result.tokens if shown is None else estimated(shown)

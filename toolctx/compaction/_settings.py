@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolctx._checks import real_number, whole_number
+from toolctx._checks import output_limit, real_number, whole_number
+from toolctx._limits import NEVER, OutputLimit, declared_tokens, limit_tokens
 from toolctx.errors import ConfigError
 
 __all__ = ["READ_CONTEXT", "CompactionSettings", "pays_for_cache_break"]
@@ -25,6 +26,20 @@ class CompactionSettings:
     the model as a stand-in of its first ``head_chars`` (1,500) and last
     ``tail_chars`` (500) characters with its handle (one of at most that many
     characters, or of ``exclude_tools``, is shown as it is).
+
+    ``tool_limits``: a tool's own ``max_output_tokens``, by tool name, as
+    ``{"bash": 4000, "get_user": "never", "dump": "always"}``. A number of tokens
+    raises or lowers the limit for that tool; ``"never"``: its outputs are never
+    replaced, neither at tool time nor by batches (what ``exclude_tools`` does, which
+    is the same as ``"never"`` for each tool it names); ``"always"``: every stored
+    output of it gets a stand-in, however small, when the stand-in is shorter (an
+    output of more than ``head_chars + tail_chars`` characters), even the
+    conversation's first one, which otherwise waits until it pays for bringing
+    ``read_context`` in. A tool decorated with ``@persist_context(max_output_tokens=...)``
+    declares its own limit, used when the settings name no limit for it: the
+    settings are the deployment's choice (the model, its window), the decorator the
+    tool author's default, so the settings win. A tool named in both
+    ``exclude_tools`` and ``tool_limits`` (other than ``"never"``) is refused.
 
     Model calls (one measure: the tokens of the conversation's messages as the
     model would be shown them, by :func:`~toolctx.tokens.estimate_tokens`):
@@ -98,6 +113,8 @@ class CompactionSettings:
     args_preview_chars: int = 60
     text_chars: int = 300
     exclude_tools: frozenset[str] = field(default_factory=frozenset)
+    tool_limits: Mapping[str, OutputLimit] = field(default_factory=dict, hash=False)
+    _tokens: dict[str, int] = field(init=False, repr=False, compare=False, hash=False)
 
     @classmethod
     def of(cls, settings: CompactionSettings | None = None, /, **options: Any) -> CompactionSettings:
@@ -131,6 +148,48 @@ class CompactionSettings:
         if not all(isinstance(t, str) for t in tools):
             raise ConfigError(f"exclude_tools must be tool names, got {self.exclude_tools!r:.100}")
         object.__setattr__(self, "exclude_tools", frozenset(tools) | {READ_CONTEXT})
+        object.__setattr__(self, "_tokens", self._limits_in_tokens())
+        object.__setattr__(self, "tool_limits", dict(self.tool_limits))  # (a copy: the caller may change theirs)
+
+    def _limits_in_tokens(self) -> dict[str, int]:
+        """``tool_limits`` checked, in tokens, with ``exclude_tools`` as ``"never"`` (what :meth:`limit_for` reads)."""
+        limits = self.tool_limits
+        if not isinstance(limits, Mapping):
+            raise ConfigError(
+                "tool_limits must map tool names to their limits, as {'bash': 4000, 'get_user': 'never'}, "
+                f"got {limits!r:.100}"
+            )
+        tokens: dict[str, int] = {}
+        for tool, limit in limits.items():
+            if not isinstance(tool, str) or not tool:
+                raise ConfigError(f"tool_limits must map tool names to their limits, got the key {tool!r:.80}")
+            tokens[tool] = limit_tokens(output_limit(f"tool_limits[{tool!r}]", limit))
+        for tool in self.exclude_tools:
+            if tokens.get(tool, NEVER) != NEVER:
+                raise ConfigError(
+                    f"tool_limits[{tool!r}] = {limits[tool]!r}, but read_context's own outputs are never "
+                    "compacted: leave it out of tool_limits"
+                    if tool == READ_CONTEXT
+                    else f"tool {tool!r} is in exclude_tools (never compacted) and has tool_limits[{tool!r}] = "
+                    f"{limits[tool]!r}: give it one of them"
+                )
+            tokens[tool] = NEVER
+        return tokens
+
+    def limit_for(self, tool: str | None) -> int:
+        """The tokens over which an output of ``tool`` gets a stand-in at tool time (0: ``"always"``,
+        ``sys.maxsize``: ``"never"``): its ``tool_limits`` entry (or ``exclude_tools``), else the limit its
+        ``@persist_context`` declared, else ``max_output_tokens``."""
+        tokens = self._tokens.get(tool)  # type: ignore[arg-type]
+        if tokens is None:
+            tokens = declared_tokens(tool) if tool else None
+            if tokens is None:
+                return self.max_output_tokens
+        return tokens
+
+    def keeps_whole(self, tool: str | None) -> bool:
+        """Whether outputs (and arguments) of ``tool`` are never replaced: ``exclude_tools`` and ``"never"``."""
+        return self.limit_for(tool) == NEVER
 
     @property
     def stand_in_tokens(self) -> int:

@@ -19,6 +19,7 @@ from typing import Any
 import xxhash
 
 from toolctx._internal import internal_error
+from toolctx._limits import ALWAYS, NEVER
 from toolctx.compaction._decisions import text_key
 from toolctx.compaction._items import Item, ToolCall
 from toolctx.compaction._notes import notes
@@ -127,7 +128,7 @@ def _at_tool_time(
     queue: bool,
 ) -> ToolTime:
     try:
-        whole = queue and error is None and shown_as_text and output is text and shown_whole(settings, text)
+        whole = queue and error is None and shown_as_text and output is text and shown_whole(settings, text, tool_name)
     except Exception as exc:  # (a text that is not one, say: stored now, and decided below)
         internal_error(f"could not tell how to show an output of tool {tool_name!r}", exc)
         whole = False
@@ -154,10 +155,10 @@ def _at_tool_time(
 _QUEUED = ToolTime(None, None)  # (the usual outcome: one object, not one per call)
 
 
-def _short_ascii(settings: CompactionSettings, text: str) -> bool:
-    """Whether ``text`` is certainly within ``max_output_tokens`` without an estimate: never more tokens than
+def _short_ascii(limit: int, text: str) -> bool:
+    """Whether ``text`` is certainly within ``limit`` tokens without an estimate: never more tokens than
     bytes, so ASCII of no more characters than that."""
-    return len(text) <= settings.max_output_tokens and text.isascii()
+    return len(text) <= limit and text.isascii()
 
 
 def persist_call(
@@ -214,8 +215,9 @@ def queue_call(
         return False
 
 
-def shown_whole(settings: CompactionSettings, text: str) -> bool:
-    """Whether an output is certainly shown as it is, being estimated at most ``max_output_tokens``.
+def shown_whole(settings: CompactionSettings, text: str, tool: str | None = None) -> bool:
+    """Whether an output (of ``tool``) is certainly shown as it is, being estimated at most its limit
+    (:meth:`~CompactionSettings.limit_for`; ``max_output_tokens`` without a tool).
 
     ASCII of no more characters than that needs no estimate (never more tokens
     than bytes). Otherwise a text of at most 4,096 characters is estimated (the
@@ -223,25 +225,31 @@ def shown_whole(settings: CompactionSettings, text: str) -> bool:
     False without an estimate, and :func:`shown_output`, which estimates it once,
     decides (it may still show it whole).
     """
-    if _short_ascii(settings, text):
+    limit = settings.max_output_tokens if tool is None else settings.limit_for(tool)
+    if _short_ascii(limit, text) or limit == NEVER:
         return True
-    return remembers_estimate(text) and estimate_tokens_cached(text) <= settings.max_output_tokens
+    if limit == ALWAYS:  # (whole only when its stand-in would show all of it)
+        return len(text) <= settings.head_chars + settings.tail_chars
+    return remembers_estimate(text) and estimate_tokens_cached(text) <= limit
 
 
 def over_limit(settings: CompactionSettings, tool: str, text: str) -> int:
     """The estimated tokens of an output that the rules give a stand-in (0 if they show it as it is).
 
-    Over ``max_output_tokens``, longer than the ``head_chars + tail_chars`` its
-    stand-in would keep (else it would show it all), not of ``exclude_tools``.
-    Whether the first stand-in pays for bringing ``read_context`` in is
-    :func:`shown_output`'s to decide.
+    Over the tool's limit (:meth:`~CompactionSettings.limit_for`: its
+    ``tool_limits`` entry, else its decorator's, else ``max_output_tokens``; never
+    for ``exclude_tools`` and ``"never"``), longer than the ``head_chars + tail_chars``
+    its stand-in would keep (else it would show it all). Whether the first
+    stand-in pays for bringing ``read_context`` in is :func:`shown_output`'s to decide.
     """
-    if _short_ascii(settings, text) or len(text) <= settings.head_chars + settings.tail_chars:
-        return 0
-    if tool in settings.exclude_tools:
+    return _over(settings, settings.limit_for(tool), text)
+
+
+def _over(settings: CompactionSettings, limit: int, text: str) -> int:
+    if limit == NEVER or _short_ascii(limit, text) or len(text) <= settings.head_chars + settings.tail_chars:
         return 0
     tokens = estimate_tokens_cached(text)
-    return tokens if tokens > settings.max_output_tokens else 0
+    return tokens if tokens > limit else 0
 
 
 def shown_output(
@@ -249,7 +257,7 @@ def shown_output(
 ) -> str | None:
     """The stand-in the model gets instead of a big output ``text``, or None to show the output as it is.
 
-    Only a stored, non-error output of a tool not in ``exclude_tools`` gets one,
+    Only a stored, non-error output over its tool's limit (:func:`over_limit`) gets one,
     cut from the stored copy (what ``read_context`` returns), so a failure to
     store always shows the full output; so does an output of at most
     ``head_chars + tail_chars`` characters, which its stand-in would show whole
@@ -257,18 +265,21 @@ def shown_output(
     The conversation's first stand-in brings ``read_context`` into the tool list,
     which breaks the provider's prompt cache for the whole prompt once: it is made
     only for an output that frees enough to pay for that
-    (:func:`pays_for_cache_break`).
+    (:func:`pays_for_cache_break`), or of a tool whose limit is ``"always"``.
     """
     if pointer is None or not pointer.stored or pointer.is_error:
         return None
-    tokens = over_limit(settings, pointer.tool if isinstance(pointer, SavedCall) else pointer.tool_name, text)
+    limit = settings.limit_for(pointer.tool if isinstance(pointer, SavedCall) else pointer.tool_name)
+    tokens = _over(settings, limit, text)
     if not tokens:
         return None
     session_notes = notes(session)
     freed = tokens - settings.stand_in_tokens
     broken = session_notes.shown_tokens + session_notes.prefix_tokens  # (the tool list changes: all of it)
-    if not session_notes.offer_read_context and not pays_for_cache_break(
-        freed, broken, session_notes.model_calls, settings.cached_price
+    if (
+        not session_notes.offer_read_context
+        and limit != ALWAYS
+        and not pays_for_cache_break(freed, broken, session_notes.model_calls, settings.cached_price)
     ):
         return None
     try:
