@@ -27,7 +27,7 @@ ALWAYS = 0
 
 
 def limit_tokens(limit: OutputLimit) -> int:
-    """A checked limit (:func:`toolctx._checks.output_limit`) in tokens: :data:`NEVER`, :data:`ALWAYS` or itself."""
+    """A checked limit (``toolctx._checks.output_limit``) in tokens: :data:`NEVER`, :data:`ALWAYS` or itself."""
     if limit == "never":
         return NEVER
     if limit == "always":

@@ -76,8 +76,9 @@ class ToolContextMiddleware(AgentMiddleware):
     policy of :class:`toolctx.compaction.Compactor` replaces old results and long
     string arguments by stand-ins, in batches (see
     :class:`~toolctx.compaction.CompactionSettings` for every option, passed here
-    by keyword, and their defaults). Calls and results stay paired; error results,
-    ``exclude_tools`` and ``read_context`` are left alone. The ``read_context`` tool
+    by keyword, and their defaults, per-tool ``tool_limits`` among them). Calls and
+    results stay paired; error results, ``exclude_tools``, tools whose limit is
+    ``"never"`` and ``read_context`` are left alone. The ``read_context`` tool
     is offered to the model only once the conversation has a stand-in (the first
     batch waits one model call so that the tool list and the messages change in
     the same call), so a short conversation costs nothing.

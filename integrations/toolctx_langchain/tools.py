@@ -233,7 +233,7 @@ def persist_tool(
     parameters LangChain injects (runtime, state, store, call id) are passed on but
     never stored. A failure to store is logged and warned, and the model gets the
     whole output. Options: those of :class:`~toolctx.compaction.CompactionSettings`
-    (``max_output_tokens``, ``head_chars``, ``tail_chars``). Plain functions need no
+    (``max_output_tokens``, ``tool_limits``, ``head_chars``, ``tail_chars``). Plain functions need no
     wrapper: decorate them with ``@persist_context`` before ``@tool``.
     """
     if not isinstance(tool, BaseTool):

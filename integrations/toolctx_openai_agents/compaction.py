@@ -155,7 +155,8 @@ def compact_tool_outputs(
     :class:`~toolctx.compaction.CompactionSettings` for every option, passed here by
     keyword). Outputs not stored yet are stored first, and a big one that no
     persisted tool stored (a tool of an MCP server, say) is shown as a stand-in
-    straight away; outputs recorded as errors, ``exclude_tools`` and
+    straight away, by its tool's limit (``tool_limits``); outputs recorded as
+    errors, ``exclude_tools``, tools whose limit is ``"never"`` and
     ``read_context`` are left alone. The run's own history is not changed: the
     filter applies to what each model call sees, and remembers its decisions, so
     each call only reads the items new since the previous one. It never raises: on

@@ -9,7 +9,8 @@ Framework adapters (``toolctx_langchain``, ``toolctx_openai_agents``) and the
 assembler only translate their objects; everything they decide comes from here.
 From need to door:
 
-- every option and its default, with the reasons: :class:`CompactionSettings`;
+- every option and its default, with the reasons: :class:`CompactionSettings`
+  (a tool's own limit: :meth:`CompactionSettings.limit_for`);
 - a tool returned (store it, then show it whole, queue it, or stand it in):
   :func:`at_tool_time`, built of :func:`persist_call`, :func:`queue_call`,
   :func:`shown_whole`, :func:`over_limit` and :func:`shown_output`;

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolctx._checks import output_limit, real_number, whole_number
-from toolctx._limits import NEVER, OutputLimit, declared_tokens, limit_tokens
+from toolctx._limits import NEVER, declared_tokens, limit_tokens
 from toolctx.errors import ConfigError
 
 __all__ = ["READ_CONTEXT", "CompactionSettings", "pays_for_cache_break"]
@@ -113,7 +113,7 @@ class CompactionSettings:
     args_preview_chars: int = 60
     text_chars: int = 300
     exclude_tools: frozenset[str] = field(default_factory=frozenset)
-    tool_limits: Mapping[str, OutputLimit] = field(default_factory=dict, hash=False)
+    tool_limits: Mapping[str, int | str] = field(default_factory=dict, hash=False)  # (a dict: hashed without it)
     _tokens: dict[str, int] = field(init=False, repr=False, compare=False, hash=False)
 
     @classmethod

@@ -217,7 +217,7 @@ def queue_call(
 
 def shown_whole(settings: CompactionSettings, text: str, tool: str | None = None) -> bool:
     """Whether an output (of ``tool``) is certainly shown as it is, being estimated at most its limit
-    (:meth:`~CompactionSettings.limit_for`; ``max_output_tokens`` without a tool).
+    (:meth:`~toolctx.compaction.CompactionSettings.limit_for`; ``max_output_tokens`` without a tool).
 
     ASCII of no more characters than that needs no estimate (never more tokens
     than bytes). Otherwise a text of at most 4,096 characters is estimated (the
@@ -236,7 +236,7 @@ def shown_whole(settings: CompactionSettings, text: str, tool: str | None = None
 def over_limit(settings: CompactionSettings, tool: str, text: str) -> int:
     """The estimated tokens of an output that the rules give a stand-in (0 if they show it as it is).
 
-    Over the tool's limit (:meth:`~CompactionSettings.limit_for`: its
+    Over the tool's limit (:meth:`~toolctx.compaction.CompactionSettings.limit_for`: its
     ``tool_limits`` entry, else its decorator's, else ``max_output_tokens``; never
     for ``exclude_tools`` and ``"never"``), longer than the ``head_chars + tail_chars``
     its stand-in would keep (else it would show it all). Whether the first
