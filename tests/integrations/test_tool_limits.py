@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -360,3 +361,17 @@ def test_bad_limits_are_refused_with_what_to_pass() -> None:
         persist_context(max_output_tokens=-5)(fetch)
     with pytest.raises(ConfigError, match=r"max_output_tokens must be .*got 'sometimes'"):
         persist_context(max_output_tokens="sometimes")(fetch)  # type: ignore[call-overload]
+
+
+def test_a_declared_limit_lasts_as_long_as_its_tool() -> None:
+    def ship(order: str) -> str:
+        return order
+
+    settings = CompactionSettings()
+    shipping = persist_context(max_output_tokens="never")(ship)
+    assert settings.keeps_whole("ship")
+    renamed = persist_context(name="ship", max_output_tokens=200)(ship)  # the last one declared wins
+    assert settings.limit_for("ship") == 200
+    del shipping, renamed
+    gc.collect()
+    assert settings.limit_for("ship") == settings.max_output_tokens  # its tool is gone: the default again
