@@ -5,7 +5,7 @@ and so does every host it runs in: a framework's tool call carries the name, not
 the function. A decorated tool's declared limit is therefore kept here under the
 name the decorator records, for as long as the tool exists (held weakly: a tool
 that is garbage collected takes its limit with it), and the settings look it up
-with one dict read per call.
+in :data:`DECLARED` with one dict read per call.
 """
 
 from __future__ import annotations
@@ -14,7 +14,15 @@ import sys
 import weakref
 from typing import Literal, TypeAlias
 
-__all__ = ["ALWAYS", "NEVER", "DeclaredLimit", "OutputLimit", "declare_limit", "declared_tokens", "limit_tokens"]
+__all__ = [
+    "ALWAYS",
+    "DECLARED",
+    "NEVER",
+    "DeclaredLimit",
+    "OutputLimit",
+    "declare_limit",
+    "limit_tokens",
+]
 
 OutputLimit: TypeAlias = int | Literal["never", "always"]
 """A tool's output limit: tokens over which its output gets a stand-in, ``"never"`` or ``"always"``."""
@@ -45,7 +53,10 @@ class DeclaredLimit:
         self.tokens = limit_tokens(limit)
 
 
-_declared: dict[str, weakref.ref[DeclaredLimit]] = {}
+DECLARED: dict[str, int] = {}
+"""Tool name -> the limit in tokens its live decorated tool declared (read on every tool call: a plain dict)."""
+
+_owners: dict[str, weakref.ref[DeclaredLimit]] = {}  # (which declaration DECLARED holds, for each name)
 
 
 def declare_limit(tool: str, limit: OutputLimit) -> DeclaredLimit:
@@ -53,17 +64,10 @@ def declare_limit(tool: str, limit: OutputLimit) -> DeclaredLimit:
     declared = DeclaredLimit(limit)
 
     def gone(ref: weakref.ref[DeclaredLimit]) -> None:
-        if _declared.get(tool) is ref:  # (not a limit declared since under the same name)
-            _declared.pop(tool, None)
+        if _owners.get(tool) is ref:  # (not a limit declared since under the same name)
+            DECLARED.pop(tool, None)
+            _owners.pop(tool, None)
 
-    _declared[tool] = weakref.ref(declared, gone)
+    _owners[tool] = weakref.ref(declared, gone)
+    DECLARED[tool] = declared.tokens
     return declared
-
-
-def declared_tokens(tool: str) -> int | None:
-    """The limit in tokens a live decorated tool named ``tool`` declared, or None."""
-    ref = _declared.get(tool)
-    if ref is None:
-        return None
-    declared = ref()
-    return None if declared is None else declared.tokens

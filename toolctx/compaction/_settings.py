@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolctx._checks import output_limit, real_number, whole_number
-from toolctx._limits import NEVER, declared_tokens, limit_tokens
+from toolctx._limits import DECLARED, NEVER, limit_tokens
 from toolctx.errors import ConfigError
 
 __all__ = ["READ_CONTEXT", "CompactionSettings", "pays_for_cache_break"]
@@ -181,10 +181,8 @@ class CompactionSettings:
         ``sys.maxsize``: ``"never"``): its ``tool_limits`` entry (or ``exclude_tools``), else the limit its
         ``@persist_context`` declared, else ``max_output_tokens``."""
         tokens = self._tokens.get(tool)  # type: ignore[arg-type]
-        if tokens is None:
-            tokens = declared_tokens(tool) if tool else None
-            if tokens is None:
-                return self.max_output_tokens
+        if tokens is None:  # (two dict reads: this runs on every tool call)
+            return DECLARED.get(tool, self.max_output_tokens)  # type: ignore[arg-type]
         return tokens
 
     def keeps_whole(self, tool: str | None) -> bool:
