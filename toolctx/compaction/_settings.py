@@ -180,9 +180,11 @@ class CompactionSettings:
         """The tokens over which an output of ``tool`` gets a stand-in at tool time (0: ``"always"``,
         ``sys.maxsize``: ``"never"``): its ``tool_limits`` entry (or ``exclude_tools``), else the limit its
         ``@persist_context`` declared, else ``max_output_tokens``."""
-        tokens = self._tokens.get(tool)  # type: ignore[arg-type]
+        if tool is None:  # (a result that names no tool)
+            return self.max_output_tokens
+        tokens = self._tokens.get(tool)
         if tokens is None:  # (two dict reads: this runs on every tool call)
-            return DECLARED.get(tool, self.max_output_tokens)  # type: ignore[arg-type]
+            return DECLARED.get(tool, self.max_output_tokens)
         return tokens
 
     def keeps_whole(self, tool: str | None) -> bool:
