@@ -18,6 +18,14 @@ def search(query: str, limit: int = 10) -> list[str]:
 async def fin(ticker: str, client: object = None) -> dict[str, int]:
     return {}
 
+@persist_context(max_output_tokens="never")
+def user(user_id: str) -> dict[str, str]:
+    return {}
+
+@persist_context(max_output_tokens=4000)
+def shell(command: str) -> str:
+    return ""
+
 class Repo:
     @persist_context
     def read(self, path: str) -> bytes:
@@ -40,6 +48,8 @@ async def use() -> None:
 assert_type(Repo().read("p"), bytes)
 assert_type(Repo.make("r"), Repo)
 assert_type(Repo.join("a", "b"), str)
+assert_type(user("u1"), dict[str, str])
+assert_type(shell("ls"), str)
 search("q", limit="ten")  # wrong type: must still be caught
 """
 
