@@ -7,6 +7,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolctx.compaction._inuse import Usage
 from toolctx.compaction._items import Item, ToolCall
 
 __all__ = ["Conversation", "ResultAt"]
@@ -40,7 +41,19 @@ class Conversation:
     early: dict[int, str] = field(default_factory=dict)  # position -> a big output's stand-in this compactor made
     seen: dict[str, int] = field(default_factory=dict)  # call id -> calls with it so far
     idents: dict[tuple[int, str], str] = field(default_factory=dict)  # a reused call id's later calls' identities
+    usage: Usage = field(default_factory=Usage)  # when the model wrote each distinctive word, first and last
+    at: list[int] = field(default_factory=list)  # position -> the model's responses up to it (its number)
+    words: dict[int, frozenset[str]] = field(default_factory=dict)  # a candidate's distinctive words, once read
     turn: int = -1  # the turn of the shared store's lease it was last shown in (see BlobStore.turn)
+
+    def take_in(self, item: Item, usage: bool) -> None:
+        """Count the model's responses with the next ``item``; ``usage``: follow the words the model writes."""
+        answer = bool(item.calls) or (item.result_of is None and item.question is None)
+        self.answered += answer and not self.answering
+        self.answering = answer
+        self.at.append(self.answered)
+        if usage and answer and item.result_of is None:
+            self.usage.wrote(self.answered, item)
 
     def ident(self, call_position: int, call_id: str) -> str:
         """What decisions about the call at ``call_position`` are kept under: its id, numbered from its id's

@@ -9,7 +9,7 @@ from typing import Any
 from toolctx._checks import real_number, whole_number
 from toolctx.errors import ConfigError
 
-__all__ = ["READ_CONTEXT", "CompactionSettings", "pays_for_cache_break"]
+__all__ = ["READ_CONTEXT", "CompactionSettings", "pays_for_cache_break", "small_record"]
 
 READ_CONTEXT = "read_context"
 """The name of the tool that reads stored outputs back; its own results are never compacted."""
@@ -58,6 +58,20 @@ class CompactionSettings:
     compacted goes in the same batch, as a marker with its handle (stored as a
     call of ``assistant_text``); a larger value keeps more of it whole.
 
+    What the model still uses (:mod:`toolctx.compaction._inuse`): each distinctive
+    word (a name with an underscore, a dot or a case change, a file name, a code of
+    capitals and digits) comes from the first item that showed it; a later response
+    that writes it again uses that item. ``in_use_lines`` (8): the stand-in a batch
+    makes for an old output, argument or text keeps up to this many of its lines
+    that hold words the model took from it since, numbered, so that the names and
+    lines the agent works with stay in sight (0: none). ``in_use_tokens`` (0): up to
+    this many tokens of old items used by one of the last ``in_use_calls`` (4) model
+    responses are kept whole by a batch, the most lately used first (0: none).
+    Measured on the coding sessions (``bench/replay.py``, ``docs/benchmarks.md``),
+    kept lines hide fewer of the values the next step needs for few tokens; keeping
+    whole items hides fewer still but costs several times as much, in prompt-cache
+    terms above all, so it is off by default.
+
     Why these defaults: ``bench/replay.py`` replays 59 recorded coding-agent
     sessions (one shell tool, 30-160 calls, outputs of a few hundred characters,
     file writes as large heredoc arguments, a quarter of all tokens) and 137
@@ -97,6 +111,10 @@ class CompactionSettings:
     args_chars: int = 300
     args_preview_chars: int = 60
     text_chars: int = 300
+    record_chars: int = 1000
+    in_use_calls: int = 4
+    in_use_tokens: int = 0
+    in_use_lines: int = 8
     exclude_tools: frozenset[str] = field(default_factory=frozenset)
 
     @classmethod
@@ -123,6 +141,10 @@ class CompactionSettings:
         whole_number("args_chars", self.args_chars, minimum=1)
         whole_number("args_preview_chars", self.args_preview_chars)
         whole_number("text_chars", self.text_chars, minimum=1)
+        whole_number("in_use_calls", self.in_use_calls)
+        whole_number("record_chars", self.record_chars)
+        whole_number("in_use_tokens", self.in_use_tokens)
+        whole_number("in_use_lines", self.in_use_lines)
         if real_number("cached_price", self.cached_price, minimum=0.0) > 1:
             raise ConfigError(f"cached_price is a share of the full price, 0 to 1; got {self.cached_price!r}")
         if self.low_water > self.high_water:
@@ -148,3 +170,14 @@ def pays_for_cache_break(freed: int, broken: int, calls: int, cached_price: floa
     is expected to go on for about as many calls as it has had (``calls``).
     """
     return freed * (1 + cached_price * calls) > (1 - cached_price) * broken
+
+
+def small_record(settings: CompactionSettings, text: str) -> bool:
+    """Whether a result is a JSON object or array of at most ``record_chars`` characters (left whole by batches)."""
+    if len(text) > settings.record_chars:
+        return False
+    text = text.strip()
+    if len(text) < 2:
+        return False
+    first, last = text[0], text[-1]
+    return (first == "{" and last == "}") or (first == "[" and last == "]")

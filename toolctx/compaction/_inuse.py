@@ -1,0 +1,152 @@
+"""What the agent still uses: old outputs, arguments and text that its later calls and text took values from.
+
+An agent copies names from what it was shown: a function name from a file it
+printed, a variable from the script it wrote a few calls ago. A distinctive word
+(a name with an underscore, a dot or a case change inside it, a file name with an
+extension, or a code of capitals and digits; plain words and numbers would make
+everything look used) that the model first wrote in or after the response an item
+belongs to, and wrote again later, is one it took from that item (or from one
+after it). The policy keeps the items used so by the last
+``CompactionSettings.in_use_calls`` responses whole, the most lately used first and
+up to ``CompactionSettings.in_use_tokens``; when it stands in for an old item, the
+stand-in keeps up to ``CompactionSettings.in_use_lines`` of its lines that hold
+such words. Only what the model writes is read as it comes (its text and its
+calls' arguments); an item's own words are read once, when it is compacted or
+weighed for keeping.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolctx.compaction._conversation import Conversation
+    from toolctx.compaction._items import Item
+
+__all__ = ["Usage", "argument_texts", "choose", "in_use", "lines_in_use", "words_of"]
+
+_DISTINCTIVE = re.compile(
+    r"(?<![\w.])(?:"
+    r"[A-Za-z]\w*_\w+"  # snake_case and SCREAMING_CASE
+    r"|_\w+"  # _private, __dunder__
+    r"|[a-z]+[A-Z]\w*"  # camelCase
+    r"|[A-Z][a-z0-9]+[A-Z]\w*"  # PascalCase with two capitals or more
+    r"|[\w-]+\.[A-Za-z]{1,5}"  # file names
+    r"|(?=[A-Z0-9]{5})[A-Z0-9]*(?:[A-Z]\d|\d[A-Z])[A-Z0-9]*"  # codes: HAT170, ZFA04Y
+    r")(?![\w])"
+)
+_MAX_SCAN = 50_000  # characters of one item read for its words (the rest of a huge output adds little)
+_WIDTH = 160  # characters of a line kept in a stand-in
+
+
+def words_of(texts: Iterable[str]) -> frozenset[str]:
+    """The distinctive words in ``texts``."""
+    found: set[str] = set()
+    for text in texts:
+        found.update(_DISTINCTIVE.findall(text if len(text) <= _MAX_SCAN else text[:_MAX_SCAN]))
+    return frozenset(found)
+
+
+def argument_texts(args: Mapping[str, Any], longer_than: int = 0) -> list[str]:
+    """The string arguments of one call (those a model writes: paths, commands, code) over ``longer_than``."""
+    return [value for value in args.values() if isinstance(value, str) and len(value) > longer_than]
+
+
+class Usage:
+    """The first and the latest model response that wrote each distinctive word."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, int] = {}  # word -> the first response (its number) that wrote it
+        self.last: dict[str, int] = {}  # word -> the latest
+        self.kept: set[str] = set()  # words a stand-in already keeps a line of
+
+    def wrote(self, response: int, item: Item) -> None:
+        """Response number ``response`` wrote ``item`` (its text and its calls' arguments)."""
+        words = words_of((item.text, *(text for call in item.calls for text in argument_texts(call.args))))
+        first, last = self.first, self.last
+        for word in words:
+            if word not in first:
+                first[word] = response
+            last[word] = response
+
+    def taken(self, words: frozenset[str], response: int, since: int = -1) -> list[str]:
+        """Those of ``words`` (an item's, of response number ``response``) the model first wrote then or after
+        and wrote again after it, lately too (after response number ``since``)."""
+        first, last = self.first, self.last
+        after = response if response > since else since
+        return [w for w in words if last.get(w, -1) > after and first[w] >= response]
+
+
+def in_use(conversation: Conversation, responses: int, budget: int, args_chars: int) -> dict[int, int]:
+    """The candidates of ``conversation`` (position -> gain) to keep whole for now: those a response of the
+    last ``responses`` took a word from, the most lately used first, up to ``budget`` tokens (a result's words:
+    its output's and its call's arguments' over ``args_chars``, those a batch would stand in for)."""
+    usage = conversation.usage
+    since = conversation.answered - responses
+    ranked: list[tuple[int, int, int]] = []  # (-latest use, gain, position)
+    for position, gain in conversation.candidates:
+        if gain > budget:
+            continue
+        words = conversation.words.get(position)
+        if words is None:
+            said = conversation.said.get(position)
+            if said is not None:
+                words = words_of((said,))
+            else:
+                _, call, result = conversation.results[position]
+                words = words_of((result.text, *argument_texts(call.args, args_chars)))
+            conversation.words[position] = words
+        taken = usage.taken(words, conversation.at[position], since)
+        if taken:
+            ranked.append((-max(usage.last[w] for w in taken), gain, position))
+    held: dict[int, int] = {}
+    for _, gain, position in sorted(ranked):
+        if gain <= budget:
+            held[position] = gain
+            budget -= gain
+    return held
+
+
+def choose(conversation: Conversation, wanted: int, held: Mapping[int, int]) -> list[int]:
+    """The candidates a batch takes, oldest first, until they free ``wanted`` tokens; those ``held`` (in use)
+    stay candidates, in their place."""
+    chosen: list[int] = []
+    kept: list[tuple[int, int]] = []
+    expected = 0
+    candidates = conversation.candidates
+    while candidates and expected < wanted:
+        position, gain = candidates.popleft()
+        if position in held:
+            kept.append((position, gain))
+            continue
+        conversation.available -= gain
+        conversation.words.pop(position, None)
+        chosen.append(position)
+        expected += gain
+    candidates.extendleft(reversed(kept))
+    return chosen
+
+
+def lines_in_use(conversation: Conversation, position: int, lines: int, text: str) -> str:
+    """For the stand-in of an old item's ``text`` (at ``position``): at most ``lines`` of its lines that hold a
+    word the model took from it, the first line of each word that no earlier stand-in keeps a line of,
+    numbered from 1 and cut to ``_WIDTH`` characters, after a heading; empty if none does."""
+    if lines <= 0:
+        return ""
+    usage = conversation.usage
+    words = set(usage.taken(words_of((text,)), conversation.at[position])) - usage.kept
+    if not words:
+        return ""
+    kept: list[str] = []
+    for number, line in enumerate(text[:_MAX_SCAN].split("\n"), 1):
+        found = words.intersection(_DISTINCTIVE.findall(line))
+        if found:
+            usage.kept |= found
+            words -= found  # (one line for each word, the first)
+            cut = line if len(line) <= _WIDTH else line[:_WIDTH] + " [...]"
+            kept.append(f"{number}: {cut}")
+            if len(kept) == lines or not words:
+                break
+    return "\nLines in use:\n" + "\n".join(kept) if kept else ""
