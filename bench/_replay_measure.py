@@ -363,7 +363,7 @@ def measure(
 def _prompt_text(model_input: ModelInput) -> str:
     """Everything one model call was shown, as text; a call's arguments decoded from their JSON (an escaped
     line end would hide the value after it)."""
-    texts = []
+    texts: list[str] = []
     for unit in model_input.units:
         for kind, text in unit.parts:
             if kind == CALL_ARGUMENTS and text[:1] in "{[":
