@@ -28,7 +28,7 @@ import orjson
 
 from toolctx._checks import whole_number
 from toolctx._naming import HANDLE_PATTERN, handle
-from toolctx.compaction._navigate import by_lines, by_path, by_search
+from toolctx._navigate import by_lines, by_path, by_search, output_text
 from toolctx.compaction._settings import READ_CONTEXT
 from toolctx.errors import ConfigError
 from toolctx.models import CallMetadata, StoredContext
@@ -62,7 +62,6 @@ ASSISTANT_TEXT = "assistant_text"
 """The tool name old assistant text is stored under when compaction stands in for it."""
 
 
-_TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 _showing: ContextVar[set[str] | None] = ContextVar("toolctx_showing", default=None)
 
 
@@ -84,20 +83,6 @@ def _shown(pointer_id: str) -> str:
     if ids is not None:
         ids.add(pointer_id)
     return handle(pointer_id)
-
-
-def output_text(result: Any) -> str:
-    """A tool result as the text a model reads: strings as they are, anything else as JSON."""
-    if isinstance(result, str):
-        return result
-    if isinstance(result, dict) and result.get("type") in _TEXT_BLOCKS and isinstance(result.get("text"), str):
-        return str(result["text"])  # one content block (what an MCP tool's text result becomes)
-    if isinstance(result, list) and all(isinstance(b, dict) and b.get("type") in _TEXT_BLOCKS for b in result):
-        return "".join(str(b.get("text", "")) for b in result)  # chat content blocks (or the Responses API's)
-    try:
-        return orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
-    except TypeError:
-        return str(result)
 
 
 def stand_in(call: CallMetadata, text: str, head: int = 1500, tail: int = 500) -> str:
