@@ -24,15 +24,13 @@ from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-import orjson
-
 from toolctx._checks import whole_number
 from toolctx._naming import HANDLE_PATTERN, handle
 from toolctx._navigate import by_lines, by_path, by_search, output_text
 from toolctx.compaction._settings import READ_CONTEXT
 from toolctx.errors import ConfigError
-from toolctx.models import CallMetadata, StoredContext
-from toolctx.sessions import CallParts, ContextSession
+from toolctx.models import CallMetadata
+from toolctx.sessions import ContextSession, argument_text, stored_text
 from toolctx.tokens import estimate_tokens
 
 __all__ = [
@@ -141,27 +139,6 @@ def handle_of(text: str) -> str | None:
     """The pointer id named in a stand-in, if any."""
     match = HANDLE_PATTERN.search(text[:1000]) if is_stand_in(text) else None
     return match.group(1) if match else None
-
-
-def stored_text(context: StoredContext | CallParts) -> str:
-    """The full text of a stored output, as a model would have been shown it."""
-    result = context.result
-    if isinstance(result, dict) and set(result) == {"content", "artifact"}:
-        result = result["content"]  # a chat tool message: what the model saw is the content
-    text = output_text(result)
-    if context.error is not None and not text:
-        text = f"{context.error.type}: {context.error.message}"
-    return text
-
-
-def argument_text(context: StoredContext, name: str | None = None) -> str | None:
-    """All stored arguments as JSON, or one of them (a string as it is), or None if there is no such one."""
-    if name is None:
-        return orjson.dumps(context.args).decode()
-    if name not in context.args:
-        return None
-    value = context.args[name]
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
 READ_CONTEXT_DESCRIPTION = (
