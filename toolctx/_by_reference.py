@@ -19,7 +19,7 @@ from typing import Any
 from toolctx._internal import internal_error
 from toolctx._naming import HANDLE_PREFIX
 from toolctx.errors import ConfigError, HandleError
-from toolctx.sessions import Call, current_session, host_scope, resolve_arguments
+from toolctx.sessions import Call, host_scope, resolve_arguments
 
 __all__ = ["ByReference", "is_text_annotation"]
 
@@ -93,8 +93,7 @@ class ByReference:
         except TypeError:  # (the tool rejects this call itself)
             return lead + args, kwargs
         try:
-            session = current_session()
-            scope, done = host_scope(session, self.tool)
+            session, scope, done = host_scope(self.tool)
             names = [n for n in self.names if n not in done and n in bound.arguments]
             found = resolve_arguments(session, bound.arguments, names, scope=scope, decoded=self.decoded)
         except HandleError:

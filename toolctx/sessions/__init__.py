@@ -45,6 +45,7 @@ from toolctx.sessions._records import Call, CallParts
 from toolctx.sessions._references import (
     Reference,
     Scope,
+    Where,
     argument_text,
     host_scope,
     parse_reference,
@@ -70,6 +71,7 @@ __all__ = [
     "Scope",
     "SessionState",
     "SessionSummary",
+    "Where",
     "argument_text",
     "conversation_key",
     "current_session",

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -41,6 +41,7 @@ from toolctx._naming import HANDLE_PREFIX, POINTER_ID, handle
 from toolctx._navigate import NavigationError, line_span, output_text, value_at
 from toolctx.errors import HandleError
 from toolctx.models import StoredContext
+from toolctx.sessions._current import current_session
 from toolctx.sessions._records import CallParts
 from toolctx.sessions._tags import current_tags
 
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Reference",
     "Scope",
+    "Where",
     "argument_text",
     "host_scope",
     "parse_reference",
@@ -85,8 +87,8 @@ def parse_reference(value: object) -> Reference | None:
     text = value.strip()
     if not text.startswith(HANDLE_PREFIX) or not _NO_SPACE.fullmatch(text):
         return None
-    pointer_id, _, fragment = text[len(HANDLE_PREFIX) :].partition("#")
-    if not POINTER_ID.fullmatch(pointer_id):
+    pointer_id, hashed, fragment = text[len(HANDLE_PREFIX) :].partition("#")
+    if not POINTER_ID.fullmatch(pointer_id) or (hashed and not fragment):
         raise HandleError(f"{text!r:.120} is not a handle: {_SYNTAX}", reason="malformed")
     part, lines, path = "result", None, None
     rest = fragment
@@ -112,8 +114,12 @@ _SYNTAX = (
 )
 
 
+Where = Callable[[], "tuple[ContextSession, Scope]"]
+"""How an adapter says, when asked, in which session and scope its conversation's handles resolve."""
+
+
 class _Host(NamedTuple):
-    scope: Scope
+    where: Where
     tool: str | None
     resolved: frozenset[str]
 
@@ -122,26 +128,28 @@ _host: ContextVar[_Host | None] = ContextVar("toolctx_reference_host", default=N
 
 
 @contextlib.contextmanager
-def reference_scope(scope: Scope, tool: str | None = None, resolved: Collection[str] = ()) -> Iterator[None]:
-    """Within the block (a framework's tool call), handles passed as arguments resolve within ``scope`` (the
-    conversation's task, or a tuple of them); the parameters ``resolved`` of ``tool`` were resolved already, by
-    the adapter, and are not resolved again."""
-    token = _host.set(_Host(scope, tool, frozenset(resolved)))
+def reference_scope(where: Where, tool: str | None = None, resolved: Collection[str] = ()) -> Iterator[None]:
+    """Within the block (a framework's tool call), handles passed as arguments resolve in the session and scope
+    ``where()`` gives (called only if a handle is passed): the conversation's. The parameters ``resolved`` of
+    ``tool`` were resolved already, by the adapter, and are not resolved again."""
+    token = _host.set(_Host(where, tool, frozenset(resolved)))
     try:
         yield
     finally:
         _host.reset(token)
 
 
-def host_scope(session: ContextSession, tool: str) -> tuple[Scope, frozenset[str]]:
+def host_scope(tool: str) -> tuple[ContextSession, Scope, frozenset[str]]:
     """Where handles passed to ``tool`` resolve here, and which of its parameters need no resolving: the
-    scope an adapter set around the call (:func:`reference_scope`), else the enclosing ``task()`` block's
-    task, else the conversation ``session`` serves, else the whole session."""
+    session and scope an adapter set around the call (:func:`reference_scope`), else the current session and
+    the enclosing ``task()`` block's task, else the conversation that session serves, else all of it."""
     host = _host.get()
     if host is not None:
-        return host.scope, host.resolved if host.tool == tool else frozenset()
+        session, scope = host.where()
+        return session, scope, host.resolved if host.tool == tool else frozenset()
+    session = current_session()
     task = current_tags.get().task_id
-    return (task if task is not None else session.conversation), frozenset()
+    return session, (task if task is not None else session.conversation), frozenset()
 
 
 def stored_text(context: StoredContext | CallParts) -> str:
