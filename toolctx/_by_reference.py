@@ -79,23 +79,29 @@ class ByReference:
     def resolved(
         self,
         signature: inspect.Signature,
-        lead: tuple[Any, ...],
+        positional: tuple[str, ...] | None,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         call: Call | None,
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """``lead + args`` and ``kwargs`` with every handle in an opted-in parameter replaced by what it names,
-        each noted on ``call``. HandleError if one is refused, or could not be looked up."""
+        """``args`` and ``kwargs`` with every handle in an opted-in parameter replaced by what it names, each
+        noted on ``call``. ``positional``: the names ``args`` bind to in order, for a signature without ``*args``
+        or ``**kwargs`` (None: bound with ``signature``). HandleError if a handle is refused or not looked up."""
         if not any(map(_maybe_handle, args)) and not any(map(_maybe_handle, kwargs.values())):
-            return lead + args, kwargs
-        try:
-            bound = signature.bind(*args, **kwargs)
-        except TypeError:  # (the tool rejects this call itself)
-            return lead + args, kwargs
+            return args, kwargs
+        if positional is not None and len(args) <= len(positional):
+            given = dict(zip(positional, args, strict=False))
+            given.update(kwargs)
+        else:
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError:  # (the tool rejects this call itself)
+                return args, kwargs
+            given = bound.arguments
         try:
             session, scope, done = host_scope(self.tool)
-            names = [n for n in self.names if n not in done and n in bound.arguments]
-            found = resolve_arguments(session, bound.arguments, names, scope=scope, decoded=self.decoded)
+            names = [n for n in self.names if n not in done and n in given]
+            found = resolve_arguments(session, given, names, scope=scope, decoded=self.decoded)
         except HandleError:
             raise
         except Exception as exc:
@@ -106,13 +112,21 @@ class ByReference:
                 reason="unreadable",
             ) from exc
         if found is None:
-            return lead + args, kwargs
+            return args, kwargs
         values, notes = found
-        for name in names:
-            bound.arguments[name] = values[name]
         if call is not None:
             call.args_notes = (*call.args_notes, *notes)
-        return lead + bound.args, bound.kwargs
+        if positional is None or len(args) > len(positional):
+            for name in names:
+                bound.arguments[name] = values[name]
+            return bound.args, bound.kwargs
+        replaced, kwargs = list(args), dict(kwargs)
+        for name in names:
+            if name in kwargs:
+                kwargs[name] = values[name]
+            else:
+                replaced[positional.index(name)] = values[name]
+        return tuple(replaced), kwargs
 
 
 def _maybe_handle(value: object) -> bool:

@@ -199,9 +199,13 @@ class _Tool:
         lead: tuple[Any, ...] = ()
         if instance is None and self.cls_first and args and isinstance(args[0], type):
             lead, args, instance = args[:1], args[1:], args[0]
-        signature = self.binders[instance is not None].signature
+        binder = self.binders[instance is not None]
+        positional = binder.positional if binder.simple else None
         try:
-            return self.references.resolved(signature, lead, args, kwargs, None if started is None else started[1])
+            args, kwargs = self.references.resolved(
+                binder.signature, positional, args, kwargs, None if started is None else started[1]
+            )
+            return lead + args, kwargs
         except HandleError as exc:
             self.end(started, None, exc)
             raise
