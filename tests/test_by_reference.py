@@ -11,7 +11,7 @@ import pytest
 
 import toolctx
 from toolctx import ConfigError, HandleError, persist_context, session
-from toolctx.compaction import HandleParameters, is_text_schema
+from toolctx.compaction import HandleParameters, is_text_schema, read_context
 from toolctx.sessions import Reference, parse_reference, resolve_reference
 
 SOURCE = "".join(f"line {n}\tcafé  \r\n" for n in range(1, 101)) + "last, no newline"
@@ -360,3 +360,22 @@ def test_the_adapters_setting_is_checked_and_reads_json_schemas() -> None:
 def test_the_error_is_a_toolctx_error_and_a_value_error() -> None:
     assert issubclass(HandleError, toolctx.ToolctxError)
     assert issubclass(HandleError, ValueError)
+
+
+def test_a_read_back_and_toolctx_show_say_the_argument_was_passed_by_reference(context_dir: Path) -> None:
+    pytest.importorskip("typer")
+    from typer.testing import CliRunner
+
+    from toolctx.cli._app import app
+
+    with session(context_dir, keep=True) as s:
+        read_file("a.py")
+        handle = s.get_all_pointers()[0].handle
+        write_file("copy.py", f"{handle}#lines=2-3")
+        write = s.get_all_pointers()[1]
+        assert read_context(s, write.handle, part="args.content").endswith(f"\n{handle}#lines=2-3")
+        session_id = s.session_id
+    shown = CliRunner().invoke(app, ["show", session_id, write.handle, "--context-dir", str(context_dir), "--no-pager"])
+    assert shown.exit_code == 0
+    assert f'"content":"{handle}#lines=2-3"' in shown.stdout
+    assert f"notes: arguments: content passed by reference: {handle}#lines=2-3" in shown.stdout
