@@ -313,8 +313,9 @@ class _Persisted:
         if self.references is not None:
             referenced = self._referenced(ctx, arguments)
             if isinstance(referenced, HandleError):  # (refused: the model is told, the tool does not run)
-                self._stored(ctx, arguments, None, referenced)
-                return str(referenced)
+                message = str(referenced)
+                self._stored(ctx, arguments, message, referenced)  # (as a handled error: what the model read)
+                return message
             run_with, notes, resolved = referenced
         handled: list[Exception] = []  # what record_tool_errors sees the SDK answer the model for
         watching = _handled.set((ctx, handled))

@@ -325,10 +325,16 @@ def test_agents_sdk_another_conversations_handle_and_a_redacted_copys_are_refuse
     )
     tools = persist_tools(sdk_tools(tmp_path), max_output_tokens=500, by_reference={"write_file": True})
     agent = Agent(name="editor", model=model, tools=tools)
-    with session(context_dir):
+    with session(context_dir) as s:
         sdk_turns(agent, ["Read source.txt"], "alice")
         sdk_turns(agent, ["Write alice's file"], "mallory")
         sdk_turns(agent, ["Back up secrets.env"], "bob")
+        [refused] = [p for p in s.get_all_pointers() if p.tool_name == "write_file" and p.task_id == "mallory"]
+        [stored] = s.load_contexts([refused])
+    assert refused.is_error
+    assert stored.error is not None
+    assert stored.error.type == "HandleError"
+    assert stored.result == str(stored.error.message)
     foreign = sdk_outputs(model.calls[3])[-1]
     assert f"no stored output {shown['handle']} in this conversation" in foreign
     redacted = sdk_outputs(model.calls[6])[-1]
