@@ -18,7 +18,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from toolctx_langchain import ToolContextMiddleware
 from toolctx_openai_agents import persist_tools, record_tool_errors
 
-import toolctx
 from tests.integrations.test_langchain import call, chat
 from toolctx import persist_context, session
 
@@ -383,7 +382,3 @@ def test_agents_sdk_a_decorated_tool_resolves_its_own_handles_within_the_convers
     assert exact(tmp_path / "copy.txt") == ORIGINAL
     assert f"no stored output {shown['handle']} in this conversation" in sdk_outputs(model.calls[4])[-1]
     assert not (tmp_path / "stolen.txt").exists()
-
-
-def test_toolctx_is_imported_for_the_scripted_models() -> None:
-    assert toolctx.HandleError.__mro__[1] is toolctx.ToolctxError
