@@ -17,66 +17,13 @@ weighed for keeping.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
 
-if TYPE_CHECKING:
-    from toolctx.compaction._conversation import Conversation
-    from toolctx.compaction._items import Item
+from toolctx.compaction._conversation import DISTINCTIVE, MAX_SCAN, Conversation, argument_texts, words_of
 
-__all__ = ["Usage", "argument_texts", "choose", "in_use", "lines_in_use", "words_of"]
+__all__ = ["choose", "in_use", "lines_in_use"]
 
-_DISTINCTIVE = re.compile(
-    r"(?<![\w.])(?:"
-    r"[A-Za-z]\w*_\w+"  # snake_case and SCREAMING_CASE
-    r"|_\w+"  # _private, __dunder__
-    r"|[a-z]+[A-Z]\w*"  # camelCase
-    r"|[A-Z][a-z0-9]+[A-Z]\w*"  # PascalCase with two capitals or more
-    r"|[\w-]+\.[A-Za-z]{1,5}"  # file names
-    r"|(?=[A-Z0-9]{5})[A-Z0-9]*(?:[A-Z]\d|\d[A-Z])[A-Z0-9]*"  # codes: HAT170, ZFA04Y
-    r")(?![\w])"
-)
-_MAX_SCAN = 50_000  # characters of one item read for its words (the rest of a huge output adds little)
 _WIDTH = 160  # characters of a line kept in a stand-in
-
-
-def words_of(texts: Iterable[str]) -> frozenset[str]:
-    """The distinctive words in ``texts``."""
-    found: set[str] = set()
-    for text in texts:
-        found.update(_DISTINCTIVE.findall(text if len(text) <= _MAX_SCAN else text[:_MAX_SCAN]))
-    return frozenset(found)
-
-
-def argument_texts(args: Mapping[str, Any], longer_than: int = 0) -> list[str]:
-    """The string arguments of one call (those a model writes: paths, commands, code) over ``longer_than``."""
-    return [value for value in args.values() if isinstance(value, str) and len(value) > longer_than]
-
-
-class Usage:
-    """The first and the latest model response that wrote each distinctive word."""
-
-    def __init__(self) -> None:
-        self.first: dict[str, int] = {}  # word -> the first response (its number) that wrote it
-        self.last: dict[str, int] = {}  # word -> the latest
-        self.kept: set[str] = set()  # words a stand-in already keeps a line of
-
-    def wrote(self, response: int, item: Item) -> None:
-        """Response number ``response`` wrote ``item`` (its text and its calls' arguments)."""
-        words = words_of((item.text, *(text for call in item.calls for text in argument_texts(call.args))))
-        first, last = self.first, self.last
-        for word in words:
-            if word not in first:
-                first[word] = response
-            last[word] = response
-
-    def taken(self, words: frozenset[str], response: int, since: int = -1) -> list[str]:
-        """Those of ``words`` (an item's, of response number ``response``) the model first wrote then or after
-        and wrote again after it, lately too (after response number ``since``)."""
-        first, last = self.first, self.last
-        after = response if response > since else since
-        return [w for w in words if last.get(w, -1) > after and first[w] >= response]
 
 
 def in_use(conversation: Conversation, responses: int, budget: int, args_chars: int) -> dict[int, int]:
@@ -140,8 +87,8 @@ def lines_in_use(conversation: Conversation, position: int, lines: int, text: st
     if not words:
         return ""
     kept: list[str] = []
-    for number, line in enumerate(text[:_MAX_SCAN].split("\n"), 1):
-        found = words.intersection(_DISTINCTIVE.findall(line))
+    for number, line in enumerate(text[:MAX_SCAN].split("\n"), 1):
+        found = words.intersection(DISTINCTIVE.findall(line))
         if found:
             usage.kept |= found
             words -= found  # (one line for each word, the first)

@@ -58,19 +58,22 @@ class CompactionSettings:
     compacted goes in the same batch, as a marker with its handle (stored as a
     call of ``assistant_text``); a larger value keeps more of it whole.
 
-    What the model still uses (:mod:`toolctx.compaction._inuse`): each distinctive
-    word (a name with an underscore, a dot or a case change, a file name, a code of
-    capitals and digits) comes from the first item that showed it; a later response
-    that writes it again uses that item. ``in_use_lines`` (8): the stand-in a batch
-    makes for an old output, argument or text keeps up to this many of its lines
-    that hold words the model took from it since, numbered, so that the names and
-    lines the agent works with stay in sight (0: none). ``in_use_tokens`` (0): up to
-    this many tokens of old items used by one of the last ``in_use_calls`` (4) model
-    responses are kept whole by a batch, the most lately used first (0: none).
-    Measured on the coding sessions (``bench/replay.py``, ``docs/benchmarks.md``),
-    kept lines hide fewer of the values the next step needs for few tokens; keeping
-    whole items hides fewer still but costs several times as much, in prompt-cache
-    terms above all, so it is off by default.
+    What the model still uses: a distinctive word (a name with an underscore, a
+    dot or a case change, a file name, a code of capitals and digits) that the
+    model first wrote in or after the response an old item belongs to, and wrote
+    again later, is one it took from that item. ``in_use_lines`` (16): the
+    stand-in a batch makes for an old output, argument or text keeps up to this
+    many of its lines holding such words, numbered, the first line of each word no
+    earlier stand-in keeps, so that the names the agent works with stay in sight
+    (0: none). ``in_use_tokens`` (0): up to this many tokens of old items that one
+    of the last ``in_use_calls`` (4) responses took a word from are kept whole by a
+    batch, the most lately used first (0: none). ``record_chars`` (1,000): a JSON
+    object or array of at most this many characters (a record an agent quotes ids,
+    dates and amounts from) is left whole by batches. On the recorded sessions
+    (``bench/replay.py``; ``docs/benchmarks.md``, "What the agent still needs"),
+    kept lines hid a fifth fewer of the values the next step copies for about 2 %
+    more tokens; keeping whole items hid fewer still at several times that cost,
+    in prompt-cache terms above all, so it is off by default.
 
     Why these defaults: ``bench/replay.py`` replays 59 recorded coding-agent
     sessions (one shell tool, 30-160 calls, outputs of a few hundred characters,
@@ -114,7 +117,7 @@ class CompactionSettings:
     record_chars: int = 1000
     in_use_calls: int = 4
     in_use_tokens: int = 0
-    in_use_lines: int = 8
+    in_use_lines: int = 16
     exclude_tools: frozenset[str] = field(default_factory=frozenset)
 
     @classmethod
