@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,26 @@ def test_stand_ins_once_shown_never_change(tmp_path_factory: pytest.TempPathFact
         for m in loop.views[-1]:
             if m["role"] == "tool" and not is_stand_in(m["text"]):
                 assert m["text"] == outputs[m["call_id"]]
+
+
+def test_small_json_records_stay_whole_in_batches(context_dir: Path) -> None:
+    """A customer-service agent quotes ids, dates and amounts from small JSON records long after it read them."""
+    record = '{"reservation_id": "ZFA04Y", "flights": [{"flight_number": "HAT170", "price": 1044}], "pad": "%s"}'
+    small, big = record % ("x" * 300), record % ("x" * 1200)
+    settings = CompactionSettings(**BASE, record_chars=1000, in_use_lines=0)
+    with session(context_dir) as s:
+        loop = Loop(s, settings)
+        loop.step(("get_reservation", {"reservation_id": "ZFA04Y"}, small))
+        loop.step(("get_reservation", {"reservation_id": "XQ9ABC"}, big))
+        for n in range(8):
+            loop.step(("run", {"command": f"pytest -x # {n}"}, output(n, 1200)))
+        shown = {m["call_id"]: m["text"] for m in loop.views[-1] if m["role"] == "tool"}
+        assert shown["c1_0"] == small  # a record of at most record_chars: whole
+        assert is_stand_in(shown["c2_0"])  # a bigger one is compacted like any output
+        assert is_stand_in(shown["c3_0"])  # (and the plain outputs after them)
+        loop = Loop(s, dataclasses.replace(settings, record_chars=0))
+        loop.task = "other"
+        loop.step(("get_reservation", {"reservation_id": "ZFA04Y"}, small))
+        for n in range(8):
+            loop.step(("run", {"command": f"pytest -x # {n}"}, output(n, 1200)))
+        assert is_stand_in(next(m["text"] for m in loop.views[-1] if m.get("call_id") == "c1_0"))
