@@ -46,6 +46,7 @@ class Usage:
         self.first: dict[str, int] = {}  # word -> the first response (its number) that wrote it
         self.last: dict[str, int] = {}  # word -> the latest
         self.kept: set[str] = set()  # words a stand-in already keeps a line of
+        self.new: dict[int, list[str]] = {}  # response number -> the words first written in it
 
     def wrote(self, response: int, item: Item) -> None:
         """Response number ``response`` wrote ``item`` (its text and its calls' arguments)."""
@@ -54,7 +55,14 @@ class Usage:
         for word in words:
             if word not in first:
                 first[word] = response
+                self.new.setdefault(response, []).append(word)
             last[word] = response
+
+    def taken_since(self, response: int, now: int) -> list[str]:
+        """The words the model first wrote in response number ``response`` or after (up to ``now``) and wrote
+        again after it, but those a stand-in keeps a line of already."""
+        last, kept, new = self.last, self.kept, self.new
+        return [w for r in range(response, now + 1) for w in new.get(r, ()) if last[w] > response and w not in kept]
 
     def taken(self, words: frozenset[str], response: int, since: int = -1) -> list[str]:
         """Those of ``words`` (an item's, of response number ``response``) the model first wrote then or after

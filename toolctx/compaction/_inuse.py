@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from toolctx.compaction._conversation import DISTINCTIVE, MAX_SCAN, Conversation, argument_texts, words_of
+from toolctx.compaction._conversation import MAX_SCAN, Conversation, argument_texts, words_of
 
 __all__ = ["choose", "in_use", "lines_in_use"]
 
@@ -83,17 +83,30 @@ def lines_in_use(conversation: Conversation, position: int, lines: int, text: st
     if lines <= 0:
         return ""
     usage = conversation.usage
-    words = set(usage.taken(words_of((text,)), conversation.at[position])) - usage.kept
-    if not words:
-        return ""
+    scan = text if len(text) <= MAX_SCAN else text[:MAX_SCAN]
+    found: dict[int, list[str]] = {}  # start of a line -> the words first found on it
+    for word in usage.taken_since(conversation.at[position], conversation.answered):
+        start = _first_whole(scan, word)
+        if start >= 0:
+            found.setdefault(scan.rfind("\n", 0, start) + 1, []).append(word)
     kept: list[str] = []
-    for number, line in enumerate(text[:MAX_SCAN].split("\n"), 1):
-        found = words.intersection(DISTINCTIVE.findall(line))
-        if found:
-            usage.kept |= found
-            words -= found  # (one line for each word, the first)
-            cut = line if len(line) <= _WIDTH else line[:_WIDTH] + " [...]"
-            kept.append(f"{number}: {cut}")
-            if len(kept) == lines or not words:
-                break
+    for start in sorted(found)[:lines]:
+        usage.kept.update(found[start])
+        end = scan.find("\n", start)
+        line = scan[start:] if end < 0 else scan[start:end]
+        cut = line if len(line) <= _WIDTH else line[:_WIDTH] + " [...]"
+        kept.append(f"{scan.count(chr(10), 0, start) + 1}: {cut}")
     return "\nLines in use:\n" + "\n".join(kept) if kept else ""
+
+
+def _first_whole(text: str, word: str) -> int:
+    """Where ``word`` first stands whole in ``text`` (as DISTINCTIVE finds words), or -1."""
+    start = text.find(word)
+    while start >= 0:
+        before = text[start - 1] if start else " "
+        end = start + len(word)
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before in "_.") and not (after.isalnum() or after == "_"):
+            return start
+        start = text.find(word, start + 1)
+    return -1
