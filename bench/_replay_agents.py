@@ -39,6 +39,7 @@ from _replay_measure import (
     stored_after,
     text_stand_ins,
 )
+from _replay_needs import needed_values
 from _replay_trace import OutputBook, Trace, args_schemas, recorded_texts
 from agents import Agent, FunctionTool, Model, ModelResponse, RunConfig, Runner, SQLiteSession, Tool, Usage
 from agents.models.openai_responses import Converter
@@ -260,7 +261,8 @@ async def _run(replay: _Replay, figures: Figures, count: TokenCounter) -> None:
 
     arguments = {call.id: call.args for call in trace.calls}
     reader = read if replay.with_toolctx else None
-    measure(figures, replay.inputs, replay.book.by_id, count, reader, redact, arguments, recorded_texts(trace))
+    texts, needs = recorded_texts(trace), needed_values(trace)
+    measure(figures, replay.inputs, replay.book.by_id, count, reader, redact, arguments, texts, needs)
 
 
 def _handles(inputs: list[ModelInput]) -> set[str]:
@@ -275,18 +277,23 @@ def _handles(inputs: list[ModelInput]) -> set[str]:
 
 
 def replay_agents(
-    trace: Trace, with_toolctx: bool, count: TokenCounter, filter_inputs: list[tuple[list[Any], Any]] | None = None
+    trace: Trace,
+    with_toolctx: bool,
+    count: TokenCounter,
+    filter_inputs: list[tuple[list[Any], Any]] | None = None,
+    options: dict[str, Any] | None = None,
 ) -> Figures:
     """Replay ``trace`` through ``Runner.run``, with ``persist_tools`` + ``read_context`` +
     ``compact_tool_outputs()`` or without.
 
     ``filter_inputs``: a list that gets each model call's input as the filter is
-    handed it, ``(items, instructions)``.
+    handed it, ``(items, instructions)``; ``options``: ``CompactionSettings`` options.
     """
     started = time.perf_counter()
     clock = HookClock()
     replay = _Replay(trace, clock, with_toolctx)
     replay.filter_inputs = filter_inputs
+    replay.options = dict(options or {})
     figures = Figures(trace.id, trace.source, FRAMEWORK, with_toolctx, tool_calls=len(trace.calls))
     with tempfile.TemporaryDirectory() as tmp, toolctx.session(tmp) as conversation:
         # One session serves this one conversation (its turns are runs of one SQLiteSession): said so, its

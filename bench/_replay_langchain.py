@@ -32,6 +32,7 @@ from _replay_measure import (
     read_back_text,
     stored_after,
 )
+from _replay_needs import needed_values
 from _replay_trace import OutputBook, Trace, args_schemas, recorded_texts
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
@@ -147,13 +148,15 @@ def _timed(middleware: ToolContextMiddleware, clock: HookClock) -> ToolContextMi
     return middleware
 
 
-def replay_langchain(trace: Trace, with_toolctx: bool, count: TokenCounter) -> Figures:
-    """Replay ``trace`` through ``create_agent``, with ``ToolContextMiddleware()`` or without."""
+def replay_langchain(
+    trace: Trace, with_toolctx: bool, count: TokenCounter, options: dict[str, Any] | None = None
+) -> Figures:
+    """Replay ``trace`` through ``create_agent``, with ``ToolContextMiddleware(**options)`` or without."""
     started = time.perf_counter()
     replay = _Replay(trace)
     figures = Figures(trace.id, trace.source, FRAMEWORK, with_toolctx, tool_calls=len(trace.calls))
     clock = HookClock()
-    middleware = _timed(ToolContextMiddleware(), clock) if with_toolctx else None
+    middleware = _timed(ToolContextMiddleware(**(options or {})), clock) if with_toolctx else None
     agent = create_agent(
         ScriptedChatModel(replay=replay),
         replay.tools(),
@@ -184,6 +187,7 @@ def replay_langchain(trace: Trace, with_toolctx: bool, count: TokenCounter) -> F
             redactor.redact_text if redactor is not None else None,
             {call.id: call.args for call in trace.calls},
             recorded_texts(trace),
+            needed_values(trace),
         )
     clock.fill(figures)
     figures.run_seconds = time.perf_counter() - started

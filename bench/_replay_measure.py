@@ -17,6 +17,8 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from _replay_needs import Need, argument_strings, shows
+
 from toolctx.compaction import STAND_IN_MARK, handle_of, is_stand_in
 
 __all__ = [
@@ -161,6 +163,13 @@ class Figures:
     stored_after: float = 0.0  # seconds storing the calls still queued when the run ended (outside the hooks)
     hook_wall: float = 0.0
     run_seconds: float = 0.0
+    # What the next recorded step copies from earlier (bench/_replay_needs.py), and how much of it was hidden:
+    needed: int = 0
+    hidden: int = 0
+    calls_needing: int = 0  # model calls whose next step needs at least one value
+    calls_hidden: int = 0  # ...of which at least one was hidden
+    needed_by: dict[str, list[int]] = field(default_factory=dict)  # "kind:<k>" / "source:<s>" -> [needed, hidden]
+    items_hidden: int = 0  # distinct outputs, arguments and texts a hidden value sat in: read-backs at least
 
     @property
     def hook_cpu_per_tool_call(self) -> float:
@@ -305,6 +314,7 @@ def measure(
     redact: Callable[[str], str] | None = None,
     arguments: dict[str, dict[str, Any]] | None = None,
     texts: Collection[str] = (),
+    needs: Sequence[Sequence[Need]] = (),
 ) -> Figures:
     """Fill ``figures`` from the model inputs of one session.
 
@@ -315,7 +325,9 @@ def measure(
     every argument stand-in (``arguments``: the recorded arguments of each call id)
     is read back with ``part="args.<name>"`` and compared with the recorded value;
     every assistant text shown as a stand-in is read back and must be one of the
-    session's recorded assistant ``texts`` (or one of them redacted).
+    session's recorded assistant ``texts`` (or one of them redacted). ``needs``: what
+    the recorded response to each model call needs (:func:`_replay_needs.needed_values`),
+    checked against what that call was shown.
     """
     previous: Sequence[Unit] = ()
     for model_input in inputs:
@@ -343,7 +355,49 @@ def measure(
         figures.last_by_kind = by_kind
         previous = model_input.units
     _check_restored(figures, inputs, outputs, read, redact, arguments or {}, texts)
+    if needs:
+        _check_needs(figures, inputs, needs)
     return figures
+
+
+def _prompt_text(model_input: ModelInput) -> str:
+    """Everything one model call was shown, as text; a call's arguments decoded from their JSON (an escaped
+    line end would hide the value after it)."""
+    texts: list[str] = []
+    for unit in model_input.units:
+        for kind, text in unit.parts:
+            if kind == CALL_ARGUMENTS and text[:1] in "{[":
+                try:
+                    texts.extend(argument_strings(json.loads(text)))
+                    continue
+                except ValueError:
+                    pass
+            texts.append(text)
+    return "\n".join(texts)
+
+
+def _check_needs(figures: Figures, inputs: Sequence[ModelInput], needs: Sequence[Sequence[Need]]) -> None:
+    """Of the values each recorded response copies from earlier, those its model call was not shown."""
+    if len(needs) != len(inputs):
+        raise ValueError(f"{figures.trace}: {len(needs)} recorded responses for {len(inputs)} model calls")
+    hidden_in: set[str] = set()
+    for model_input, wanted in zip(inputs, needs, strict=True):
+        if model_input.extra or not wanted:
+            continue
+        prompt = _prompt_text(model_input)
+        figures.calls_needing += 1
+        missing = [need for need in wanted if not shows(prompt, need.value)]
+        figures.calls_hidden += bool(missing)
+        figures.needed += len(wanted)
+        figures.hidden += len(missing)
+        for need in wanted:
+            for key in (f"kind:{need.kind}", f"source:{need.source}"):
+                figures.needed_by.setdefault(key, [0, 0])[0] += 1
+        for need in missing:
+            for key in (f"kind:{need.kind}", f"source:{need.source}"):
+                figures.needed_by[key][1] += 1
+            hidden_in.add(f"{need.source}:{need.item}")
+    figures.items_hidden = len(hidden_in)
 
 
 def _check_restored(

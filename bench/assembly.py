@@ -65,6 +65,7 @@ from _replay_measure import (
     o200k_counter,
     read_back_text,
 )
+from _replay_needs import needed_values
 from _replay_trace import Trace, args_schemas, load_traces, recorded_texts
 from replay import DEFAULT_TRACES, FRAMEWORKS, machine, render, replay_session, summarize
 
@@ -127,7 +128,7 @@ def replay_plain(trace: Trace, count: TokenCounter) -> Figures:
         inputs.append(ModelInput(_units(messages, tools), extra=turn.final is None))
         messages.append({"role": "assistant", "content": turn.final or ""})
     figures = Figures(trace.id, trace.source, FRAMEWORK, False, tool_calls=len(trace.calls))
-    measure(figures, inputs, {c.id: c.output for c in trace.calls}, count)
+    measure(figures, inputs, {c.id: c.output for c in trace.calls}, count, needs=needed_values(trace))
     figures.run_seconds = time.perf_counter() - started
     return figures
 
@@ -169,7 +170,8 @@ def replay_assembler(trace: Trace, count: TokenCounter) -> Figures:
         redact = s.redactor.redact_text if s.redactor is not None else None
         arguments = {c.id: c.args for c in trace.calls}
         texts = recorded_texts(trace)
-        measure(figures, inputs, {c.id: c.output for c in trace.calls}, count, read, redact, arguments, texts)
+        outputs_of = {c.id: c.output for c in trace.calls}
+        measure(figures, inputs, outputs_of, count, read, redact, arguments, texts, needed_values(trace))
         for span in ctx.spans:  # compacted history: every message restorable
             stored = ctx.expand(span.handle)
             if [m.id for m in stored] != [i for i in span.message_ids if not i.endswith(":missing")]:
@@ -375,6 +377,14 @@ def comparison(summary: dict[str, Any], drivers: Sequence[str]) -> str:
             "| stand-ins: results / arguments / assistant texts | "
             + " | ".join(
                 f"{r['with']['stand_ins']:,} / {r['with']['argument_stand_ins']:,} / {r['with']['text_stand_ins']:,}"
+                for r in rows
+            )
+            + " |"
+        )
+        out.append(
+            "| values the next step needs, hidden | "
+            + " | ".join(
+                f"{r['with']['hidden']:,} of {r['with']['needed']:,} ({100 * (r['with']['hidden_share'] or 0):.1f} %)"
                 for r in rows
             )
             + " |"

@@ -61,7 +61,7 @@ DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "de
 FRAMEWORKS = {"langchain": "LangChain create_agent", "agents": "Agents SDK Runner.run"}
 BUCKETS = ((1, 10), (10, 50), (50, 100), (100, 200), (200, 10**9))
 
-Replayer = Callable[[Trace, bool, TokenCounter], Figures]
+Replayer = Callable[..., Figures]  # (trace, with toolctx, count, options=CompactionSettings options)
 
 
 def replayer(framework: str) -> Replayer:
@@ -76,10 +76,12 @@ def replayer(framework: str) -> Replayer:
     raise ValueError(f"unknown framework {framework!r}; use one of {sorted(FRAMEWORKS)}")
 
 
-def replay_session(trace: Trace, framework: str, count: TokenCounter) -> tuple[Figures, Figures]:
-    """One session through one framework: (without toolctx, with toolctx)."""
+def replay_session(
+    trace: Trace, framework: str, count: TokenCounter, options: dict[str, Any] | None = None
+) -> tuple[Figures, Figures]:
+    """One session through one framework: (without toolctx, with toolctx at ``options``, its defaults if None)."""
     run = replayer(framework)
-    return run(trace, False, count), run(trace, True, count)
+    return run(trace, False, count), run(trace, True, count, options=options or {})
 
 
 # -- running -----------------------------------------------------------------------------------
@@ -92,14 +94,21 @@ def _worker_start() -> None:
     _worker_count = o200k_counter()
 
 
-def _worker_job(job: tuple[Trace, str]) -> tuple[Figures, Figures]:
+def _worker_job(job: tuple[Trace, str, dict[str, Any]]) -> tuple[Figures, Figures]:
     assert _worker_count is not None
-    return replay_session(job[0], job[1], _worker_count)
+    return replay_session(job[0], job[1], _worker_count, job[2])
 
 
-def run_all(traces: Sequence[Trace], frameworks: Sequence[str], jobs: int, progress: bool = True) -> list[Figures]:
-    """Every session through every framework, the longest first, on ``jobs`` processes."""
-    work = sorted(((t, f) for t in traces for f in frameworks), key=lambda job: -len(job[0].calls))
+def run_all(
+    traces: Sequence[Trace],
+    frameworks: Sequence[str],
+    jobs: int,
+    progress: bool = True,
+    options: dict[str, Any] | None = None,
+) -> list[Figures]:
+    """Every session through every framework, the longest first, on ``jobs`` processes (``options``: of
+    ``CompactionSettings``, for the adapter)."""
+    work = sorted(((t, f, options or {}) for t in traces for f in frameworks), key=lambda job: -len(job[0].calls))
     results: list[Figures] = []
 
     def done(pair: tuple[Figures, Figures]) -> None:
@@ -109,8 +118,8 @@ def run_all(traces: Sequence[Trace], frameworks: Sequence[str], jobs: int, progr
 
     if jobs <= 1:
         count = o200k_counter()
-        for trace, framework in work:
-            done(replay_session(trace, framework, count))
+        for trace, framework, chosen in work:
+            done(replay_session(trace, framework, count, chosen))
     else:
         with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_start) as pool:
             for pair in pool.map(_worker_job, work):
@@ -185,10 +194,36 @@ def summarize(figures: Iterable[Figures]) -> dict[str, Any]:
                 "texts_restored": sum(group[i].texts_restored for i in ids),
                 "texts_unrestorable": sum(len(group[i].texts_unrestorable) for i in ids),
                 "run_seconds": sum(group[i].run_seconds for i in ids),
+                **_hidden(group[i] for i in ids),
             }
         row["cpu_by_length"] = _cpu_by_length([reduced[i] for i in ids])
         summary[f"{source} / {framework}"] = row
     return summary
+
+
+def _hidden(runs: Iterable[Figures]) -> dict[str, Any]:
+    """What the recorded next steps needed from earlier in the conversation, and the share of it not shown."""
+    listed = list(runs)
+    needed, hidden = sum(f.needed for f in listed), sum(f.hidden for f in listed)
+    calls, calls_hidden = sum(f.calls_needing for f in listed), sum(f.calls_hidden for f in listed)
+    by: dict[str, list[int]] = {}
+    for f in listed:
+        for key, (n, h) in f.needed_by.items():
+            pair = by.setdefault(key, [0, 0])
+            pair[0] += n
+            pair[1] += h
+    shares = [f.hidden / f.needed for f in listed if f.needed]
+    return {
+        "needed": needed,
+        "hidden": hidden,
+        "hidden_share": _ratio(hidden, needed),
+        "hidden_share_median": median(shares) if shares else None,
+        "hidden_share_range": (min(shares), max(shares)) if shares else None,
+        "calls_needing": calls,
+        "calls_hidden": calls_hidden,
+        "items_hidden": sum(f.items_hidden for f in listed),
+        "needed_by": dict(sorted(by.items())),
+    }
 
 
 def _cpu_by_length(runs: Sequence[Figures]) -> list[dict[str, Any]]:
@@ -259,6 +294,7 @@ def render(summary: dict[str, Any]) -> str:
             f"| pairing errors / order errors | {w['pairing_errors']} / {w['order_errors']} "
             f"| {r['pairing_errors']} / {r['order_errors']} | |",
             f"| replay time, s | {w['run_seconds']:,.1f} | {r['run_seconds']:,.1f} | |",
+            *_render_hidden(w, r),
             "",
         ]
     out += [
@@ -277,6 +313,34 @@ def render(summary: dict[str, Any]) -> str:
                 f"| {b['stored_after_us_per_call']:,.1f} |"
             )
     return "\n".join(out) + "\n"
+
+
+def _share(hidden: int, needed: int) -> str:
+    return f"{hidden:,} of {needed:,} ({100 * hidden / needed:.1f} %)" if needed else "–"
+
+
+def _render_hidden(w: dict[str, Any], r: dict[str, Any]) -> list[str]:
+    """Rows: needed values hidden, in all, per session, per model call, by kind and by source."""
+    rows = [
+        f"| values the next step needs, hidden | {_share(w['hidden'], w['needed'])} "
+        f"| {_share(r['hidden'], r['needed'])} | |",
+    ]
+    if r["hidden_share_median"] is not None:
+        low, high = r["hidden_share_range"]
+        rows.append(
+            f"| ...per session: median (range) | | {100 * r['hidden_share_median']:.1f} % "
+            f"({100 * low:.1f}-{100 * high:.1f} %) | |"
+        )
+    rows += [
+        f"| model calls that need a value, with one hidden | {_share(w['calls_hidden'], w['calls_needing'])} "
+        f"| {_share(r['calls_hidden'], r['calls_needing'])} | |",
+        f"| outputs, arguments and texts holding a hidden value (read-backs needed, at least) "
+        f"| {w['items_hidden']:,} | {r['items_hidden']:,} | |",
+    ]
+    for key, (needed, hidden) in r["needed_by"].items():
+        label = key.split(":", 1)[1]
+        rows.append(f"| ...{label} | | {_share(hidden, needed)} | |")
+    return rows
 
 
 def machine() -> dict[str, Any]:
@@ -318,7 +382,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--framework", choices=[*FRAMEWORKS, "both"], default="both")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
     parser.add_argument("--json", type=Path, default=None, help="write every session's figures here")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a CompactionSettings option (JSON value)"
+    )
     args = parser.parse_args(argv)
+    options = {name: json.loads(value) for name, _, value in (item.partition("=") for item in args.set)}
 
     started = time.perf_counter()
     before = machine()
@@ -326,16 +394,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not traces:
         raise SystemExit(f"no sessions in {args.traces} for sources {args.source or 'any'}")
     frameworks = list(FRAMEWORKS) if args.framework == "both" else [args.framework]
-    figures = run_all(traces, frameworks, args.jobs)
+    figures = run_all(traces, frameworks, args.jobs, options=options)
     summary = summarize(figures)
     runtime = time.perf_counter() - started
     print(render(summary))
     print(f"{len(traces)} sessions, {', '.join(frameworks)}; {runtime:,.0f} s with {args.jobs} worker processes.")
+    if options:
+        print(f"CompactionSettings options: {options}")
     if args.json is not None:
         report = {
             "command": " ".join(sys.argv),
             "runtime_seconds": runtime,
             "jobs": args.jobs,
+            "options": options,
             "machine": before,
             "load_average_after": os.getloadavg(),
             "summary": summary,

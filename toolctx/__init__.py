@@ -33,6 +33,7 @@ from toolctx._decorator import persist_context
 from toolctx._hashing import hash_query
 from toolctx.errors import (
     ConfigError,
+    HandleError,
     SessionBusyError,
     SessionClosedError,
     SessionError,
@@ -56,6 +57,7 @@ __all__ = [
     "ContextSession",
     "Conversations",
     "ErrorInfo",
+    "HandleError",
     "SessionBusyError",
     "SessionClosedError",
     "SessionError",

@@ -32,6 +32,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 
 import wrapt
 
+from toolctx._by_reference import ByReference
 from toolctx._checks import output_limit
 from toolctx._defaults import byte_count
 from toolctx._describe import Describer, default_description, make_describer
@@ -39,7 +40,7 @@ from toolctx._internal import internal_error
 from toolctx._limits import OutputLimit, declare_limit
 from toolctx._naming import sanitize_tool_name
 from toolctx._serialize import clean_text, encode
-from toolctx.errors import ConfigError, SessionClosedError
+from toolctx.errors import ConfigError, HandleError, SessionClosedError
 from toolctx.redaction import REDACTED
 from toolctx.sessions import Call, ContextSession, SavePath, current_session
 
@@ -140,6 +141,7 @@ class _Tool:
         ignore: Collection[str],
         threshold: int | None,
         record_errors: bool,
+        by_reference: bool | Collection[str] = False,
         max_output_tokens: OutputLimit | None = None,
     ) -> None:
         name = name if name is not None else getattr(func, "__name__", type(func).__name__)
@@ -170,6 +172,7 @@ class _Tool:
         self.custom_description = description is not None
         self.threshold = None if threshold is None else byte_count("threshold", threshold)
         self.record_errors = bool(record_errors)
+        self.references = ByReference(self.name, func, signature, by_reference) if by_reference else None
         # (held here, so the adapters find it by the tool's name for as long as the tool exists)
         self.declared = (
             None
@@ -195,6 +198,26 @@ class _Tool:
         except BaseException as exc:  # even a BaseException from the arguments' own code stays in here
             internal_error(f"could not capture the arguments of tool {self.name!r}; this call is not stored", exc)
             return None
+
+    def referenced(
+        self, started: _Started | None, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The arguments the tool runs with: handles passed in its ``by_reference`` parameters replaced by what
+        they name. A refusal (HandleError) is stored as the call's error and raised: the tool does not run."""
+        assert self.references is not None
+        lead: tuple[Any, ...] = ()
+        if instance is None and self.cls_first and args and isinstance(args[0], type):
+            lead, args, instance = args[:1], args[1:], args[0]
+        binder = self.binders[instance is not None]
+        positional = binder.positional if binder.simple else None
+        try:
+            args, kwargs = self.references.resolved(
+                binder.signature, positional, args, kwargs, None if started is None else started[1]
+            )
+            return lead + args, kwargs
+        except HandleError as exc:
+            self.end(started, None, exc)
+            raise
 
     def _description(self, bound: dict[str, Any], session: ContextSession) -> str:
         """The tool's own description of this call, with secret arguments masked."""
@@ -233,6 +256,8 @@ class _Tool:
         self, wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         started = self.begin(instance, args, kwargs)
+        if self.references is not None:
+            args, kwargs = self.referenced(started, instance, args, kwargs)
         try:
             result = wrapped(*args, **kwargs)
         except Exception as exc:
@@ -247,6 +272,8 @@ class _Tool:
         self, wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         started = self.begin(instance, args, kwargs)
+        if self.references is not None:
+            args, kwargs = self.referenced(started, instance, args, kwargs)
         try:
             result = await wrapped(*args, **kwargs)
         except Exception as exc:
@@ -259,6 +286,8 @@ class _Tool:
         self, wrapped: Callable[..., AsyncGenerator[Any, Any]], instance: Any, args: tuple[Any, ...], kwargs: Any
     ) -> AsyncGenerator[Any, Any]:
         started = self.begin(instance, args, kwargs)
+        if self.references is not None:
+            args, kwargs = self.referenced(started, instance, args, kwargs)
         try:
             generator = wrapped(*args, **kwargs)
         except Exception as exc:
@@ -354,6 +383,7 @@ def persist_context(
     threshold: int | None = None,
     record_errors: bool = True,
     enabled: bool = True,
+    by_reference: bool | Collection[str] = False,
     max_output_tokens: OutputLimit | None = None,
 ) -> Callable[[T], T]: ...
 def persist_context(
@@ -366,6 +396,7 @@ def persist_context(
     threshold: int | None = None,
     record_errors: bool = True,
     enabled: bool = True,
+    by_reference: bool | Collection[str] = False,
     max_output_tokens: OutputLimit | None = None,
 ) -> Any:
     """Store every call of the decorated tool in the current toolctx session.
@@ -397,6 +428,16 @@ def persist_context(
     ``record_errors``: store exceptions the tool raises as error contexts (they
     are re-raised unchanged either way).
     ``enabled``: ``False`` returns the function undecorated.
+    ``by_reference``: parameters that take a handle in place of a value (``True``:
+    every parameter annotated ``str``, ``str | None`` or not at all). A model passes
+    ``content="ctx:<id>"`` (or a part of it: ``ctx:<id>#args.content``,
+    ``ctx:<id>#lines=10-40``, ``ctx:<id>#path=$.items``) and the tool receives the
+    stored value: the exact text, or for a parameter declared as another type the
+    JSON value. The call is stored with the handle as the argument and a note
+    saying it was passed by reference. A handle that is malformed, unknown, another
+    conversation's, a failed call's or a redacted copy's raises
+    :class:`~toolctx.HandleError` (its message written for the model) and the tool
+    does not run. Elsewhere a string starting with ``ctx:`` is an ordinary value.
     """
 
     def decorate(target: Any) -> Any:
@@ -418,6 +459,7 @@ def persist_context(
             ignore=ignore,
             threshold=threshold,
             record_errors=record_errors,
+            by_reference=by_reference,
             max_output_tokens=max_output_tokens,
         )
         wrapper: Callable[..., Any] = tool.sync_wrapper

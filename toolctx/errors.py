@@ -5,6 +5,7 @@ matching builtin so existing ``except ValueError`` blocks keep working::
 
     ToolctxError
     ├── ConfigError (ValueError)          an option or argument has a bad value
+    ├── HandleError (ValueError)          a handle passed as a tool's argument cannot be used
     ├── SessionError (RuntimeError)
     │   ├── SessionClosedError            the session has already ended
     │   ├── SessionNotFoundError          resume() found no such session directory
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "HandleError",
     "NotFoundError",
     "SessionBusyError",
     "SessionClosedError",
@@ -43,6 +45,22 @@ class ToolctxError(Exception):
 
 class ConfigError(ToolctxError, ValueError):
     """An option or argument has a value toolctx cannot use."""
+
+
+class HandleError(ToolctxError, ValueError):
+    """A handle passed as a tool's argument (``content="ctx:<id>"``) cannot be used; the tool did not run.
+
+    The message is written for the model (what was wrong, and to pass the value
+    itself); ``reason`` says which refusal it is: ``"malformed"``, ``"unknown"`` (no
+    such call in this conversation, or another conversation's), ``"error"`` (a failed
+    call), ``"part"`` (no such argument), ``"selection"`` (lines or path that select
+    nothing), ``"redacted"`` (the stored copy holds redaction markers), ``"chain"``
+    or ``"unreadable"`` (the store could not be read).
+    """
+
+    def __init__(self, message: str, *, reason: str = "malformed") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class SessionError(ToolctxError, RuntimeError):

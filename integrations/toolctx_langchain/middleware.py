@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import operator
 import secrets
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from types import MappingProxyType
 from typing import Annotated, Any, NotRequired
 
@@ -22,12 +23,13 @@ from langchain_core.messages import AnyMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
-from toolctx import ContextSession, Conversations, ErrorInfo
+from toolctx import ContextSession, Conversations, ErrorInfo, HandleError
 from toolctx.compaction import (
     READ_CONTEXT,
     BeforeModelCall,
     CompactionSettings,
     Compactor,
+    HandleParameters,
     PrefixSize,
     SavedCall,
     SessionSource,
@@ -35,6 +37,7 @@ from toolctx.compaction import (
     notes,
     output_text,
     persist_call,
+    reference_scope,
     session_resolver,
 )
 from toolctx.compaction import before_model_call as run_hook
@@ -90,6 +93,15 @@ class ToolContextMiddleware(AgentMiddleware):
     ``before_model_call``: called before each model call with the estimated tokens
     of the prompt sent (system prompt, tools and messages), for a tiered memory's trigger:
     ``before_model_call=lambda tokens: store.before_model_call(agent_id, tokens, window)``.
+    ``by_reference``: tools whose parameters take a handle in place of a value, as
+    ``{"write_file": ["content"]}`` (or ``{"write_file": True}``: every string
+    parameter). The model passes ``content="ctx:<id>"`` (or ``#args.<name>``,
+    ``#lines=10-40``, ``#path=...``) and the tool runs with the stored value of this
+    conversation, the call stored with the handle. A refused handle (malformed,
+    unknown or another conversation's, a failed call's, a redacted copy's) is answered
+    as the tool's error result, and the tool does not run; so is a refusal raised by a
+    tool decorated with ``@persist_context(by_reference=...)``, whose handles resolve
+    within the conversation too.
     """
 
     state_schema = _RunState
@@ -102,6 +114,7 @@ class ToolContextMiddleware(AgentMiddleware):
         write_back: bool = True,
         read_tool: bool = True,
         before_model_call: BeforeModelCall | None = None,
+        by_reference: Mapping[str, bool | Collection[str]] | None = None,
         **options: Any,
     ) -> None:
         super().__init__()
@@ -111,6 +124,7 @@ class ToolContextMiddleware(AgentMiddleware):
             )
         self.before_model_call = before_model_call
         self.settings = CompactionSettings.of(settings, **options)
+        self.by_reference = HandleParameters(by_reference)
         self.write_back = bool(write_back)
         self.session = session_resolver(session)
         # With an index, a run holds its conversation's lease from its start to its end (see Conversations).
@@ -165,14 +179,20 @@ class ToolContextMiddleware(AgentMiddleware):
         if request.tool_call["name"] == READ_CONTEXT:
             return self._read(request) if self.tools else handler(request)
         self._in_turn(request)
+        run, notes, resolved = self._referenced(request)
+        if isinstance(run, ToolMessage):  # (a handle refused: the model is told, the tool does not run)
+            return run
         try:
-            result = handler(request)
+            with reference_scope(functools.partial(self._where, request), request.tool_call["name"], resolved):
+                result = handler(run)
+        except HandleError as exc:  # (a decorated tool refused a handle passed to it)
+            return self._refused(request, exc, notes)
         except BaseException as exc:  # (the run may end, or pause on an interrupt and resume on another worker)
             if isinstance(exc, Exception):
-                self._failed(request, exc)
+                self._failed(request, exc, notes)
             self._release()  # (a run that goes on, the error shown to the model, takes the lease again)
             raise
-        return self._finished(request, result)
+        return self._finished(request, result, notes)
 
     async def awrap_tool_call(
         self,
@@ -182,19 +202,71 @@ class ToolContextMiddleware(AgentMiddleware):
         if request.tool_call["name"] == READ_CONTEXT:
             return self._read(request) if self.tools else await handler(request)
         self._in_turn(request)
+        run, notes, resolved = self._referenced(request)
+        if isinstance(run, ToolMessage):
+            return run
         try:
-            result = await handler(request)
+            with reference_scope(functools.partial(self._where, request), request.tool_call["name"], resolved):
+                result = await handler(run)
+        except HandleError as exc:
+            return self._refused(request, exc, notes)
         except BaseException as exc:
             if isinstance(exc, Exception):
-                self._failed(request, exc)
+                self._failed(request, exc, notes)
             self._release()
             raise
-        return self._finished(request, result)
+        return self._finished(request, result, notes)
 
-    def _save(self, where: _Where, request: ToolCallRequest, result: Any, error: Any) -> SavedCall | None:
+    def _referenced(
+        self, request: ToolCallRequest
+    ) -> tuple[ToolCallRequest | ToolMessage, tuple[str, ...], Collection[str]]:
+        """The request to run (its handles resolved, for a tool of ``by_reference``), the notes to store the call
+        with, and the parameters resolved; or the error result answering a refused handle."""
+        call = request.tool_call
+        if call["name"] not in self.by_reference:
+            return request, (), ()
+        try:
+            session, task = self._where(request)
+            tool = getattr(request, "tool", None)
+            properties = tool.args if isinstance(tool, BaseTool) else None
+            found = self.by_reference.resolve(session, call["name"], call.get("args") or {}, properties, task)
+        except HandleError as exc:
+            return self._refused(request, exc, ()), (), ()
+        except Exception as exc:  # (the conversation could not be told: said, and the tool does not run blind)
+            internal_error(f"could not resolve the handles passed to tool {call['name']!r}", exc)
+            failure = HandleError(
+                f"the handles passed to {call['name']} could not be looked up ({type(exc).__name__}); "
+                "pass the values themselves.",
+                reason="unreadable",
+            )
+            return self._refused(request, failure, ()), (), ()
+        if found is None:
+            return request, (), ()
+        args, notes, names = found
+        return request.override(tool_call={**call, "args": args}), notes, names
+
+    def _refused(self, request: ToolCallRequest, error: HandleError, notes: tuple[str, ...]) -> ToolMessage:
+        """The error result that tells the model its handle was refused (stored as the call's error)."""
+        call = request.tool_call
+        message = ToolMessage(content=str(error), tool_call_id=call.get("id") or "", name=call["name"], status="error")
+        shown = self._finished(request, message, notes)
+        return shown if isinstance(shown, ToolMessage) else message
+
+    def _save(
+        self, where: _Where, request: ToolCallRequest, result: Any, error: Any, notes: tuple[str, ...] = ()
+    ) -> SavedCall | None:
         call = request.tool_call
         args = model_arguments(getattr(request, "tool", None), call.get("args") or {})
-        return persist_call(where[0], call["name"], args, result, error=error, call_id=call.get("id"), task_id=where[1])
+        return persist_call(
+            where[0],
+            call["name"],
+            args,
+            result,
+            error=error,
+            call_id=call.get("id"),
+            task_id=where[1],
+            argument_notes=notes,
+        )
 
     def _where(self, request: ToolCallRequest | ModelRequest) -> _Where:
         """The session a call is stored in, and its task (the thread, else the run id, else the run's scope)."""
@@ -220,34 +292,38 @@ class ToolContextMiddleware(AgentMiddleware):
             text = "read_context could not read the stored outputs just now; go on without them."
         return ToolMessage(content=text, tool_call_id=call.get("id") or "", name=READ_CONTEXT)
 
-    def _failed(self, request: ToolCallRequest, error: Exception) -> None:
+    def _failed(self, request: ToolCallRequest, error: Exception, notes: tuple[str, ...] = ()) -> None:
         try:
-            self._save(self._where(request), request, None, error)
+            self._save(self._where(request), request, None, error, notes)
         except Exception as exc:
             internal_error(f"could not store the failed call of tool {request.tool_call['name']!r}", exc)
 
-    def _finished(self, request: ToolCallRequest, result: ToolMessage | Command[Any]) -> ToolMessage | Command[Any]:
+    def _finished(
+        self, request: ToolCallRequest, result: ToolMessage | Command[Any], notes: tuple[str, ...] = ()
+    ) -> ToolMessage | Command[Any]:
         try:
             where = self._where(request)
             if isinstance(result, ToolMessage):
-                return self._message(where, request, result)
+                return self._message(where, request, result, notes)
             call_id = request.tool_call.get("id")
             if isinstance(result, Command) and isinstance(result.update, dict):
                 messages = result.update.get("messages")
                 if isinstance(messages, list):
                     shown = [
-                        self._message(where, request, m)
+                        self._message(where, request, m, notes)
                         if isinstance(m, ToolMessage) and m.tool_call_id == call_id
                         else m
                         for m in messages
                     ]
                     return dataclasses.replace(result, update={**result.update, "messages": shown})
-            self._save(where, request, result, None)
+            self._save(where, request, result, None, notes)
         except Exception as exc:
             internal_error(f"could not store a call of tool {request.tool_call['name']!r}", exc)
         return result
 
-    def _message(self, where: _Where, request: ToolCallRequest, message: ToolMessage) -> ToolMessage:
+    def _message(
+        self, where: _Where, request: ToolCallRequest, message: ToolMessage, notes: tuple[str, ...] = ()
+    ) -> ToolMessage:
         content, artifact = message.content, message.artifact
         call = request.tool_call
         # (a copy of the call's arguments in the graph's state, taken now: later changes there are not stored)
@@ -265,6 +341,7 @@ class ToolContextMiddleware(AgentMiddleware):
             error=error,
             call_id=call.get("id"),
             task_id=where[1],
+            argument_notes=notes,
         )
         if outcome.shown is None or outcome.saved is None:
             return message  # (shown as it is; found again by its tool call id: session.find_call)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
 import json
 import secrets
 import weakref
-from collections.abc import Awaitable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from importlib import metadata
 from typing import Any
@@ -19,18 +20,20 @@ from agents.run_config import ToolErrorFormatter, ToolErrorFormatterArgs
 from agents.tool_context import ToolContext
 from agents.tracing import get_current_trace
 
-from toolctx import ContextSession
+from toolctx import ContextSession, HandleError
 from toolctx.compaction import (
     READ_CONTEXT,
     READ_CONTEXT_DESCRIPTION,
     READ_CONTEXT_PARAMETERS,
     CompactionSettings,
+    HandleParameters,
     Resolver,
     SessionSource,
     answer_read_context,
     at_tool_time,
     notes,
     output_text,
+    reference_scope,
     session_resolver,
 )
 from toolctx.diagnostics import WARNING, internal_error, log
@@ -243,7 +246,9 @@ def record_tool_errors(formatter: ToolErrorFormatter | None = None) -> ToolError
     is not shown to the formatter by the SDK, so its answer is stored as output.
 
     ``formatter``: your own formatter, which still decides what the model is
-    told (return None for the SDK's default message).
+    told (return None for the SDK's default message). Without one, a handle a
+    decorated tool refused (:class:`~toolctx.HandleError`) is answered with its
+    message, which tells the model what to pass instead.
     """
     if formatter is not None and not callable(formatter):
         raise TypeError(f"formatter must be a RunConfig.tool_error_formatter (a function), got {formatter!r:.80}")
@@ -259,7 +264,9 @@ def record_tool_errors(formatter: ToolErrorFormatter | None = None) -> ToolError
             and isinstance(error, Exception)
         ):
             watched[1].append(error)
-        return None if formatter is None else formatter(args)
+        if formatter is None:  # (a refused handle's message is written for the model: it is what it reads)
+            return str(error) if isinstance(error, HandleError) else None
+        return formatter(args)
 
     return record
 
@@ -289,27 +296,76 @@ def _say_if_errors_go_unseen() -> None:
 class _Persisted:
     """The on_invoke_tool of a persisted FunctionTool."""
 
-    def __init__(self, tool: FunctionTool, get_session: Resolver, settings: CompactionSettings) -> None:
+    def __init__(
+        self, tool: FunctionTool, get_session: Resolver, settings: CompactionSettings, references: HandleParameters
+    ) -> None:
         self.name = tool.name
         self.get_session = get_session
         self.settings = settings
         self.invoke = tool.on_invoke_tool
+        self.references = references if tool.name in references else None
+        self.properties = tool.params_json_schema.get("properties")
 
     async def __call__(self, ctx: ToolContext[Any], arguments: str) -> Any:
         # The arguments are the model's JSON: the SDK passes its RunContextWrapper/ToolContext apart.
+        run_with, notes = arguments, tuple[str, ...]()
+        resolved: Collection[str] = ()
+        if self.references is not None:
+            referenced = self._referenced(ctx, arguments)
+            if isinstance(referenced, HandleError):  # (refused: the model is told, the tool does not run)
+                message = str(referenced)
+                self._stored(ctx, arguments, message, referenced)  # (as a handled error: what the model read)
+                return message
+            run_with, notes, resolved = referenced
         handled: list[Exception] = []  # what record_tool_errors sees the SDK answer the model for
         watching = _handled.set((ctx, handled))
         try:
-            output = await self.invoke(ctx, arguments)
+            with reference_scope(functools.partial(self._where, ctx), self.name, resolved):
+                output = await self.invoke(ctx, run_with)
         except (Exception, asyncio.CancelledError) as exc:  # (cancelled: the SDK's tool timeout, say)
-            self._stored(ctx, arguments, None, exc)
+            self._stored(ctx, arguments, None, exc, notes)
             raise
         finally:
             _handled.reset(watching)
-        shown = self._stored(ctx, arguments, output, handled[-1] if handled else None)
+        shown = self._stored(ctx, arguments, output, handled[-1] if handled else None, notes)
         return output if shown is None else shown
 
-    def _stored(self, ctx: ToolContext[Any], arguments: str, output: Any, error: BaseException | None) -> str | None:
+    def _where(self, ctx: ToolContext[Any]) -> tuple[ContextSession, str | tuple[str, ...] | None]:
+        """The session and scope this run's handles resolve in (its conversation's, as read_context's)."""
+        session = self.get_session(None)
+        return session, read_scope(ctx, session)
+
+    def _referenced(
+        self, ctx: ToolContext[Any], arguments: str
+    ) -> tuple[str, tuple[str, ...], Collection[str]] | HandleError:
+        """The arguments to run with (the handles in the tool's ``by_reference`` parameters resolved), the
+        notes to store the call with and the parameters resolved; or the refusal the model is answered with."""
+        assert self.references is not None
+        try:
+            session, scope = self._where(ctx)
+            found = self.references.resolve(session, self.name, parse_arguments(arguments), self.properties, scope)
+        except HandleError as exc:
+            return exc
+        except Exception as exc:  # (the run could not be told: said, and the tool does not run blind)
+            internal_error(f"could not resolve the handles passed to tool {self.name!r}", exc)
+            return HandleError(
+                f"the handles passed to {self.name} could not be looked up ({type(exc).__name__}); "
+                "pass the values themselves.",
+                reason="unreadable",
+            )
+        if found is None:
+            return arguments, (), ()
+        args, notes, names = found
+        return arguments_json(args), notes, names
+
+    def _stored(
+        self,
+        ctx: ToolContext[Any],
+        arguments: str,
+        output: Any,
+        error: BaseException | None,
+        notes: tuple[str, ...] = (),
+    ) -> str | None:
         """Store the call in the run's session; the stand-in the model gets instead of ``output``, if any."""
         try:
             session = self.get_session(None)
@@ -321,7 +377,16 @@ class _Persisted:
             internal_error(f"could not store a call of tool {self.name!r}", exc)
             return None
         return at_tool_time(
-            self.settings, session, self.name, args, output, text, error=error, call_id=call_id, task_id=group
+            self.settings,
+            session,
+            self.name,
+            args,
+            output,
+            text,
+            error=error,
+            call_id=call_id,
+            task_id=group,
+            argument_notes=notes,
         ).shown
 
 
@@ -330,6 +395,7 @@ def persist_tools(
     settings: CompactionSettings | None = None,
     *,
     session: SessionSource = None,
+    by_reference: Mapping[str, bool | Collection[str]] | None = None,
     **options: Any,
 ) -> list[Tool]:
     """Copies of ``tools`` whose function tools store every call in toolctx.
@@ -351,14 +417,26 @@ def persist_tools(
     (:func:`~toolctx.compaction.shown_whole`) is queued and stored with the next
     ones as soon as anything reads the session (or when it ends), which costs the
     tool call less. Other tools (hosted, computer, ...) are returned unchanged.
+
+    ``by_reference``: tools whose parameters take a handle in place of a value, as
+    ``{"write_file": ["content"]}`` (or ``{"write_file": True}``: every string
+    parameter). The model passes ``content="ctx:<id>"`` (or ``#args.<name>``,
+    ``#lines=10-40``, ``#path=...``) and the tool runs with the stored value of this
+    conversation (read as ``read_context`` reads: the conversation's, else the run's),
+    the call stored with the handle. A refused handle (malformed, unknown or another
+    conversation's, a failed call's, a redacted copy's) is the tool's output, the
+    tool not run. Tools decorated with ``@persist_context(by_reference=...)`` resolve
+    their handles within the same conversation.
     """
     chosen = CompactionSettings.of(settings, **options)
     get_session = session_resolver(session)
+    references = HandleParameters(by_reference)
     wrapped: list[Tool] = []
     for tool in tools:
         if isinstance(tool, FunctionTool) and tool.name != READ_CONTEXT:
+            references.check(tool.name, tool.params_json_schema.get("properties"))
             persisted = copy.copy(tool)
-            persisted.on_invoke_tool = _Persisted(tool, get_session, chosen)
+            persisted.on_invoke_tool = _Persisted(tool, get_session, chosen, references)
             wrapped.append(persisted)
         else:
             wrapped.append(tool)

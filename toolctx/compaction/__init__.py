@@ -24,6 +24,10 @@ From need to door:
 - the stand-ins themselves: :func:`stand_in`, :func:`result_marker`,
   :func:`argument_stand_in`, :func:`text_marker`, :func:`is_stand_in`,
   :func:`handle_of`, :func:`stored_text`, :func:`output_text`;
+- handles passed as arguments (``content="ctx:<id>"``) for tools an adapter's
+  ``by_reference`` setting names: :class:`HandleParameters` (``is_text_schema`` says
+  which parameters get text), resolved around the tool call's :func:`reference_scope`,
+  which also scopes decorated tools' own handles to the conversation;
 - per session, whether ``read_context`` is worth offering yet and the question
   tool calls are tagged with: :func:`notes`; the session an adapter uses:
   :func:`session_resolver`; a memory's trigger before each model call:
@@ -44,6 +48,7 @@ from toolctx.compaction._notes import (
 )
 from toolctx.compaction._policy import Compactor
 from toolctx.compaction._prefix import PrefixSize
+from toolctx.compaction._references import HandleParameters, is_text_schema
 from toolctx.compaction._settings import READ_CONTEXT, CompactionSettings, pays_for_cache_break
 from toolctx.compaction._standins import (
     ASSISTANT_TEXT,
@@ -73,7 +78,7 @@ from toolctx.compaction._tooltime import (
     shown_output,
     shown_whole,
 )
-from toolctx.sessions import SavedCall
+from toolctx.sessions import SavedCall, reference_scope
 
 __all__ = [
     "ASSISTANT_TEXT",
@@ -87,6 +92,7 @@ __all__ = [
     "CompactionSettings",
     "Compactor",
     "Edit",
+    "HandleParameters",
     "Item",
     "ItemAdapter",
     "Notes",
@@ -103,6 +109,7 @@ __all__ = [
     "before_model_call",
     "handle_of",
     "is_stand_in",
+    "is_text_schema",
     "notes",
     "output_text",
     "over_limit",
@@ -110,6 +117,7 @@ __all__ = [
     "persist_call",
     "queue_call",
     "read_context",
+    "reference_scope",
     "result_marker",
     "session_resolver",
     "shown_output",

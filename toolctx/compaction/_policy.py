@@ -33,9 +33,10 @@ from toolctx.compaction._decisions import (
     shared_state,
     state_name,
 )
+from toolctx.compaction._inuse import choose, in_use, lines_in_use
 from toolctx.compaction._items import Edit, Item, ItemAdapter, ToolCall
 from toolctx.compaction._notes import Notes, Resolver, SessionSource, notes, session_resolver
-from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break
+from toolctx.compaction._settings import CompactionSettings, pays_for_cache_break, small_record
 from toolctx.compaction._standins import (
     argument_stand_in,
     handle_of,
@@ -196,9 +197,7 @@ class Compactor(Generic[T]):
         described = self.adapter.describe(item)
         if described.question is not None:
             session_notes.question(described.question)
-        answer = bool(described.calls) or (described.result_of is None and described.question is None)
-        conversation.answered += answer and not conversation.answering
-        conversation.answering = answer
+        conversation.take_in(described, self.settings.in_use_tokens > 0 or self.settings.in_use_lines > 0)
         key = conversation.key
         decided = self.decided
         shown_args: dict[str, Mapping[str, Any]] = {}
@@ -303,6 +302,7 @@ class Compactor(Generic[T]):
                 if self._candidate(conversation, said_at, estimated(text) - _TEXT_MARKER_TOKENS):
                     conversation.said[said_at] = text
             self._candidate(conversation, position, self._estimated_gain(conversation, position))
+        held: dict[int, int] = {}  # candidates in use, kept whole for now
         if now:
             if not conversation.available:
                 return []
@@ -312,9 +312,12 @@ class Compactor(Generic[T]):
             if conversation.shown <= settings.high_water:
                 return []
             wanted = conversation.shown - settings.low_water
+            if settings.in_use_calls and settings.in_use_tokens:
+                held = in_use(conversation, settings.in_use_calls, settings.in_use_tokens, settings.args_chars)
             # A batch breaks the prompt cache after its first edit, near the start: make it only if it frees
             # enough to pay for that (the oldest candidate comes first, so about all that is shown is re-sent).
-            freed = wanted if wanted < conversation.available else conversation.available
+            available = conversation.available - sum(held.values())
+            freed = wanted if wanted < available else available
             # (the first batch brings read_context into the tool list, at the very start of the prompt)
             broken = conversation.shown + (0 if session_notes.offer_read_context else session_notes.prefix_tokens)
             if freed < settings.min_gain or not pays_for_cache_break(
@@ -326,13 +329,7 @@ class Compactor(Generic[T]):
                 # list and the messages then change in the same call, one cache break instead of two.
                 session_notes.offer_read_context = True
                 return []
-        chosen: list[int] = []
-        expected = 0
-        while conversation.candidates and expected < wanted:
-            position, gain = conversation.candidates.popleft()
-            conversation.available -= gain
-            chosen.append(position)
-            expected += gain
+        chosen = choose(conversation, wanted, held)
         edits = [edit for position in chosen if (edit := self._edit(conversation, session, position)) is not None]
         self._apply(conversation, edits)
         return edits
@@ -355,7 +352,7 @@ class Compactor(Generic[T]):
             return 0
         shown = conversation.early.get(position)  # a tool-time stand-in this compactor made, or the output
         tokens = result.tokens if shown is None else estimated(shown)
-        gain = tokens - _MARKER_TOKENS - settings.preview_chars // 4
+        gain = tokens - _MARKER_TOKENS - settings.preview_chars // 4 if not small_record(settings, result.text) else 0
         gain = gain if gain > 0 else 0  # (a comparison, not max(): this path runs with cold caches)
         ident = conversation.ident(call_position, call.id)
         if self.decided.args_for(conversation.key, ident, call.args) is None and self._may_have_long_args(call):
@@ -399,7 +396,8 @@ class Compactor(Generic[T]):
             return None
         text = stored_text(stored)
         marker = result_marker(stored.id, call.name or result.tool or stored.tool_name, text, settings.preview_chars)
-        new_result = marker if len(marker) < len(result.text) else None
+        marker += lines_in_use(conversation, position, settings.in_use_lines, text)
+        new_result = marker if len(marker) < len(result.text) and not small_record(settings, result.text) else None
         new_args: dict[str, Any] | None = None
         originals: dict[str, int] = {}
         if call_position >= 0 and self._may_have_long_args(call):
@@ -408,6 +406,7 @@ class Compactor(Generic[T]):
                 long = isinstance(value, str) and len(value) > settings.args_chars and not is_stand_in(value)
                 if long and isinstance(kept, str):
                     replacement = argument_stand_in(stored.id, name, kept, settings.args_preview_chars)
+                    replacement += lines_in_use(conversation, call_position, settings.in_use_lines, kept)
                     if len(replacement) < len(value):
                         new_args = dict(call.args) if new_args is None else new_args
                         new_args[name] = replacement
@@ -427,6 +426,7 @@ class Compactor(Generic[T]):
         if stored is None:
             return None
         marker = text_marker(stored.id, stored_text(stored))
+        marker += lines_in_use(conversation, position, self.settings.in_use_lines, stored_text(stored))
         return Edit(None, marker, text=said, position=position) if len(marker) < len(said) else None
 
     def _texts_ahead(self, conversation: Conversation, session: ContextSession, start: int) -> None:

@@ -10,7 +10,7 @@ from toolctx._checks import output_limit, real_number, whole_number
 from toolctx._limits import DECLARED, NEVER, limit_tokens
 from toolctx.errors import ConfigError
 
-__all__ = ["READ_CONTEXT", "CompactionSettings", "pays_for_cache_break"]
+__all__ = ["READ_CONTEXT", "CompactionSettings", "pays_for_cache_break", "small_record"]
 
 READ_CONTEXT = "read_context"
 """The name of the tool that reads stored outputs back; its own results are never compacted."""
@@ -73,6 +73,23 @@ class CompactionSettings:
     compacted goes in the same batch, as a marker with its handle (stored as a
     call of ``assistant_text``); a larger value keeps more of it whole.
 
+    What the model still uses: a distinctive word (a name with an underscore, a
+    dot or a case change, a file name, a code of capitals and digits) that the
+    model first wrote in or after the response an old item belongs to, and wrote
+    again later, is one it took from that item. ``in_use_lines`` (16): the
+    stand-in a batch makes for an old output, argument or text keeps up to this
+    many of its lines holding such words, numbered, the first line of each word no
+    earlier stand-in keeps, so that the names the agent works with stay in sight
+    (0: none). ``in_use_tokens`` (0): up to this many tokens of old items that one
+    of the last ``in_use_calls`` (4) responses took a word from are kept whole by a
+    batch, the most lately used first (0: none). ``record_chars`` (1,000): a JSON
+    object or array of at most this many characters (a record an agent quotes ids,
+    dates and amounts from) is left whole by batches. On the recorded sessions
+    (``bench/replay.py``; ``docs/benchmarks.md``, "What the agent still needs"),
+    kept lines hid a fifth fewer of the values the next step copies for about 2 %
+    more tokens; keeping whole items hid fewer still at several times that cost,
+    in prompt-cache terms above all, so it is off by default.
+
     Why these defaults: ``bench/replay.py`` replays 59 recorded coding-agent
     sessions (one shell tool, 30-160 calls, outputs of a few hundred characters,
     file writes as large heredoc arguments, a quarter of all tokens) and 137
@@ -112,6 +129,10 @@ class CompactionSettings:
     args_chars: int = 300
     args_preview_chars: int = 60
     text_chars: int = 300
+    record_chars: int = 1000
+    in_use_calls: int = 4
+    in_use_tokens: int = 0
+    in_use_lines: int = 16
     exclude_tools: frozenset[str] = field(default_factory=frozenset)
     tool_limits: Mapping[str, int | str] = field(default_factory=dict, hash=False)  # (a dict: hashed without it)
     _tokens: dict[str, int] = field(init=False, repr=False, compare=False, hash=False)
@@ -140,6 +161,10 @@ class CompactionSettings:
         whole_number("args_chars", self.args_chars, minimum=1)
         whole_number("args_preview_chars", self.args_preview_chars)
         whole_number("text_chars", self.text_chars, minimum=1)
+        whole_number("in_use_calls", self.in_use_calls)
+        whole_number("record_chars", self.record_chars)
+        whole_number("in_use_tokens", self.in_use_tokens)
+        whole_number("in_use_lines", self.in_use_lines)
         if real_number("cached_price", self.cached_price, minimum=0.0) > 1:
             raise ConfigError(f"cached_price is a share of the full price, 0 to 1; got {self.cached_price!r}")
         if self.low_water > self.high_water:
@@ -207,3 +232,14 @@ def pays_for_cache_break(freed: int, broken: int, calls: int, cached_price: floa
     is expected to go on for about as many calls as it has had (``calls``).
     """
     return freed * (1 + cached_price * calls) > (1 - cached_price) * broken
+
+
+def small_record(settings: CompactionSettings, text: str) -> bool:
+    """Whether a result is a JSON object or array of at most ``record_chars`` characters (left whole by batches)."""
+    if len(text) > settings.record_chars:
+        return False
+    text = text.strip()
+    if len(text) < 2:
+        return False
+    first, last = text[0], text[-1]
+    return (first == "{" and last == "}") or (first == "[" and last == "]")

@@ -24,15 +24,13 @@ from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-import orjson
-
 from toolctx._checks import whole_number
 from toolctx._naming import HANDLE_PATTERN, handle
-from toolctx.compaction._navigate import by_lines, by_path, by_search
+from toolctx._navigate import by_lines, by_path, by_search, output_text
 from toolctx.compaction._settings import READ_CONTEXT
 from toolctx.errors import ConfigError
-from toolctx.models import CallMetadata, StoredContext
-from toolctx.sessions import CallParts, ContextSession
+from toolctx.models import CallMetadata
+from toolctx.sessions import ContextSession, argument_text, stored_text
 from toolctx.tokens import estimate_tokens
 
 __all__ = [
@@ -62,7 +60,6 @@ ASSISTANT_TEXT = "assistant_text"
 """The tool name old assistant text is stored under when compaction stands in for it."""
 
 
-_TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 _showing: ContextVar[set[str] | None] = ContextVar("toolctx_showing", default=None)
 
 
@@ -84,20 +81,6 @@ def _shown(pointer_id: str) -> str:
     if ids is not None:
         ids.add(pointer_id)
     return handle(pointer_id)
-
-
-def output_text(result: Any) -> str:
-    """A tool result as the text a model reads: strings as they are, anything else as JSON."""
-    if isinstance(result, str):
-        return result
-    if isinstance(result, dict) and result.get("type") in _TEXT_BLOCKS and isinstance(result.get("text"), str):
-        return str(result["text"])  # one content block (what an MCP tool's text result becomes)
-    if isinstance(result, list) and all(isinstance(b, dict) and b.get("type") in _TEXT_BLOCKS for b in result):
-        return "".join(str(b.get("text", "")) for b in result)  # chat content blocks (or the Responses API's)
-    try:
-        return orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
-    except TypeError:
-        return str(result)
 
 
 def stand_in(call: CallMetadata, text: str, head: int = 1500, tail: int = 500) -> str:
@@ -156,27 +139,6 @@ def handle_of(text: str) -> str | None:
     """The pointer id named in a stand-in, if any."""
     match = HANDLE_PATTERN.search(text[:1000]) if is_stand_in(text) else None
     return match.group(1) if match else None
-
-
-def stored_text(context: StoredContext | CallParts) -> str:
-    """The full text of a stored output, as a model would have been shown it."""
-    result = context.result
-    if isinstance(result, dict) and set(result) == {"content", "artifact"}:
-        result = result["content"]  # a chat tool message: what the model saw is the content
-    text = output_text(result)
-    if context.error is not None and not text:
-        text = f"{context.error.type}: {context.error.message}"
-    return text
-
-
-def argument_text(context: StoredContext, name: str | None = None) -> str | None:
-    """All stored arguments as JSON, or one of them (a string as it is), or None if there is no such one."""
-    if name is None:
-        return orjson.dumps(context.args).decode()
-    if name not in context.args:
-        return None
-    value = context.args[name]
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
 READ_CONTEXT_DESCRIPTION = (

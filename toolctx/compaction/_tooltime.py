@@ -12,7 +12,7 @@ updates a graph's state, the Agents SDK's observing hooks) store the call with
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +70,7 @@ def at_tool_time(
     task_id: int | str | None = None,
     shown_as_text: bool = True,
     queue: bool = True,
+    argument_notes: Sequence[str] = (),
 ) -> ToolTime:
     """Store one tool call and decide what the model is shown of its output ``text``. Never raises.
 
@@ -89,7 +90,8 @@ def at_tool_time(
     text). ``queue=False``: store it now even when it is shown whole (a host that
     hands the call's id on at once). A plain dict of ``args`` is encoded when the
     call is queued; another mapping is read when it is stored, and must not change
-    meanwhile.
+    meanwhile. ``argument_notes``: what the stored arguments do not say (a call with
+    them is stored now): see :func:`persist_call`.
 
     In a shared store (object storage), an output shown whole is uploaded in the
     background (the tool returns at once; no handle of it is shown yet, and a
@@ -98,7 +100,7 @@ def at_tool_time(
     failed. With the session's ``background_uploads``, neither waits (the next
     model call does).
     """
-    how = (error, call_id, task_id, shown_as_text, queue)
+    how = (error, call_id, task_id, shown_as_text, queue and not argument_notes, argument_notes)
     if session.store.shared and not session.save_path.background:
         with session.save_path.deferred():
             done = _at_tool_time(settings, session, tool_name, args, output, text, *how)
@@ -126,6 +128,7 @@ def _at_tool_time(
     task_id: int | str | None,
     shown_as_text: bool,
     queue: bool,
+    argument_notes: Sequence[str],
 ) -> ToolTime:
     try:
         whole = queue and error is None and shown_as_text and output is text and shown_whole(settings, text, tool_name)
@@ -141,7 +144,9 @@ def _at_tool_time(
         except Exception as exc:
             internal_error(f"could not store a call of tool {tool_name!r}", exc)
         return _QUEUED
-    saved = persist_call(session, tool_name, args, output, error=error, call_id=call_id, task_id=task_id)
+    saved = persist_call(
+        session, tool_name, args, output, error=error, call_id=call_id, task_id=task_id, argument_notes=argument_notes
+    )
     if saved is None or error is not None or not shown_as_text:
         return ToolTime(None, saved)
     try:
@@ -170,15 +175,25 @@ def persist_call(
     error: BaseException | ErrorInfo | None = None,
     call_id: str | None = None,
     task_id: int | str | None = None,
+    argument_notes: Sequence[str] = (),
 ) -> SavedCall | None:
     """Store one call, tagged with the session's latest question; None (logged and warned) if that fails.
 
     Every adapter path stores through here, so storing never breaks the tool.
+    ``argument_notes``: what the stored arguments do not say, such as "content passed
+    by reference: ctx:<id>" (:meth:`~toolctx.ContextSession.record_call`).
     """
     try:
         query_id = notes(session).query_id
         return session.record_call(
-            tool_name, args, result, task_id, query_id, error=error, call_id=None if call_id is None else str(call_id)
+            tool_name,
+            args,
+            result,
+            task_id,
+            query_id,
+            error=error,
+            call_id=None if call_id is None else str(call_id),
+            argument_notes=argument_notes,
         )
     except Exception as exc:
         internal_error(f"could not store a call of tool {tool_name!r}", exc)

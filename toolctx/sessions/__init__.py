@@ -20,6 +20,11 @@ session's recorder doors, and nothing behind them:
   :attr:`ContextSession.save_path` (a :class:`SavePath`) directly;
 - read a call's parts by its framework id: :meth:`ContextSession.call_parts`
   (:class:`CallParts`);
+- resolve handles passed as arguments (``content="ctx:<id>#lines=10-40"``) within a
+  conversation: :func:`resolve_arguments`, :func:`resolve_reference`,
+  :func:`parse_reference` (a :class:`Reference`), the scope an adapter sets around a
+  tool call: :func:`reference_scope` (read by :func:`host_scope`); a stored call's
+  text as a model reads it: :func:`stored_text`, :func:`argument_text`;
 - keep per-session state: :meth:`ContextSession.attached` (in this process),
   :meth:`ContextSession.note` / :meth:`ContextSession.noted` (stored with the session);
 - :func:`open_sessions` and :func:`stamping_clock` for tests.
@@ -37,6 +42,18 @@ from toolctx.sessions._loading import ContextRef
 from toolctx.sessions._lookups import ResultPage
 from toolctx.sessions._recording import SavedCall
 from toolctx.sessions._records import Call, CallParts
+from toolctx.sessions._references import (
+    Reference,
+    Scope,
+    Where,
+    argument_text,
+    host_scope,
+    parse_reference,
+    reference_scope,
+    resolve_arguments,
+    resolve_reference,
+    stored_text,
+)
 from toolctx.sessions._saving import SavePath
 from toolctx.sessions._session import ContextSession, open_sessions
 
@@ -47,19 +64,29 @@ __all__ = [
     "ContextSession",
     "Conversations",
     "OnDebug",
+    "Reference",
     "ResultPage",
     "SavePath",
     "SavedCall",
+    "Scope",
     "SessionState",
     "SessionSummary",
+    "Where",
+    "argument_text",
     "conversation_key",
     "current_session",
     "gc",
+    "host_scope",
     "list_sessions",
     "open_sessions",
+    "parse_reference",
     "read_session_context",
+    "reference_scope",
     "reset_default_session",
+    "resolve_arguments",
+    "resolve_reference",
     "session",
     "session_pointers",
     "stamping_clock",
+    "stored_text",
 ]

@@ -8,7 +8,7 @@ check the call once and encode its arguments as stored.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -93,14 +93,19 @@ class Recording(SessionCore):
         *,
         error: BaseException | ErrorInfo | None = None,
         call_id: str | None = None,
+        argument_notes: Sequence[str] = (),
     ) -> SavedCall:
         """:meth:`save_context` without building the pointer: what a framework adapter's tool hook needs.
 
         Storing a small call costs less than building its :class:`~toolctx.ContextPointer`;
         the receipt has its id, whether its output was stored, and whether it was
-        an error (``get_pointer(saved.id)`` gives the pointer).
+        an error (``get_pointer(saved.id)`` gives the pointer). ``argument_notes``: what
+        the stored arguments do not say (stored as ``"arguments: <note>"`` in the
+        context's notes): "content passed by reference: ctx:<id>", say.
         """
-        record = self._record(tool_name, args, result, task_id, query_id, error=error, call_id=call_id)
+        record = self._record(
+            tool_name, args, result, task_id, query_id, error=error, call_id=call_id, argument_notes=argument_notes
+        )
         return SavedCall(record.id, record.storage is not StorageKind.NONE, record.is_error, tool_name)
 
     def _record(
@@ -116,12 +121,15 @@ class Recording(SessionCore):
         threshold: int | None = None,
         call_id: str | None = None,
         timestamp_ns: int | None = None,
+        argument_notes: Sequence[str] = (),
     ) -> Record:
         """Store one call; its record (``args`` may come encoded already: a queued call's)."""
         task_id = _checked_call(tool_name, args, task_id, query_id, call_id)
         if description is not None and not isinstance(description, str):
             raise ConfigError(f"description must be a str, got {type(description).__name__}")
         args_json, args_notes, order = args if isinstance(args, _Encoded) else _Encoded.of(args)  # (queued: done)
+        if argument_notes:  # (what the stored arguments do not say: "content passed by reference: ctx:<id>")
+            args_notes = (*args_notes, *map(clean_text, argument_notes))
         redactor = self._saver.redactor
         if description is not None and redactor is not None:
             description = redactor.redact_text(description)

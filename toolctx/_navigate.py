@@ -1,9 +1,12 @@
 """Finding one's way in a stored text: a range of lines, a search with the lines around, a JSON path.
 
-What :func:`~toolctx.compaction.read_context` answers besides a page of characters.
-Each answer is the stored (redacted) text itself, cut to at most ``limit``
-characters, under a header that says what it is and how to read on; a query it
-cannot answer comes back as a message the model can act on, never an exception.
+What :func:`~toolctx.compaction.read_context` answers besides a page of characters,
+and what a handle passed as an argument (``ctx:<id>#lines=10-40``) selects: both cut
+with the same :func:`line_span` and :func:`value_at`. Each ``read_context`` answer is
+the stored (redacted) text itself, cut to at most ``limit`` characters, under a header
+that says what it is and how to read on; a query it cannot answer comes back as a
+message the model can act on, never an exception. :func:`output_text` is a tool
+result as the text a model reads.
 """
 
 from __future__ import annotations
@@ -13,26 +16,56 @@ from typing import Any
 
 import orjson
 
-__all__ = ["by_lines", "by_path", "by_search"]
+__all__ = ["NavigationError", "by_lines", "by_path", "by_search", "line_span", "output_text", "value_at"]
 
 _LINES = re.compile(r"\s*(\d+)\s*(?:-\s*(\d*)\s*)?")
 _STEP = re.compile(r"""\.?([A-Za-z_][\w-]*)|\.?(\d+)|\[\s*(-?\d+)\s*\]|\[\s*("(?:[^"\\]|\\.)*"|'[^']*')\s*\]""")
 _MAX_CONTEXT = 20
+_TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
 
 
-def by_lines(text: str, ref: str, spec: str, limit: int) -> str:
-    """Lines ``spec`` of ``text`` (``"120-180"``, ``"120-"``, ``"120"``; counted from 1), as they are."""
+class NavigationError(ValueError):
+    """A range of lines or a JSON path that does not select anything in a text; its message says why."""
+
+
+def output_text(result: Any) -> str:
+    """A tool result as the text a model reads: strings as they are, anything else as JSON."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, dict) and result.get("type") in _TEXT_BLOCKS and isinstance(result.get("text"), str):
+        return str(result["text"])  # one content block (what an MCP tool's text result becomes)
+    if isinstance(result, list) and all(isinstance(b, dict) and b.get("type") in _TEXT_BLOCKS for b in result):
+        return "".join(str(b.get("text", "")) for b in result)  # chat content blocks (or the Responses API's)
+    try:
+        return orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+    except TypeError:
+        return str(result)
+
+
+def line_span(text: str, ref: str, spec: str) -> tuple[list[str], int, int]:
+    """The lines of ``text`` (with their ends) and the first and last (counted from 1, the last within the text)
+    that ``spec`` names: ``"120-180"``, ``"120-"`` (to the end) or ``"120"``. NavigationError if it names none."""
     found = _LINES.fullmatch(spec) if isinstance(spec, str) else None
     if found is None:
-        return f'lines must be a line number or a range such as "120-180" (counted from 1), got {spec!r:.80}.'
+        raise NavigationError(
+            f'lines must be a line number or a range such as "120-180" (counted from 1), got {spec!r:.80}.'
+        )
     lines = text.splitlines(keepends=True)
     first = int(found.group(1))
     last = len(lines) if found.group(2) in ("", None) and "-" in spec else int(found.group(2) or first)
     if first < 1 or last < first:
-        return f"lines {spec!r} is not a range of lines: give first-last with 1 <= first <= last."
+        raise NavigationError(f"lines {spec!r} is not a range of lines: give first-last with 1 <= first <= last.")
     if first > len(lines):
-        return f"line {first:,} is past the end of {ref}, which has {len(lines):,} lines."
-    last = min(last, len(lines))
+        raise NavigationError(f"line {first:,} is past the end of {ref}, which has {len(lines):,} lines.")
+    return lines, first, min(last, len(lines))
+
+
+def by_lines(text: str, ref: str, spec: str, limit: int) -> str:
+    """Lines ``spec`` of ``text`` (``"120-180"``, ``"120-"``, ``"120"``; counted from 1), as they are."""
+    try:
+        lines, first, last = line_span(text, ref, spec)
+    except NavigationError as exc:
+        return str(exc)
     body, shown = "", first - 1
     while shown < last and len(body) + len(lines[shown]) <= limit:
         body += lines[shown]
@@ -86,19 +119,39 @@ def by_search(text: str, ref: str, pattern: str, regex: bool, context: int, limi
 def by_path(text: str, ref: str, path: str, offset: int, limit: int) -> str:
     """The value at ``path`` (``$.items[2].name``, or ``items.2.name``) of a JSON ``text``, as JSON, from ``offset``
     for ``limit`` characters."""
+    try:
+        value, where = value_at(text, ref, path)
+    except NavigationError as exc:
+        return str(exc)
+    shown = value if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    if offset >= len(shown) and not (offset == 0 and not shown):
+        return f"offset {offset:,} is past the end of {where} of {ref}, which has {len(shown):,} characters."
+    end = min(len(shown), offset + limit)
+    more = f" {len(shown) - end:,} more characters follow; continue with offset={end}." if end < len(shown) else ""
+    kind = "a string" if isinstance(value, str) else "JSON"
+    return f"[{ref} {where}, {kind} of {len(shown):,} characters: {offset:,}-{end:,}.{more}]\n{shown[offset:end]}"
+
+
+def value_at(text: str, ref: str, path: str) -> tuple[Any, str]:
+    """The value at ``path`` (``$.items[2].name``, or ``items.2.name``) of a JSON ``text``, and where it is (as
+    ``$['items'][2]['name']``). NavigationError if ``text`` is not JSON or has nothing there."""
     if not isinstance(path, str):
-        return f'path must be a JSON path such as "$.items[0].name", got {path!r:.80}.'
+        raise NavigationError(f'path must be a JSON path such as "$.items[0].name", got {path!r:.80}.')
     try:
         value: Any = orjson.loads(text)
     except orjson.JSONDecodeError:
-        return f"{ref} is not JSON, so it has no path {path!r:.80}; use search or lines instead."
+        raise NavigationError(
+            f"{ref} is not JSON, so it has no path {path!r:.80}; use search or lines instead."
+        ) from None
     steps, at, where = path.strip(), 0, "$"
     if steps.startswith("$"):
         at = 1
     while at < len(steps):
         step = _STEP.match(steps, at)
         if step is None or step.end() == at:
-            return f'path {path!r:.80} cannot be read at {steps[at:]!r:.40}: use .name, [index] or ["name"] steps.'
+            raise NavigationError(
+                f'path {path!r:.80} cannot be read at {steps[at:]!r:.40}: use .name, [index] or ["name"] steps.'
+            )
         at = step.end()
         name, number, index, quoted = step.groups()
         key: str | int = (
@@ -107,21 +160,15 @@ def by_path(text: str, ref: str, path: str, offset: int, limit: int) -> str:
         if isinstance(value, dict):
             if str(key) not in value:
                 keys = ", ".join(map(repr, list(value)[:20]))
-                return f"{where} of {ref} has no key {str(key)!r:.80}; its keys: {keys}."
+                raise NavigationError(f"{where} of {ref} has no key {str(key)!r:.80}; its keys: {keys}.")
             value, where = value[str(key)], f"{where}[{str(key)!r}]"
         elif isinstance(value, list) and isinstance(key, int):
             if not -len(value) <= key < len(value):
-                return f"{where} of {ref} has {len(value):,} items: index {key} is past its end."
+                raise NavigationError(f"{where} of {ref} has {len(value):,} items: index {key} is past its end.")
             value, where = value[key], f"{where}[{key}]"
         else:
-            return f"{where} of {ref} is {_kind(value)}: it has no {key!r:.80}."
-    shown = value if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
-    if offset >= len(shown) and not (offset == 0 and not shown):
-        return f"offset {offset:,} is past the end of {where} of {ref}, which has {len(shown):,} characters."
-    end = min(len(shown), offset + limit)
-    more = f" {len(shown) - end:,} more characters follow; continue with offset={end}." if end < len(shown) else ""
-    kind = "a string" if isinstance(value, str) else "JSON"
-    return f"[{ref} {where}, {kind} of {len(shown):,} characters: {offset:,}-{end:,}.{more}]\n{shown[offset:end]}"
+            raise NavigationError(f"{where} of {ref} is {_kind(value)}: it has no {key!r:.80}.")
+    return value, where
 
 
 def _json_string(quoted: str) -> bytes:

@@ -1,0 +1,112 @@
+"""What the agent still uses: old outputs, arguments and text that its later calls and text took values from.
+
+An agent copies names from what it was shown: a function name from a file it
+printed, a variable from the script it wrote a few calls ago. A distinctive word
+(a name with an underscore, a dot or a case change inside it, a file name with an
+extension, or a code of capitals and digits; plain words and numbers would make
+everything look used) that the model first wrote in or after the response an item
+belongs to, and wrote again later, is one it took from that item (or from one
+after it). The policy keeps the items used so by the last
+``CompactionSettings.in_use_calls`` responses whole, the most lately used first and
+up to ``CompactionSettings.in_use_tokens``; when it stands in for an old item, the
+stand-in keeps up to ``CompactionSettings.in_use_lines`` of its lines that hold
+such words. Only what the model writes is read as it comes (its text and its
+calls' arguments); an item's own words are read once, when it is compacted or
+weighed for keeping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from toolctx.compaction._conversation import MAX_SCAN, Conversation, argument_texts, words_of
+
+__all__ = ["choose", "in_use", "lines_in_use"]
+
+_WIDTH = 160  # characters of a line kept in a stand-in
+
+
+def in_use(conversation: Conversation, responses: int, budget: int, args_chars: int) -> dict[int, int]:
+    """The candidates of ``conversation`` (position -> gain) to keep whole for now: those a response of the
+    last ``responses`` took a word from, the most lately used first, up to ``budget`` tokens (a result's words:
+    its output's and its call's arguments' over ``args_chars``, those a batch would stand in for)."""
+    usage = conversation.usage
+    since = conversation.answered - responses
+    ranked: list[tuple[int, int, int]] = []  # (-latest use, gain, position)
+    for position, gain in conversation.candidates:
+        if gain > budget:
+            continue
+        words = conversation.words.get(position)
+        if words is None:
+            said = conversation.said.get(position)
+            if said is not None:
+                words = words_of((said,))
+            else:
+                _, call, result = conversation.results[position]
+                words = words_of((result.text, *argument_texts(call.args, args_chars)))
+            conversation.words[position] = words
+        taken = usage.taken(words, conversation.at[position], since)
+        if taken:
+            ranked.append((-max(usage.last[w] for w in taken), gain, position))
+    held: dict[int, int] = {}
+    for _, gain, position in sorted(ranked):
+        if gain <= budget:
+            held[position] = gain
+            budget -= gain
+    return held
+
+
+def choose(conversation: Conversation, wanted: int, held: Mapping[int, int]) -> list[int]:
+    """The candidates a batch takes, oldest first, until they free ``wanted`` tokens; those ``held`` (in use)
+    stay candidates, in their place."""
+    chosen: list[int] = []
+    kept: list[tuple[int, int]] = []
+    expected = 0
+    candidates = conversation.candidates
+    while candidates and expected < wanted:
+        position, gain = candidates.popleft()
+        if position in held:
+            kept.append((position, gain))
+            continue
+        conversation.available -= gain
+        conversation.words.pop(position, None)
+        chosen.append(position)
+        expected += gain
+    candidates.extendleft(reversed(kept))
+    return chosen
+
+
+def lines_in_use(conversation: Conversation, position: int, lines: int, text: str) -> str:
+    """For the stand-in of an old item's ``text`` (at ``position``): at most ``lines`` of its lines that hold a
+    word the model took from it, the first line of each word that no earlier stand-in keeps a line of,
+    numbered from 1 and cut to ``_WIDTH`` characters, after a heading; empty if none does."""
+    if lines <= 0:
+        return ""
+    usage = conversation.usage
+    scan = text if len(text) <= MAX_SCAN else text[:MAX_SCAN]
+    found: dict[int, list[str]] = {}  # start of a line -> the words first found on it
+    for word in usage.taken_since(conversation.at[position], conversation.answered):
+        start = _first_whole(scan, word)
+        if start >= 0:
+            found.setdefault(scan.rfind("\n", 0, start) + 1, []).append(word)
+    kept: list[str] = []
+    for start in sorted(found)[:lines]:
+        usage.kept.update(found[start])
+        end = scan.find("\n", start)
+        line = scan[start:] if end < 0 else scan[start:end]
+        cut = line if len(line) <= _WIDTH else line[:_WIDTH] + " [...]"
+        kept.append(f"{scan.count(chr(10), 0, start) + 1}: {cut}")
+    return "\nLines in use:\n" + "\n".join(kept) if kept else ""
+
+
+def _first_whole(text: str, word: str) -> int:
+    """Where ``word`` first stands whole in ``text`` (as DISTINCTIVE finds words), or -1."""
+    start = text.find(word)
+    while start >= 0:
+        before = text[start - 1] if start else " "
+        end = start + len(word)
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before in "_.") and not (after.isalnum() or after == "_"):
+            return start
+        start = text.find(word, start + 1)
+    return -1
