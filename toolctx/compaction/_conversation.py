@@ -10,28 +10,49 @@ from typing import Any
 
 from toolctx.compaction._items import Item, ToolCall
 
-__all__ = ["DISTINCTIVE", "MAX_SCAN", "Conversation", "ResultAt", "Usage", "argument_texts", "words_of"]
+__all__ = ["MAX_SCAN", "Conversation", "ResultAt", "Usage", "argument_texts", "distinctive", "words_of"]
 
 # What the model still uses (see _inuse): the distinctive words it writes, and where they stand.
-DISTINCTIVE = re.compile(
-    r"(?<![\w.])(?:"
-    r"[A-Za-z]\w*_\w+"  # snake_case and SCREAMING_CASE
-    r"|_\w+"  # _private, __dunder__
-    r"|[a-z]+[A-Z]\w*"  # camelCase
-    r"|[A-Z][a-z0-9]+[A-Z]\w*"  # PascalCase with two capitals or more
-    r"|[\w-]+\.[A-Za-z]{1,5}"  # file names
-    r"|(?=[A-Z0-9]{5})[A-Z0-9]*(?:[A-Z]\d|\d[A-Z])[A-Z0-9]*"  # codes: HAT170, ZFA04Y
-    r")(?![\w])"
+_EXTENSIONS = (
+    "py|pyi|pyx|ipynb|js|jsx|ts|tsx|json|yaml|yml|toml|cfg|ini|txt|md|rst|html|css"
+    "|c|h|cc|cpp|hpp|rs|go|java|kt|rb|php|sh|sql|xml|csv|log|lock"
 )
+_TOKEN = re.compile(rf"[\w-]+\.(?:{_EXTENSIONS})(?![\w])|[A-Za-z_]\w*", re.ASCII)  # file names, then names
 MAX_SCAN = 50_000  # characters of one item read for its words (the rest of a huge output adds little)
 
 
+def distinctive(token: str) -> bool:
+    """Whether a name or file name is distinctive: an underscore or a dot in it, a case change inside it, or
+    capitals and digits both (``deserialize_db``, ``models.py``, ``QuerySet``, ``getX``, ``HAT170``); not a plain,
+    capitalised or all-capital word, nor anything under 4 characters."""
+    if len(token) < 4:
+        return False
+    if "_" in token or "." in token:
+        return True
+    if token[1:].islower():
+        return False
+    return not token.isupper() or not token.isalpha()
+
+
+_JUDGED: dict[str, bool] = {}  # token -> distinctive(token): most tokens recur (self, return, def, ...)
+
+
 def words_of(texts: Iterable[str]) -> frozenset[str]:
-    """The distinctive words in ``texts``."""
+    """The distinctive words in ``texts`` (the first ``MAX_SCAN`` characters of each)."""
     found: set[str] = set()
     for text in texts:
-        found.update(DISTINCTIVE.findall(text if len(text) <= MAX_SCAN else text[:MAX_SCAN]))
-    return frozenset(found)
+        found.update(_TOKEN.findall(text if len(text) <= MAX_SCAN else text[:MAX_SCAN]))
+    judged = _JUDGED
+    if len(judged) > 200_000:
+        judged.clear()
+    words = []
+    for token in found:
+        keep = judged.get(token)
+        if keep is None:
+            keep = judged[token] = distinctive(token)
+        if keep:
+            words.append(token)
+    return frozenset(words)
 
 
 def argument_texts(args: Mapping[str, Any], longer_than: int = 0) -> list[str]:
@@ -48,15 +69,24 @@ class Usage:
         self.kept: set[str] = set()  # words a stand-in already keeps a line of
         self.new: dict[int, list[str]] = {}  # response number -> the words first written in it
 
+        self.unread: list[tuple[int, Item]] = []  # what the model wrote, not read for its words yet
+
     def wrote(self, response: int, item: Item) -> None:
-        """Response number ``response`` wrote ``item`` (its text and its calls' arguments)."""
-        words = words_of((item.text, *(text for call in item.calls for text in argument_texts(call.args))))
-        first, last = self.first, self.last
-        for word in words:
-            if word not in first:
-                first[word] = response
-                self.new.setdefault(response, []).append(word)
-            last[word] = response
+        """Response number ``response`` wrote ``item`` (its text and its calls' arguments): read when needed."""
+        self.unread.append((response, item))
+
+    def read(self) -> None:
+        """Take in the words of what the model wrote since the last call, in order (at a batch, in one go: the
+        caches are warm then, and a conversation that never makes a batch never pays for it)."""
+        first, last, new = self.first, self.last, self.new
+        for response, item in self.unread:
+            words = words_of((item.text, *(text for call in item.calls for text in argument_texts(call.args))))
+            for word in words:
+                if word not in first:
+                    first[word] = response
+                    new.setdefault(response, []).append(word)
+                last[word] = response
+        self.unread.clear()
 
     def taken_since(self, response: int, now: int) -> list[str]:
         """The words the model first wrote in response number ``response`` or after (up to ``now``) and wrote

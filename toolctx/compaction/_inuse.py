@@ -31,6 +31,7 @@ def in_use(conversation: Conversation, responses: int, budget: int, args_chars: 
     last ``responses`` took a word from, the most lately used first, up to ``budget`` tokens (a result's words:
     its output's and its call's arguments' over ``args_chars``, those a batch would stand in for)."""
     usage = conversation.usage
+    usage.read()
     since = conversation.answered - responses
     ranked: list[tuple[int, int, int]] = []  # (-latest use, gain, position)
     for position, gain in conversation.candidates:
@@ -83,6 +84,7 @@ def lines_in_use(conversation: Conversation, position: int, lines: int, text: st
     if lines <= 0:
         return ""
     usage = conversation.usage
+    usage.read()
     scan = text if len(text) <= MAX_SCAN else text[:MAX_SCAN]
     found: dict[int, list[str]] = {}  # start of a line -> the words first found on it
     for word in usage.taken_since(conversation.at[position], conversation.answered):
@@ -100,13 +102,13 @@ def lines_in_use(conversation: Conversation, position: int, lines: int, text: st
 
 
 def _first_whole(text: str, word: str) -> int:
-    """Where ``word`` first stands whole in ``text`` (as DISTINCTIVE finds words), or -1."""
+    """Where ``word`` first stands whole in ``text`` (no letter, digit or underscore on either side), or -1."""
     start = text.find(word)
     while start >= 0:
         before = text[start - 1] if start else " "
         end = start + len(word)
         after = text[end] if end < len(text) else " "
-        if not (before.isalnum() or before in "_.") and not (after.isalnum() or after == "_"):
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
             return start
         start = text.find(word, start + 1)
     return -1
