@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from toolctx.redaction._forms import FULL_WIDTH
+from toolctx.redaction._placeholders import is_placeholder
 from toolctx.redaction._prefilter import Screen
 
 __all__ = ["KeyAssignment", "assigned_span", "key_assignments", "key_test", "words"]
@@ -29,8 +30,9 @@ _WORD_GAP = rb"(?:[-_. ]|%5f|%2d|%2e|%20)*"  # between two words of a key, in lo
 _KEY_END = rb"(?:[-_.]|%5f|%2d|%2e)*"  # separators that may trail a key (``__api_key__``)
 _CLOSE = rb"(?:\\{0,4}[\"'`])?+[ \t]{0,8}+"
 _OPERATOR = rb"(?P<op>[:=]|\xef\xbc[\x9a\x9d]|\\u[fF][fF]1[aAdD])[=>]?[ \t]{0,8}+"
-_VALUE = (
-    rb"(?:\[(?P<list>[^\[\]{}\r\n]++)\]|\\{0,4}\"(?P<dq>[^\"\\\r\n]++)|\\{0,4}'(?P<sq>[^'\\\r\n]++)"
+_VALUE = (  # a string literal's prefix (``b'...'``, ``r"..."``) is not part of its value
+    rb"(?:\[(?P<list>[^\[\]{}\r\n]++)\]|(?:[bBrRuUfF]{1,2}(?=[\"']))?+\\{0,4}\"(?P<dq>[^\"\\\r\n]++)"
+    rb"|(?:[bBrRuUfF]{1,2}(?=[\"']))?+\\{0,4}'(?P<sq>[^'\\\r\n]++)"
     rb"|`(?P<bq>[^`\\\r\n]++)|(?P<bare>[^\s\"'`,;&<>()\[\]{}\\]++))"
 )
 _SCHEMES = rb"(?:basic|bearer|digest|token|negotiate|ntlm|hmac|apikey|aws4-hmac-sha256)"
@@ -44,10 +46,11 @@ _LINE_WORDS = frozenset({b"authorization", b"cookie"})
 # The screen of a key word: the same up to the operator, also in JSON-escaped text.
 _SCREEN_TAIL = rb"(?:\\{0,9}[\"'`])?(?:[ \t]|\\t){0,8}(?:[:=]|\xef\xbc[\x9a\x9d]|\\{1,2}u[fF][fF]1[aAdD])"
 _AFTER_BARE = frozenset([b"", *(bytes([c]) for c in b" \t\n\r\x0b\x0c\"'`,;&<>)]}\\")])
+_AFTER_CLOSING = frozenset(bytes([c]) for c in b" \t),;]}+.")
 _COLONS = (b":", b"\xef\xbc\x9a", b"\\uff1a")
 _NOT_SECRET = frozenset(
     b"none null nil true false undefined str string bytes int integer bool boolean float number any object "
-    b"optional required secretstr".split()
+    b"optional required secretstr continue function nonlocal".split()
 )
 _NOT_SECRET_LENGTH = max(map(len, _NOT_SECRET))
 _NAME = re.compile(rb"[$@]?[A-Za-z_][A-Za-z0-9_\-]*")
@@ -143,6 +146,8 @@ def assigned_span(
     if replacement in (value, data[value_start - 1 : value_end + 1]):
         return None  # already redacted
     if kind != "line":
+        if kind != "bare" and value[:1] in _AFTER_CLOSING:
+            return None  # the text after a closing quote: ``input("Password: ") or default``
         if not _WORDY.search(value):
             return None  # no letter or digit: already masked (``****``), or punctuation
         if len(value) <= _NOT_SECRET_LENGTH and value.lower() in _NOT_SECRET:
@@ -152,8 +157,9 @@ def assigned_span(
                 return None  # ``token = tokenizer(text)``: a call, not a value
             if _DOTTED_NAME.fullmatch(value) or (_NAME.fullmatch(value) and is_secret_key(value.decode())):
                 return None  # a name passed on: ``password=password``, ``token = self.token``
-            if match["op"].lower() in _COLONS and len(value) < 8 and value.isalpha():
-                return None  # after a colon, a short word is prose: ``password: see below``
+            word = value.rstrip(b".,;:!?")
+            if match["op"].lower() in _COLONS and len(word) < 8 and word.isalpha():
+                return None  # after a colon, a short word is prose: ``password: see below``, ``Password: wrong.``
     start = match.start()
     floor = max(0, start - 64)
     begin = start - _KEY_BEFORE.match(data[floor:start][::-1]).end()  # type: ignore[union-attr]
@@ -161,4 +167,6 @@ def assigned_span(
         begin += 1  # an escaped newline (JSON inside a string) ends the line before the key
     if not is_secret_key(data[begin : match.end("rest")].decode("utf-8", "replace")):
         return None
+    if is_placeholder(value, is_secret_key):
+        return None  # ``password='test'``, ``SECRET_KEY = '{secret}'``, ``'Change password: %s'``
     return value_start, value_end

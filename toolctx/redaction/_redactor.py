@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import functools
 import re
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -20,6 +20,7 @@ from toolctx.redaction._compile import BLOB_MARK, FOLD, Rule, compile_rules
 from toolctx.redaction._forms import Folded, Lowered, splice, whole_spans
 from toolctx.redaction._json import BLOB_HEAD, from_base64, replace_in_string, string_text
 from toolctx.redaction._keys import assigned_span, words
+from toolctx.redaction._placeholders import is_masked, is_placeholder
 from toolctx.redaction._rules import DEFAULT_KEYS, DEFAULT_PATTERNS, REDACTED, SecretPattern
 
 __all__ = ["Redactor", "default_redactor", "resolve_redactor"]
@@ -273,7 +274,7 @@ class Redactor:
                 span = (
                     assigned_span(match, data, self._replacement, self.is_secret_key)
                     if rule.assignment
-                    else _secret_span(match)
+                    else _secret_span(match, data, self.is_secret_key)
                 )
                 if span is not None:
                     spans.append(span)
@@ -331,12 +332,14 @@ class Redactor:
         return value
 
 
-def _secret_span(match: re.Match[bytes]) -> tuple[int, int]:
-    """The first group that took part in the match (the secret after ``Bearer``), else the whole match."""
+def _secret_span(match: re.Match[bytes], data: bytes, is_secret_key: Callable[[str], bool]) -> tuple[int, int] | None:
+    """The first group that took part in the match (the secret after ``Bearer``), else the whole match; None
+    when that is a placeholder (a group: ``user:pass@``, ``Bearer <token>``) or masked (``sk-xxxxxxxxxxxx``)."""
     for index in range(1, (match.re.groups or 0) + 1):
         if match.start(index) >= 0:
-            return match.span(index)
-    return match.span()
+            start, end = match.span(index)
+            return None if is_placeholder(data[start:end], is_secret_key) else (start, end)
+    return None if is_masked(match.group()) else match.span()
 
 
 def _starts(rule: Rule, found: frozenset[Hashable], positions: dict[Hashable, list[int]]) -> list[int] | None:
