@@ -210,6 +210,8 @@ ADVERSARIAL = [
     b"\\uff50" * 40_000,
     b"Cookie: " * 30_000,
     b"x" * 300_000 + b"password=hunter2",
+    b"password='" + b"a" * 180 + b"12345678901' ",  # placeholder tests on the longest value they judge
+    b"token: '" + b"Ab " * 66 + b"x' ",
 ]
 
 

@@ -58,10 +58,10 @@ _WORDY = re.compile(rb"[A-Za-z0-9\x80-\xff]")
 _MASKS = re.compile(rb"[xX]{6,}|\*{3,}|(?:\xe2\x80\xa2){3,}")  # xxxxxx, ***, •••
 _MASKED_HEAD = re.compile(rb"(?:[*#xX]|\xe2\x80\xa2){4,}[A-Za-z0-9]{0,4}")  # ****1234: masked but for its end
 _SEPARATORS = re.compile(rb"[-_. ]+")
-_SENTENCE = re.compile(rb"[A-Za-z][^\s]*(?: [^\s]+){2,}[.!?:]")
-_WORDS = re.compile(rb"[A-Za-z0-9]+(?:[-_. ]+[A-Za-z0-9]+)*")
+_SENTENCE = re.compile(rb"[A-Za-z]\S*+(?: \S++){2,}+(?<=[.!?:])")
+_WORDS = re.compile(rb"[A-Za-z0-9]++(?:[-_. ]++[A-Za-z0-9]++)*+")
 _PARTS = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
-_NAME = re.compile(rb"([A-Za-z]+(?:[-_. ]?[A-Za-z]+)*)[-_]?([0-9]{1,10})?")
+_NAME = re.compile(rb"([A-Za-z]++(?:[-_. ][A-Za-z]++)*+)[-_]?([0-9]{1,10})?")  # possessive: no retries
 _COUNTING = "01234567890"
 _ALPHABET = b"abcdefghijklmnopqrstuvwxyz"
 
