@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from toolctx.redaction._forms import FULL_WIDTH
-from toolctx.redaction._placeholders import is_placeholder
 from toolctx.redaction._prefilter import Screen
 
 __all__ = ["KeyAssignment", "assigned_span", "key_assignments", "key_test", "words"]
@@ -137,9 +136,16 @@ def key_assignments(words_: Iterable[str]) -> list[KeyAssignment]:
 
 
 def assigned_span(
-    match: re.Match[bytes], data: bytes, replacement: bytes, is_secret_key: Callable[[str], bool]
+    match: re.Match[bytes],
+    data: bytes,
+    replacement: bytes,
+    is_secret_key: Callable[[str], bool],
+    placeholder: Callable[[bytes], bool],
 ) -> tuple[int, int] | None:
-    """The value's span of a ``KEY = value`` match, if the value may be a secret and the key is secret."""
+    """The value's span of a ``KEY = value`` match, if the value may be a secret and the key is secret.
+
+    ``placeholder`` says whether a value only stands in for a secret (``_placeholders``).
+    """
     kind = match.lastgroup or "bare"
     value_start, value_end = match.span(kind)
     value = data[value_start:value_end]
@@ -167,6 +173,6 @@ def assigned_span(
         begin += 1  # an escaped newline (JSON inside a string) ends the line before the key
     if not is_secret_key(data[begin : match.end("rest")].decode("utf-8", "replace")):
         return None
-    if is_placeholder(value, is_secret_key):
+    if placeholder(value):
         return None  # ``password='test'``, ``SECRET_KEY = '{secret}'``, ``'Change password: %s'``
     return value_start, value_end
