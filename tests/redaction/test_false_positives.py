@@ -177,3 +177,14 @@ def test_the_documented_placeholder_words_are_the_ones_used() -> None:
     doc = " ".join((module.__doc__ or "").split())
     listed = doc.partition("The words say a value is not real (")[2].partition("): ``test``,")[0]
     assert set(re.findall(r"``([a-z]+)``", listed)) == VOCABULARY
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("test", True), (" changeme ", True), ("{password}", True), ("hunter2", False), ("admin", False)],
+)
+def test_a_redactor_says_which_values_are_placeholders(redactor: Redactor, value: str, expected: bool) -> None:
+    assert redactor.is_placeholder(value) is expected
+    assert redactor.redact_text(f"password = '{value.strip()}'") == (
+        f"password = '{value.strip()}'" if expected else f"password = '{REDACTED}'"
+    )

@@ -291,6 +291,11 @@ class Redactor:
             return False
         return self._key_test.search(words(key)) is not None
 
+    def is_placeholder(self, value: str) -> bool:
+        """Whether ``value``, assigned to a secret key in text, is kept as one that only stands in for a secret
+        (``test``, ``changeme``, ``{password}``: **Placeholders** in :mod:`toolctx.redaction`)."""
+        return self._placeholder(value.strip().encode("utf-8", "surrogatepass"))
+
     def _placeholder(self, value: bytes) -> bool:
         """Whether ``value`` (a matched value or password) only stands in for a secret."""
         if value in self._placeholders:
