@@ -100,6 +100,16 @@ KEPT: list[tuple[str, str]] = [
     ("django setting from env", "SECRET_KEY = os.environ.get('SECRET_KEY')"),
     ("flask config index", 'app.config["SECRET_KEY"] = os.urandom(16)'),
     ("empty", "'PASSWORD': '',"),
+    ("development key", "SECRET_KEY = 'development key'"),
+    ("type annotation", "def send(self, cookies: CookieJar | None = None, token: Token | None = None):"),
+    ("union annotation", "    cookies: RequestsCookieJar | dict[str, str] | None"),
+    ("docstring field", "    :param cookies: Dictionary or CookieJar object to attach."),
+    ("docstring type field", "    :type password: PasswordValidator"),
+    ("header name in a check", "assert b'Authorization:' not in sent"),
+    ("header from a variable", 'session.headers.update({"Proxy-Authorization": proxy_auth})'),
+    ("call argument", "r = requests.get(url, cookies=jar)"),
+    ("sentence, then a role", "- Set the SameSite attribute on the session cookie. :pr:`1234`"),
+    ("URL-encoded placeholder", '"http://user:pass%20pass@example.com/path"'),
 ]
 
 # (kind, text, the part that must go): real secrets next to the forms above.
@@ -122,6 +132,10 @@ STILL_SECRET: list[tuple[str, str, str]] = [
     ("PEM key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----", "MIIEpAIBAAKCAQEA"),
     ("bearer", "Authorization: Bearer abcDEF123456789xyz", "abcDEF123456789xyz"),
     ("a sentence-length secret", 'token = "Xk9vQ2rL Wm3nB8tY Pq7sD4fG"', "Xk9vQ2rL"),
+    ("cookie header", "Cookie: sessionid=9f8e7d6c5b4a; csrftoken=Xk9vQ2rL", "9f8e7d6c5b4a"),
+    ("cookies with a value", "cookies: sessionid=9f8e7d6c5b4a", "9f8e7d6c5b4a"),
+    ("URL-encoded password", "https://ann:Xk9%23vQ2rL@example.com/", "Xk9%23vQ2rL"),
+    ("a password in a call", "login(password=hunter2)", "hunter2"),
 ]
 
 

@@ -46,6 +46,13 @@ _LINE_WORDS = frozenset({b"authorization", b"cookie"})
 _SCREEN_TAIL = rb"(?:\\{0,9}[\"'`])?(?:[ \t]|\\t){0,8}(?:[:=]|\xef\xbc[\x9a\x9d]|\\{1,2}u[fF][fF]1[aAdD])"
 _AFTER_BARE = frozenset([b"", *(bytes([c]) for c in b" \t\n\r\x0b\x0c\"'`,;&<>)]}\\")])
 _AFTER_CLOSING = frozenset(bytes([c]) for c in b" \t),;]}+.")
+_QUOTES = frozenset((b'"', b"'", b"`"))
+_BARE = re.compile(rb"[ \t]*+[^\s\"'`,;&<>()\[\]{}\\]*+")
+_SENTENCE_END = re.compile(rb"\.[ \t]")  # between a key and its operator: the key ended a sentence
+_CODE = re.compile(rb"[(){}\[\]|]")  # in no credential, token or cookie a header carries
+_LETTERS_NAME = re.compile(rb"[A-Za-z_]++")
+_ANNOTATION_END = re.compile(rb"[ \t]*+(?:\||=(?!=)|\)|\])")
+_FIELD_LIST = re.compile(rb":(?:param|parameter|arg|argument|key|keyword|type|var|ivar|cvar)[ \t]++[\w.\[\], |]*+$")
 _COLONS = (b":", b"\xef\xbc\x9a", b"\\uff1a")
 _NOT_SECRET = frozenset(
     b"none null nil true false undefined str string bytes int integer bool boolean float number any object "
@@ -151,7 +158,22 @@ def assigned_span(
     value = data[value_start:value_end]
     if replacement in (value, data[value_start - 1 : value_end + 1]):
         return None  # already redacted
-    if kind != "line":
+    colon = kind == "line" or match["op"].lower() in _COLONS
+    if kind == "line" and match["rest"].rstrip(b"-_.%25fde").endswith(b"s"):
+        # ``cookies:`` names no header (``Cookie:``, ``Set-Cookie:`` do): its value is the first word, as for
+        # any key (``cookies: RequestsCookieJar | None`` is a type)
+        kind = "bare"
+        value_end = _BARE.match(data, value_start).end()  # type: ignore[union-attr]
+        value = data[value_start:value_end]
+    if _SENTENCE_END.search(data, match.start(), match.start("op") if kind != "line" else value_start):
+        return None  # ``... the session cookie. :pr:`2607```: a sentence ended before the colon
+    if kind == "line":
+        if data[value_start - 1 : value_start] in _QUOTES and value[:1] in _AFTER_CLOSING:
+            return None  # ``b'Authorization:' not in request``: the text after a closing quote
+        first = value.split(None, 1)[0] if value.strip() else b""
+        if b"=" not in value and _CODE.search(first):
+            return None  # ``"Proxy-Authorization": auth_value})``, ``:param cookie: (optional) ...``: code, prose
+    else:
         if kind != "bare" and value[:1] in _AFTER_CLOSING:
             return None  # the text after a closing quote: ``input("Password: ") or default``
         if not _WORDY.search(value):
@@ -159,13 +181,18 @@ def assigned_span(
         if len(value) <= _NOT_SECRET_LENGTH and value.lower() in _NOT_SECRET:
             return None  # a type or a literal: ``token: str``, ``password = None``
         if kind == "bare":
-            if data[value_end : value_end + 1] not in _AFTER_BARE:
+            after = data[value_end : value_end + 1]
+            if after not in _AFTER_BARE:
                 return None  # ``token = tokenizer(text)``: a call, not a value
             if _DOTTED_NAME.fullmatch(value) or (_NAME.fullmatch(value) and is_secret_key(value.decode())):
                 return None  # a name passed on: ``password=password``, ``token = self.token``
+            if not colon and after == b")" and _LETTERS_NAME.fullmatch(value):
+                return None  # a name passed on in a call: ``get(url, cookies=jar)``
             word = value.rstrip(b".,;:!?")
-            if match["op"].lower() in _COLONS and len(word) < 8 and word.isalpha():
+            if colon and len(word) < 8 and word.isalpha():
                 return None  # after a colon, a short word is prose: ``password: see below``, ``Password: wrong.``
+            if colon and _NAME.fullmatch(value) and _ANNOTATION_END.match(data, value_end):
+                return None  # a type: ``cookies: CookieJar | None = None``, ``f(token: AccessKey)``
     start = match.start()
     floor = max(0, start - 64)
     begin = start - _KEY_BEFORE.match(data[floor:start][::-1]).end()  # type: ignore[union-attr]
@@ -173,6 +200,8 @@ def assigned_span(
         begin += 1  # an escaped newline (JSON inside a string) ends the line before the key
     if not is_secret_key(data[begin : match.end("rest")].decode("utf-8", "replace")):
         return None
+    if _FIELD_LIST.search(data, max(0, begin - 64), begin):
+        return None  # ``:param cookies: Dictionary or CookieJar``: a parameter described, not assigned
     if placeholder(value):
         return None  # ``password='test'``, ``SECRET_KEY = '{secret}'``, ``'Change password: %s'``
     return value_start, value_end

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
+from urllib.parse import unquote_to_bytes
 
 __all__ = ["is_masked", "is_placeholder"]
 
@@ -27,7 +28,7 @@ _SAYS_NOT_REAL = (
 )
 _FILLS_A_GAP = (
     "your my our the some this that here goes insert enter put replace with value values something foo bar baz "
-    "qux quux dev local default unit for only new"
+    "qux quux dev development local default unit for only new"
 )
 _NAMES_A_SECRET = (
     "secret secrets password passwords passwd pass pw pwd passphrase token tokens key keys api apikey auth access "
@@ -62,6 +63,7 @@ _SENTENCE = re.compile(rb"[A-Za-z]\S*+(?: \S++){2,}+(?<=[.!?:])")
 _WORDS = re.compile(rb"[A-Za-z0-9]++(?:[-_. ]++[A-Za-z0-9]++)*+")
 _PARTS = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _NAME = re.compile(rb"([A-Za-z]++(?:[-_. ][A-Za-z]++)*+)[-_]?([0-9]{1,10})?")  # possessive: no retries
+_ESCAPE = re.compile(rb"%[0-9A-Fa-f]{2}")
 _COUNTING = "01234567890"
 _ALPHABET = b"abcdefghijklmnopqrstuvwxyz"
 
@@ -92,6 +94,8 @@ def is_placeholder(value: bytes, is_secret_key: Callable[[str], bool]) -> bool:
             return True  # only positional fields and punctuation: "%s", "%s:%s", "{}"
     if b" " in value and _SENTENCE.fullmatch(value) is not None:
         return True  # a sentence ("This field is required."), not a passphrase
+    if b"%" in value and _ESCAPE.search(value):  # URL-encoded (``pass%20pass``): judged as it reads
+        return is_placeholder(unquote_to_bytes(value), is_secret_key)
     if _WORDS.fullmatch(value) is None:
         return False
     return _of_placeholder_words(value) or _names_a_secret(value, is_secret_key)

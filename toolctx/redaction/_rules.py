@@ -44,8 +44,16 @@ not.
   ``token=access_token``); a value with no letter or digit (``****``); the replacement
   itself; after a colon, a bare value of fewer than 8 ASCII letters, with a ``.``, ``,``,
   ``;``, ``:``, ``!`` or ``?`` after them (``Password: see below``, ``Password: wrong.``);
-  a quoted value that starts with a space, a tab or one of ``),;]}+.``, which is the text
-  after a closing quote (``print("token:", token)``); or a placeholder (below).
+  after a colon, a bare name followed by ``|``, ``=`` (not ``==``), ``)`` or ``]``, which
+  is a type (``cookies: CookieJar | None``); after ``=``, a bare name of letters and ``_``
+  followed by ``)``, which is passed on in a call (``get(url, cookies=jar)``); a quoted
+  value that starts with a space, a tab or one of ``),;]}+.``, which is the text after a
+  closing quote (``print("token:", token)``); or a placeholder (below). Nothing is
+  replaced when a ``.`` and a space or tab stand between the key and the ``:`` or ``=``
+  (a sentence ended: ``the session cookie. :pr:``), or when the key is described in a
+  field list (``:param``, ``:parameter``, ``:arg``, ``:argument``, ``:key``,
+  ``:keyword``, ``:type``, ``:var``, ``:ivar`` or ``:cvar``, then words:
+  ``:param cookies: Dictionary or CookieJar``).
 
   **Placeholders** stand in for a secret; code read back must be the code that was
   written, so they are kept. A value (quoted, bare or a header's line) is a placeholder
@@ -74,7 +82,7 @@ not.
     ``insecure``), fill a gap in an example (``your``, ``my``, ``our``, ``the``, ``some``,
     ``this``, ``that``, ``here``, ``goes``, ``insert``, ``enter``, ``put``, ``replace``,
     ``with``, ``value``, ``values``, ``something``, ``foo``, ``bar``, ``baz``, ``qux``,
-    ``quux``, ``dev``, ``local``, ``default``, ``unit``, ``for``, ``only``, ``new``), or
+    ``quux``, ``dev``, ``development``, ``local``, ``default``, ``unit``, ``for``, ``only``, ``new``), or
     name a secret (``secret``, ``secrets``, ``password``, ``passwords``, ``passwd``,
     ``pass``, ``pw``, ``pwd``, ``passphrase``, ``token``, ``tokens``, ``key``, ``keys``,
     ``api``, ``apikey``, ``auth``, ``access``, ``private``, ``credential``,
@@ -85,12 +93,17 @@ not.
 
   Weak passwords are not placeholders: ``admin``, ``root``, ``postgres``, ``letmein``,
   ``123456`` and ``Password2024`` are the real credentials of real systems and are
-  redacted. A key whose last word is ``authorization``,
-  ``cookie`` or ``cookies`` followed by a colon is an HTTP header: its value is the rest of
-  the line, up to a quote, a backslash or the line's end, after an optional scheme word that
-  is kept (``basic``, ``bearer``, ``digest``, ``token``, ``negotiate``, ``ntlm``, ``hmac``,
-  ``apikey``, ``aws4-hmac-sha256``): ``Authorization: Basic [REDACTED]``,
-  ``Cookie: [REDACTED]``, ``Set-Cookie: [REDACTED]``.
+  redacted. A URL-encoded value (``pass%20pass``) is judged as it reads decoded.
+
+  A key whose last word is ``authorization`` or ``cookie`` followed by a colon is an HTTP
+  header: its value is the rest of the line, up to a quote, a backslash or the line's end,
+  after an optional scheme word that is kept (``basic``, ``bearer``, ``digest``, ``token``,
+  ``negotiate``, ``ntlm``, ``hmac``, ``apikey``, ``aws4-hmac-sha256``):
+  ``Authorization: Basic [REDACTED]``, ``Cookie: [REDACTED]``, ``Set-Cookie: [REDACTED]``.
+  (``cookies`` names no header: its value is read as any other.) The line is kept when it
+  holds no ``=`` and its first word holds one of ``( ) { } [ ] |``, which no credential
+  holds (``"Proxy-Authorization": auth_value})``), when it follows a closing quote
+  (``b'Authorization:' not in request``), or when it is a placeholder.
 
 **Secret formats**, found in any text (:data:`DEFAULT_PATTERNS`). *Not after X* means
 the character before the match is not one of X; *token characters* are ``A-Z a-z 0-9 _ -``;
