@@ -136,6 +136,8 @@ STILL_SECRET: list[tuple[str, str, str]] = [
     ("cookies with a value", "cookies: sessionid=9f8e7d6c5b4a", "9f8e7d6c5b4a"),
     ("URL-encoded password", "https://ann:Xk9%23vQ2rL@example.com/", "Xk9%23vQ2rL"),
     ("a password in a call", "login(password=hunter2)", "hunter2"),
+    ("a password with a dollar", 'password = "Tr0ub4dor$XYZ"', "Tr0ub4dor$XYZ"),
+    ("a password with angle brackets", 'password = "ab<cd>ef9"', "ab<cd>ef9"),
 ]
 
 

@@ -173,6 +173,8 @@ def assigned_span(
         first = value.split(None, 1)[0] if value.strip() else b""
         if b"=" not in value and _CODE.search(first):
             return None  # ``"Proxy-Authorization": auth_value})``, ``:param cookie: (optional) ...``: code, prose
+        if first != value.strip() and placeholder(first):
+            return None  # ``Authorization: Bearer <token> on each request``
     else:
         if kind != "bare" and value[:1] in _AFTER_CLOSING:
             return None  # the text after a closing quote: ``input("Password: ") or default``

@@ -15,7 +15,6 @@ and a value made of them is redacted.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 from urllib.parse import unquote_to_bytes
@@ -48,7 +47,10 @@ _NAMED_FIELD = (
     rb"|#\{[^{}]{1,64}\}"  # #{password}
     rb"|<%=?[^%]{0,64}%>"  # <%= password %>
     rb"|\{[A-Za-z_][A-Za-z0-9_.\[\]]{0,63}(?:![rsa])?(?::[^{}]{0,16})?\}"  # {password}, {self.token!r}, {x:>10}
-    rb"|<[A-Za-z][A-Za-z0-9_.\- ]{0,63}>"  # <password>, <your-api-key>
+)
+# Fields that a secret's own characters could spell: a placeholder only when they are the whole value.
+_WHOLE_FIELD = re.compile(
+    rb"<[A-Za-z][A-Za-z0-9_.\- ]{0,63}>"  # <password>, <your-api-key>
     rb"|\[[A-Z][A-Z0-9_\- ]{1,63}\]"  # [YOUR_API_KEY]
     rb"|\$[A-Z_][A-Z0-9_]{0,63}"  # $DB_PASSWORD (environment variables are upper case)
 )
@@ -87,7 +89,7 @@ def is_placeholder(value: bytes, is_secret_key: Callable[[str], bool]) -> bool:
     if len(value) >= 6 and value.lower() in _ALPHABET:
         return True  # the alphabet in order ("abcdefghijkl"), as tests fill a value
     if b"%" in value or b"{" in value or b"<" in value or b"$" in value or b"[" in value:
-        if _NAMED.search(value) is not None:
+        if _NAMED.search(value) is not None or _WHOLE_FIELD.fullmatch(value) is not None:
             return True
         fields = _FIELDS.sub(b"", value)
         if len(fields) < len(value) and _WORDY.search(fields) is None:
@@ -106,7 +108,7 @@ def _masked_whole(value: bytes) -> bool:
     plain = _SEPARATORS.sub(b"", value)
     if plain and len(set(plain.lower().decode("utf-8", "replace"))) == 1:
         return True
-    return _MASKED_HEAD.fullmatch(value) is not None or (_MASKS.fullmatch(value) is not None)
+    return _MASKED_HEAD.fullmatch(value) is not None
 
 
 def _counting(digits: bytes) -> bool:
@@ -123,7 +125,6 @@ def _of_placeholder_words(value: bytes) -> bool:
     return all(_spelled(word) for word in words)
 
 
-@functools.lru_cache(maxsize=1024)
 def _spelled(word: str) -> bool:
     """Whether ``word`` (lower-case letters) is one or more :data:`VOCABULARY` words run together (``changeme``)."""
     if len(word) > 4 * _LONGEST_WORD:

@@ -66,9 +66,9 @@ not.
   - the alphabet in order, 6 or more letters of it (``abcdefghijkl``);
   - a template field, or a value holding one: a named field ``%(name)s``, ``{name}``
     (``{self.token!r}``, ``{x:>10}``), ``${NAME}``, ``$(command)``, ``{{ name }}``,
-    ``#{name}``, ``<%= name %>``, ``<name>`` (``<your-api-key>``), ``[NAME]`` in capitals,
-    or ``$NAME`` in capitals; or positional fields (``%s``, ``%-10s``, ``%r``, ``{}``,
-    ``{0}``) with no letter or digit besides them (``%s``, ``%s:%s``);
+    ``#{name}`` or ``<%= name %>``; positional fields (``%s``, ``%-10s``, ``%r``, ``{}``,
+    ``{0}``) with no letter or digit besides them (``%s``, ``%s:%s``); or, as the whole
+    value, ``<name>`` (``<your-api-key>``), or ``[NAME]`` or ``$NAME`` in capitals;
   - a sentence: three or more words with a space between each, starting with a letter and
     ending with ``.``, ``!``, ``?`` or ``:`` (``This field is required.``);
   - made only of placeholder words, in any case, split at ``-``, ``_``, ``.``, spaces,
@@ -103,7 +103,8 @@ not.
   (``cookies`` names no header: its value is read as any other.) The line is kept when it
   holds no ``=`` and its first word holds one of ``( ) { } [ ] |``, which no credential
   holds (``"Proxy-Authorization": auth_value})``), when it follows a closing quote
-  (``b'Authorization:' not in request``), or when it is a placeholder.
+  (``b'Authorization:' not in request``), or when it or its first word is a placeholder
+  (``Authorization: Bearer <token> on each request``).
 
 **Secret formats**, found in any text (:data:`DEFAULT_PATTERNS`). *Not after X* means
 the character before the match is not one of X; *token characters* are ``A-Z a-z 0-9 _ -``;
