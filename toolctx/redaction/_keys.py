@@ -46,7 +46,6 @@ _LINE_WORDS = frozenset({b"authorization", b"cookie"})
 _SCREEN_TAIL = rb"(?:\\{0,9}[\"'`])?(?:[ \t]|\\t){0,8}(?:[:=]|\xef\xbc[\x9a\x9d]|\\{1,2}u[fF][fF]1[aAdD])"
 _AFTER_BARE = frozenset([b"", *(bytes([c]) for c in b" \t\n\r\x0b\x0c\"'`,;&<>)]}\\")])
 _AFTER_CLOSING = frozenset(bytes([c]) for c in b" \t),;]}+.")
-_QUOTES = frozenset((b'"', b"'", b"`"))
 _BARE = re.compile(rb"[ \t]*+[^\s\"'`,;&<>()\[\]{}\\]*+")
 _SENTENCE_END = re.compile(rb"\.[ \t]")  # between a key and its operator: the key ended a sentence
 _CODE = re.compile(rb"[(){}\[\]|]")  # in no credential, token or cookie a header carries
@@ -168,13 +167,11 @@ def assigned_span(
     if _SENTENCE_END.search(data, match.start(), match.start("op") if kind != "line" else value_start):
         return None  # ``... the session cookie. :pr:`2607```: a sentence ended before the colon
     if kind == "line":
-        if data[value_start - 1 : value_start] in _QUOTES and value[:1] in _AFTER_CLOSING:
-            return None  # ``b'Authorization:' not in request``: the text after a closing quote
         first = value.split(None, 1)[0] if value.strip() else b""
         if b"=" not in value and _CODE.search(first):
             return None  # ``"Proxy-Authorization": auth_value})``, ``:param cookie: (optional) ...``: code, prose
         if first != value.strip() and placeholder(first):
-            return None  # ``Authorization: Bearer <token> on each request``
+            return None  # ``Authorization: Bearer <token> on each request``, ``b'Authorization:' not in sent``
     else:
         if kind != "bare" and value[:1] in _AFTER_CLOSING:
             return None  # the text after a closing quote: ``input("Password: ") or default``

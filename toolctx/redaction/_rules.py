@@ -102,9 +102,9 @@ not.
   ``Authorization: Basic [REDACTED]``, ``Cookie: [REDACTED]``, ``Set-Cookie: [REDACTED]``.
   (``cookies`` names no header: its value is read as any other.) The line is kept when it
   holds no ``=`` and its first word holds one of ``( ) { } [ ] |``, which no credential
-  holds (``"Proxy-Authorization": auth_value})``), when it follows a closing quote
-  (``b'Authorization:' not in request``), or when it or its first word is a placeholder
-  (``Authorization: Bearer <token> on each request``).
+  holds (``"Proxy-Authorization": auth_value})``), or when it or its first word is a
+  placeholder (``Authorization: Bearer <token> on each request``; the ``not`` of
+  ``b'Authorization:' not in sent``).
 
 **Secret formats**, found in any text (:data:`DEFAULT_PATTERNS`). *Not after X* means
 the character before the match is not one of X; *token characters* are ``A-Z a-z 0-9 _ -``;
