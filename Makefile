@@ -41,6 +41,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python bench/core.py
 	$(BIN)/python bench/breakdown.py
 	$(BIN)/python bench/redaction.py
+	$(BIN)/python bench/redaction_false_positives.py
 	$(BIN)/python bench/memory.py
 	$(BIN)/python bench/selection_eval.py
 	$(BIN)/python bench/selection_speed.py

@@ -90,7 +90,7 @@ def test_custom_keys_in_any_script_and_case(redactor: Redactor) -> None:
     [
         # What is replaced
         ('password = "pa ss word"', f'password = "{REDACTED}"'),
-        ('password = "password"', f'password = "{REDACTED}"'),  # a quoted value is a value, not a name
+        ('password = "Tr0ub4dor&3"', f'password = "{REDACTED}"'),
         ("api_key='k-1', debug=True", f"api_key='{REDACTED}', debug=True"),
         ('{"token": 12345}', f'{{"token": {REDACTED}}}'),
         ('{"api_keys": ["a1", "b2"]}', f'{{"api_keys": [{REDACTED}]}}'),
@@ -99,7 +99,7 @@ def test_custom_keys_in_any_script_and_case(redactor: Redactor) -> None:
         ("authorization = 'Bearer abc123defg'", f"authorization = '{REDACTED}'"),
         ("Cookie: a=1; b=2\nAccept: json", f"Cookie: {REDACTED}\nAccept: json"),
         ('cookie = "abc123"', f'cookie = "{REDACTED}"'),
-        ("postgres://app:pw1@db/x", f"postgres://app:{REDACTED}@db/x"),
+        ("postgres://app:Xk9vQ2rL@db/x", f"postgres://app:{REDACTED}@db/x"),
         ("bEARER abcdefghijklmnop1234", f"bEARER {REDACTED}"),
         ("x -----BEGIN PRIVATE KEY-----\nMIIBVgIBADANBg", f"x {REDACTED}"),
         ('{"pem": "-----BEGIN EC PRIVATE KEY-----\\nMHcC\\n"}', f'{{"pem": "{REDACTED}"}}'),
@@ -108,6 +108,8 @@ def test_custom_keys_in_any_script_and_case(redactor: Redactor) -> None:
         ("password=token=abc1", f"password={REDACTED}"),  # overlapping matches merge
         # What is kept
         ("password=password", "password=password"),
+        ('password = "password"', 'password = "password"'),  # quoted or not, the key's own name is no secret
+        ("postgres://app:password@db/x", "postgres://app:password@db/x"),
         ("token = self.token", "token = self.token"),
         ("password: str", "password: str"),
         ("password = None", "password = None"),
@@ -208,6 +210,8 @@ ADVERSARIAL = [
     b"\\uff50" * 40_000,
     b"Cookie: " * 30_000,
     b"x" * 300_000 + b"password=hunter2",
+    b"password='" + b"a" * 180 + b"12345678901' ",  # placeholder tests on the longest value they judge
+    b"token: '" + b"Ab " * 66 + b"x' ",
 ]
 
 

@@ -46,7 +46,7 @@ FORMS: list[tuple[str, str, str]] = [
     ("API__KEY doubled underscore", "API__KEY=abc123def456", "abc123def456"),
     ("X-Api-Key header", "X-Api-Key: 0123456789abcdef", "0123456789abcdef"),
     ("clientSecret camel case", '{"clientSecret": "cs-9f8e7d6c"}', "cs-9f8e7d6c"),
-    ("python dict repr", "{'user': 'ada', 'password': 'pw-secret-1'}", "pw-secret-1"),
+    ("python dict repr", "{'user': 'ada', 'password': 'Qz8-vW3e-Lp1'}", "Qz8-vW3e-Lp1"),
     ("kwarg literal", "client = Client(api_key='ak-123456789')", "ak-123456789"),
     ("query access_token", "GET /callback?access_token=ya29.a0AfH6SMBx3&state=xyz", "ya29.a0AfH6SMBx3"),
     ("url-encoded api%5Fkey", "/v1/items?api%5Fkey=abc123def456&page=2", "abc123def456"),
@@ -94,8 +94,8 @@ FORMS: list[tuple[str, str, str]] = [
     ("slack app", "xapp-1-A0123456789-1234567890123-abcdef0123456789", "abcdef0123456789"),
     (
         "slack webhook",
-        "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
-        "B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+        "https://hooks.slack.com/services/T0A1B2C3D/B4E5F6G7H/" + _fake(MIXED, 24),
+        "B4E5F6G7H/" + _fake(MIXED, 24),
     ),
     ("google api key", "AIzaSyA0123456789abcdefghijklmnopqrstuv", "SyA0123456789abcdefghijklmnopqrstuv"),
     (

@@ -97,3 +97,12 @@ def test_scrubbing_json_touches_strings_and_keys_never_numbers() -> None:
     assert scrubbed == {REDACTED: f"x {REDACTED} y", "n": 12345, "list": [REDACTED]}
     assert scrub_json(b'{"a": 1}', ("abcd",)) == b'{"a": 1}'
     assert scrub_text("no secret here", ("abcd",)) == "no secret here"
+
+
+def test_a_placeholder_argument_is_not_searched_for_in_the_output(context_dir: Path) -> None:
+    # The argument is still stored redacted, but "test" in the output is no echo of password="test".
+    with ContextSession(context_dir, keep=True) as s:
+        pointer = s.save_context("login", {"user": "ann", "password": "test"}, "Ran 3 tests in test_login.py: ok")
+        [context] = s.load_contexts([pointer])
+    assert context.args == {"user": "ann", "password": REDACTED}
+    assert context.result == "Ran 3 tests in test_login.py: ok"

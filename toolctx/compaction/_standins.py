@@ -15,6 +15,7 @@ Every stand-in starts with :data:`STAND_IN_MARK` and names the handle
 Each is cut from the stored (redacted) copy, the very text :func:`read_context`
 returns for the handle (``part="args.<name>"`` for an argument), so sizes and
 offsets agree and nothing the store redacted reaches the model through a preview.
+A read-back that shows redaction marks says so in its header line.
 """
 
 from __future__ import annotations
@@ -234,6 +235,11 @@ def read_context(
     like one that does not exist, so a conversation learns nothing about another's
     outputs. Without it, a handle reads back in whatever conversation holds it
     (handles are random: one is never derived from another).
+
+    The text comes back as stored, secrets redacted. When what it shows holds the
+    session's redaction mark, the header line says how many secrets were replaced by
+    it and asks the model not to copy the mark into a file but to ask the user for the
+    real values (the line still ends with ``]``, the text starts on the next line).
     """
     if not isinstance(ref, str) or not ref.strip():
         return f'read_context needs the id of a stored output, for example id="{handle("1a2b3c4")}".'
@@ -256,10 +262,11 @@ def read_context(
     )
     # (a page of the output: one ranged read, if it can)
     page = session.result_page(key, offset, limit) if part == "result" and not asked else None
+    marker = None if session.redactor is None else session.redactor.replacement
     if page is not None:
         if scopes is not None and page.task_id not in scopes:
             return missing
-        return _page(page.id, part, offset, offset + len(page.text), page.chars, page.text)
+        return _noting(marker, _page(page.id, part, offset, offset + len(page.text), page.chars, page.text))
     found = session.load_contexts([key])
     if found and scopes is not None and found[0].task_id not in scopes:
         found = []
@@ -274,15 +281,29 @@ def read_context(
         return f"{handle(stored.id)} has no argument {part[5:]!r}; its arguments are {sorted(stored.args)}."
     named = handle(stored.id) + ("" if part == "result" else f" {part}")
     if lines is not None:
-        return by_lines(text, named, lines, limit)
+        return _noting(marker, by_lines(text, named, lines, limit))
     if search is not None:
-        return by_search(text, named, search, bool(regex), context, limit)
+        return _noting(marker, by_search(text, named, search, bool(regex), context, limit))
     if path is not None:
-        return by_path(text, named, path, offset, limit)
+        return _noting(marker, by_path(text, named, path, offset, limit))
     if offset >= len(text) and not (offset == 0 and not text):
         return f"offset {offset:,} is past the end of {handle(stored.id)}, which has {len(text):,} characters."
     end = min(len(text), offset + limit)
-    return _page(stored.id, part, offset, end, len(text), text[offset:end])
+    return _noting(marker, _page(stored.id, part, offset, end, len(text), text[offset:end]))
+
+
+def _noting(marker: str | None, answer: str) -> str:
+    """``answer`` with a word in its header line (before its closing ``]``) when the stored text it shows holds
+    ``marker``, the session's redaction mark: the model must not take the marks for the text and copy them."""
+    header, newline, shown = answer.partition("\n")
+    if not marker or not newline or not header.endswith("]") or marker not in shown:
+        return answer
+    count = shown.count(marker)
+    secrets, were, values = ("1 secret", "was", "value") if count == 1 else (f"{count:,} secrets", "were", "values")
+    return (
+        f"{header[:-1]} {secrets} here {were} replaced by {marker} when stored: do not copy {marker} into a file; "
+        f"ask the user for the real {values}.]\n{shown}"
+    )
 
 
 def _page(pointer_id: str, part: str, offset: int, end: int, chars: int, text: str) -> str:

@@ -29,8 +29,9 @@ _WORD_GAP = rb"(?:[-_. ]|%5f|%2d|%2e|%20)*"  # between two words of a key, in lo
 _KEY_END = rb"(?:[-_.]|%5f|%2d|%2e)*"  # separators that may trail a key (``__api_key__``)
 _CLOSE = rb"(?:\\{0,4}[\"'`])?+[ \t]{0,8}+"
 _OPERATOR = rb"(?P<op>[:=]|\xef\xbc[\x9a\x9d]|\\u[fF][fF]1[aAdD])[=>]?[ \t]{0,8}+"
-_VALUE = (
-    rb"(?:\[(?P<list>[^\[\]{}\r\n]++)\]|\\{0,4}\"(?P<dq>[^\"\\\r\n]++)|\\{0,4}'(?P<sq>[^'\\\r\n]++)"
+_VALUE = (  # a string literal's prefix (``b'...'``, ``r"..."``) is not part of its value
+    rb"(?:\[(?P<list>[^\[\]{}\r\n]++)\]|(?:[bBrRuUfF]{1,2}(?=[\"']))?+\\{0,4}\"(?P<dq>[^\"\\\r\n]++)"
+    rb"|(?:[bBrRuUfF]{1,2}(?=[\"']))?+\\{0,4}'(?P<sq>[^'\\\r\n]++)"
     rb"|`(?P<bq>[^`\\\r\n]++)|(?P<bare>[^\s\"'`,;&<>()\[\]{}\\]++))"
 )
 _SCHEMES = rb"(?:basic|bearer|digest|token|negotiate|ntlm|hmac|apikey|aws4-hmac-sha256)"
@@ -44,10 +45,17 @@ _LINE_WORDS = frozenset({b"authorization", b"cookie"})
 # The screen of a key word: the same up to the operator, also in JSON-escaped text.
 _SCREEN_TAIL = rb"(?:\\{0,9}[\"'`])?(?:[ \t]|\\t){0,8}(?:[:=]|\xef\xbc[\x9a\x9d]|\\{1,2}u[fF][fF]1[aAdD])"
 _AFTER_BARE = frozenset([b"", *(bytes([c]) for c in b" \t\n\r\x0b\x0c\"'`,;&<>)]}\\")])
+_AFTER_CLOSING = frozenset(bytes([c]) for c in b" \t),;]}+.")
+_BARE = re.compile(rb"[ \t]*+[^\s\"'`,;&<>()\[\]{}\\]*+")
+_SENTENCE_END = re.compile(rb"\.[ \t]")  # between a key and its operator: the key ended a sentence
+_CODE = re.compile(rb"[(){}\[\]|]")  # in no credential, token or cookie a header carries
+_LETTERS_NAME = re.compile(rb"[A-Za-z_]++")
+_ANNOTATION_END = re.compile(rb"[ \t]*+(?:\||=(?!=)|\)|\])")
+_FIELD_LIST = re.compile(rb":(?:param|parameter|arg|argument|key|keyword|type|var|ivar|cvar)[ \t]++[\w.\[\], |]*+$")
 _COLONS = (b":", b"\xef\xbc\x9a", b"\\uff1a")
 _NOT_SECRET = frozenset(
     b"none null nil true false undefined str string bytes int integer bool boolean float number any object "
-    b"optional required secretstr".split()
+    b"optional required secretstr continue function nonlocal".split()
 )
 _NOT_SECRET_LENGTH = max(map(len, _NOT_SECRET))
 _NAME = re.compile(rb"[$@]?[A-Za-z_][A-Za-z0-9_\-]*")
@@ -134,26 +142,56 @@ def key_assignments(words_: Iterable[str]) -> list[KeyAssignment]:
 
 
 def assigned_span(
-    match: re.Match[bytes], data: bytes, replacement: bytes, is_secret_key: Callable[[str], bool]
+    match: re.Match[bytes],
+    data: bytes,
+    replacement: bytes,
+    is_secret_key: Callable[[str], bool],
+    placeholder: Callable[[bytes], bool],
 ) -> tuple[int, int] | None:
-    """The value's span of a ``KEY = value`` match, if the value may be a secret and the key is secret."""
+    """The value's span of a ``KEY = value`` match, if the value may be a secret and the key is secret.
+
+    ``placeholder`` says whether a value only stands in for a secret (``_placeholders``).
+    """
     kind = match.lastgroup or "bare"
     value_start, value_end = match.span(kind)
     value = data[value_start:value_end]
     if replacement in (value, data[value_start - 1 : value_end + 1]):
         return None  # already redacted
-    if kind != "line":
+    colon = kind == "line" or match["op"].lower() in _COLONS
+    if kind == "line" and match["rest"].rstrip(b"-_.%25fde").endswith(b"s"):
+        # ``cookies:`` names no header (``Cookie:``, ``Set-Cookie:`` do): its value is the first word, as for
+        # any key (``cookies: RequestsCookieJar | None`` is a type)
+        kind = "bare"
+        value_end = _BARE.match(data, value_start).end()  # type: ignore[union-attr]
+        value = data[value_start:value_end]
+    if _SENTENCE_END.search(data, match.start(), match.start("op") if kind != "line" else value_start):
+        return None  # ``... the session cookie. :pr:`2607```: a sentence ended before the colon
+    if kind == "line":
+        first = value.split(None, 1)[0] if value.strip() else b""
+        if b"=" not in value and _CODE.search(first):
+            return None  # ``"Proxy-Authorization": auth_value})``, ``:param cookie: (optional) ...``: code, prose
+        if first != value.strip() and placeholder(first):
+            return None  # ``Authorization: Bearer <token> on each request``, ``b'Authorization:' not in sent``
+    else:
+        if kind != "bare" and value[:1] in _AFTER_CLOSING:
+            return None  # the text after a closing quote: ``input("Password: ") or default``
         if not _WORDY.search(value):
             return None  # no letter or digit: already masked (``****``), or punctuation
         if len(value) <= _NOT_SECRET_LENGTH and value.lower() in _NOT_SECRET:
             return None  # a type or a literal: ``token: str``, ``password = None``
         if kind == "bare":
-            if data[value_end : value_end + 1] not in _AFTER_BARE:
+            after = data[value_end : value_end + 1]
+            if after not in _AFTER_BARE:
                 return None  # ``token = tokenizer(text)``: a call, not a value
             if _DOTTED_NAME.fullmatch(value) or (_NAME.fullmatch(value) and is_secret_key(value.decode())):
                 return None  # a name passed on: ``password=password``, ``token = self.token``
-            if match["op"].lower() in _COLONS and len(value) < 8 and value.isalpha():
-                return None  # after a colon, a short word is prose: ``password: see below``
+            if not colon and after == b")" and _LETTERS_NAME.fullmatch(value):
+                return None  # a name passed on in a call: ``get(url, cookies=jar)``
+            word = value.rstrip(b".,;:!?")
+            if colon and len(word) < 8 and word.isalpha():
+                return None  # after a colon, a short word is prose: ``password: see below``, ``Password: wrong.``
+            if colon and _NAME.fullmatch(value) and _ANNOTATION_END.match(data, value_end):
+                return None  # a type: ``cookies: CookieJar | None = None``, ``f(token: AccessKey)``
     start = match.start()
     floor = max(0, start - 64)
     begin = start - _KEY_BEFORE.match(data[floor:start][::-1]).end()  # type: ignore[union-attr]
@@ -161,4 +199,8 @@ def assigned_span(
         begin += 1  # an escaped newline (JSON inside a string) ends the line before the key
     if not is_secret_key(data[begin : match.end("rest")].decode("utf-8", "replace")):
         return None
+    if _FIELD_LIST.search(data, max(0, begin - 64), begin):
+        return None  # ``:param cookies: Dictionary or CookieJar``: a parameter described, not assigned
+    if placeholder(value):
+        return None  # ``password='test'``, ``SECRET_KEY = '{secret}'``, ``'Change password: %s'``
     return value_start, value_end

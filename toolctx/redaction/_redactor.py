@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import functools
 import re
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -20,12 +20,14 @@ from toolctx.redaction._compile import BLOB_MARK, FOLD, Rule, compile_rules
 from toolctx.redaction._forms import Folded, Lowered, splice, whole_spans
 from toolctx.redaction._json import BLOB_HEAD, from_base64, replace_in_string, string_text
 from toolctx.redaction._keys import assigned_span, words
+from toolctx.redaction._placeholders import is_masked, is_placeholder
 from toolctx.redaction._rules import DEFAULT_KEYS, DEFAULT_PATTERNS, REDACTED, SecretPattern
 
 __all__ = ["Redactor", "default_redactor", "resolve_redactor"]
 
 _JOINED_SCAN_LIMIT = 16 * 1024  # below this, joining a call's args and result costs less than a second scan
 _LARGE = 1 << 20  # from this size on, a rule is tried where its literal occurs rather than in a pass
+_PLACEHOLDERS_KEPT = 4096
 _HOOKS = ("redact_value", "redact_text", "redact_bytes", "is_secret_key", "_match_key")
 
 
@@ -61,6 +63,9 @@ class Redactor:
         # walk through its own methods whenever the scan found anything.
         self._custom = any(getattr(type(self), name) is not getattr(Redactor, name) for name in _HOOKS)
         self._is_secret_key = functools.lru_cache(maxsize=4096)(self._match_key)
+        # Placeholders repeat (the same test settings written again and again): each is judged once. Only they
+        # are remembered, never a value found to be a secret.
+        self._placeholders: set[bytes] = set()
         self._rules_for = functools.lru_cache(maxsize=256)(self._select)
 
     def __repr__(self) -> str:
@@ -271,9 +276,9 @@ class Redactor:
                             end = match.end()
             for match in matches:
                 span = (
-                    assigned_span(match, data, self._replacement, self.is_secret_key)
+                    assigned_span(match, data, self._replacement, self.is_secret_key, self._placeholder)
                     if rule.assignment
-                    else _secret_span(match)
+                    else _secret_span(match, self._placeholder)
                 )
                 if span is not None:
                     spans.append(span)
@@ -285,6 +290,22 @@ class Redactor:
         if self._key_test is None:
             return False
         return self._key_test.search(words(key)) is not None
+
+    def is_placeholder(self, value: str) -> bool:
+        """Whether ``value``, assigned to a secret key in text, is kept as one that only stands in for a secret
+        (``test``, ``changeme``, ``{password}``: **Placeholders** in :mod:`toolctx.redaction`)."""
+        return self._placeholder(value.strip().encode("utf-8", "surrogatepass"))
+
+    def _placeholder(self, value: bytes) -> bool:
+        """Whether ``value`` (a matched value or password) only stands in for a secret."""
+        if value in self._placeholders:
+            return True
+        if not is_placeholder(value, self.is_secret_key):
+            return False
+        if len(self._placeholders) >= _PLACEHOLDERS_KEPT:
+            self._placeholders.clear()
+        self._placeholders.add(value)
+        return True
 
     def is_secret_key(self, key: str) -> bool:
         """Whether values under ``key`` (or assigned to it in text) are redacted."""
@@ -331,12 +352,13 @@ class Redactor:
         return value
 
 
-def _secret_span(match: re.Match[bytes]) -> tuple[int, int]:
-    """The first group that took part in the match (the secret after ``Bearer``), else the whole match."""
+def _secret_span(match: re.Match[bytes], placeholder: Callable[[bytes], bool]) -> tuple[int, int] | None:
+    """The first group that took part in the match (the secret after ``Bearer``), else the whole match; None
+    when that is a placeholder (a group: ``user:pass@``, ``Bearer <token>``) or masked (``sk-xxxxxxxxxxxx``)."""
     for index in range(1, (match.re.groups or 0) + 1):
         if match.start(index) >= 0:
-            return match.span(index)
-    return match.span()
+            return None if placeholder(match.group(index)) else match.span(index)
+    return None if is_masked(match.group()) else match.span()
 
 
 def _starts(rule: Rule, found: frozenset[Hashable], positions: dict[Hashable, list[int]]) -> list[int] | None:

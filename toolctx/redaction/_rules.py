@@ -34,19 +34,77 @@ not.
     and only if whitespace, one of ``"'`,;&<>)]}\\`` or the end follows
     (``token = tokenizer(text)`` is a call, not a value).
 
+  A string literal's prefix (``b'...'``, ``r"..."``, ``f"..."``) is not part of the value.
   The value is kept when it cannot be a secret: a type or a literal (``str``, ``string``,
   ``bytes``, ``int``, ``integer``, ``bool``, ``boolean``, ``float``, ``number``, ``any``,
   ``object``, ``optional``, ``required``, ``secretstr``, ``none``, ``null``, ``nil``,
-  ``true``, ``false``, ``undefined``, in any case); a bare dotted name of letters and ``_``
-  (``self.password``, ``settings.API_KEY``, parts of at most 32); a bare name that is itself
-  a secret key (``password=password``, ``token=access_token``); a value with no letter or
-  digit (``****``); the replacement itself; or, after a colon, a bare value of fewer than
-  8 ASCII letters (``Password: see below``). A key whose last word is ``authorization``,
-  ``cookie`` or ``cookies`` followed by a colon is an HTTP header: its value is the rest of
-  the line, up to a quote, a backslash or the line's end, after an optional scheme word that
-  is kept (``basic``, ``bearer``, ``digest``, ``token``, ``negotiate``, ``ntlm``, ``hmac``,
-  ``apikey``, ``aws4-hmac-sha256``): ``Authorization: Basic [REDACTED]``,
-  ``Cookie: [REDACTED]``, ``Set-Cookie: [REDACTED]``.
+  ``true``, ``false``, ``undefined``, ``continue``, ``function``, ``nonlocal``, in any
+  case); a bare dotted name of letters and ``_`` (``self.password``, ``settings.API_KEY``,
+  parts of at most 32); a bare name that is itself a secret key (``password=password``,
+  ``token=access_token``); a value with no letter or digit (``****``); the replacement
+  itself; after a colon, a bare value of fewer than 8 ASCII letters, with a ``.``, ``,``,
+  ``;``, ``:``, ``!`` or ``?`` after them (``Password: see below``, ``Password: wrong.``);
+  after a colon, a bare name followed by ``|``, ``=`` (not ``==``), ``)`` or ``]``, which
+  is a type (``cookies: CookieJar | None``); after ``=``, a bare name of letters and ``_``
+  followed by ``)``, which is passed on in a call (``get(url, cookies=jar)``); a quoted
+  value that starts with a space, a tab or one of ``),;]}+.``, which is the text after a
+  closing quote (``print("token:", token)``); or a placeholder (below). Nothing is
+  replaced when a ``.`` and a space or tab stand between the key and the ``:`` or ``=``
+  (a sentence ended: ``the session cookie. :pr:``), or when the key is described in a
+  field list (``:param``, ``:parameter``, ``:arg``, ``:argument``, ``:key``,
+  ``:keyword``, ``:type``, ``:var``, ``:ivar`` or ``:cvar``, then words:
+  ``:param cookies: Dictionary or CookieJar``).
+
+  **Placeholders** stand in for a secret; code read back must be the code that was
+  written, so they are kept. A value (quoted, bare or a header's line) is a placeholder
+  when, without the spaces around it, it is:
+
+  - at most one character long, one character over and over (``xxxx-xxxx``, ``••••``), or
+    masked: it holds six or more ``x`` in a row (``sk-xxxxxxxxxxxxxxxxxxxx``), three or more
+    ``*`` or ``•``, or starts with four or more of ``* # x •`` and ends with at most four
+    letters or digits (``****a1b2``);
+  - the alphabet in order, 6 or more letters of it (``abcdefghijkl``);
+  - a template field, or a value holding one: a named field ``%(name)s``, ``{name}``
+    (``{self.token!r}``, ``{x:>10}``), ``${NAME}``, ``$(command)``, ``{{ name }}``,
+    ``#{name}`` or ``<%= name %>``; positional fields (``%s``, ``%-10s``, ``%r``, ``{}``,
+    ``{0}``) with no letter or digit besides them (``%s``, ``%s:%s``); or, as the whole
+    value, ``<name>`` (``<your-api-key>``), or ``[NAME]`` or ``$NAME`` in capitals;
+  - a sentence: three or more words with a space between each, starting with a letter and
+    ending with ``.``, ``!``, ``?`` or ``:`` (``This field is required.``);
+  - made only of placeholder words, in any case, split at ``-``, ``_``, ``.``, spaces,
+    between lower and upper case and between letters and digits, with digits only as one
+    digit, one digit repeated or digits counting up (``1``, ``000``, ``123``); a word may be
+    several placeholder words run together (``changeme``, ``testpassword``). The words say a
+    value is not real (``test``, ``tests``, ``testing``, ``dummy``, ``fake``, ``example``,
+    ``examples``, ``sample``, ``samples``, ``placeholder``, ``mock``, ``mocked``, ``demo``,
+    ``stub``, ``todo``, ``fixme``, ``redacted``, ``hidden``, ``masked``, ``removed``,
+    ``omitted``, ``not``, ``real``, ``change``, ``changeit``, ``changeme``, ``me``, ``it``,
+    ``insecure``), fill a gap in an example (``your``, ``my``, ``our``, ``the``, ``some``,
+    ``this``, ``that``, ``here``, ``goes``, ``insert``, ``enter``, ``put``, ``replace``,
+    ``with``, ``value``, ``values``, ``something``, ``foo``, ``bar``, ``baz``, ``qux``,
+    ``quux``, ``dev``, ``development``, ``local``, ``default``, ``unit``, ``for``, ``only``, ``new``), or
+    name a secret (``secret``, ``secrets``, ``password``, ``passwords``, ``passwd``,
+    ``pass``, ``pw``, ``pwd``, ``passphrase``, ``token``, ``tokens``, ``key``, ``keys``,
+    ``api``, ``apikey``, ``auth``, ``access``, ``private``, ``credential``,
+    ``credentials``, ``client``, ``hashed``, ``hash``, ``signing``): ``test``,
+    ``test-secret-key``, ``your-api-key-here``, ``secret123``, ``hashed_password_1``;
+  - a name that is itself a secret key: words of letters, then a digit, one digit repeated
+    or digits counting up (``project_tests_secret_key``, ``MySecretPassword``).
+
+  Weak passwords are not placeholders: ``admin``, ``root``, ``postgres``, ``letmein``,
+  ``123456`` and ``Password2024`` are the real credentials of real systems and are
+  redacted. A URL-encoded value (``pass%20pass``) is judged as it reads decoded.
+
+  A key whose last word is ``authorization`` or ``cookie`` followed by a colon is an HTTP
+  header: its value is the rest of the line, up to a quote, a backslash or the line's end,
+  after an optional scheme word that is kept (``basic``, ``bearer``, ``digest``, ``token``,
+  ``negotiate``, ``ntlm``, ``hmac``, ``apikey``, ``aws4-hmac-sha256``):
+  ``Authorization: Basic [REDACTED]``, ``Cookie: [REDACTED]``, ``Set-Cookie: [REDACTED]``.
+  (``cookies`` names no header: its value is read as any other.) The line is kept when it
+  holds no ``=`` and its first word holds one of ``( ) { } [ ] |``, which no credential
+  holds (``"Proxy-Authorization": auth_value})``), or when it or its first word is a
+  placeholder (``Authorization: Bearer <token> on each request``; the ``not`` of
+  ``b'Authorization:' not in sent``).
 
 **Secret formats**, found in any text (:data:`DEFAULT_PATTERNS`). *Not after X* means
 the character before the match is not one of X; *token characters* are ``A-Z a-z 0-9 _ -``;
@@ -153,6 +211,11 @@ the JSON escape ``\\uff50`` that ``json.dumps`` writes) that holds a full-width 
 digit is read as the ASCII it stands for, so ``ｐａｓｓｗｏｒｄ＝hunter2`` is
 ``password=hunter2``; the secret's characters are replaced in the original text. In bytes,
 a run counts where the 16 bytes on each side of it are UTF-8.
+
+A secret format's match is kept when it is masked (six or more ``x`` in a row, as in
+``ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx``); where the table names the part replaced
+(the token after ``bearer``, the password of ``url-credentials``), that part is kept when it
+is a placeholder, as above (``http://user:pass@proxy``, ``://{user}:{password}@{host}``).
 
 A rule finds its matches left to right, each search resuming where the last match ended
 (a match that the checks above reject still ends there); replacements that overlap or

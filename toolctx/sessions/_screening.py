@@ -30,7 +30,8 @@ class CallScreen:
         call.call_id = call_id
         echoes: tuple[str, ...] = ()
         if redacted_args != args_json:  # a secret argument: find where the tool echoed it
-            echoes = redacted_values(args_json, redacted_args)
+            # (not a placeholder such as "test": "Ran 3 tests" is no echo of password="test")
+            echoes = tuple(v for v in redacted_values(args_json, redacted_args) if not self.redactor.is_placeholder(v))
             data = scrub_json(data, echoes)
         self._fields(call, echoes)
         return redacted_args, data, echoes

@@ -1,0 +1,206 @@
+"""Code and text that mention secrets without holding one come out exactly as they went in.
+
+A redacted copy of source code is what a model reads back and may copy into a file, so a
+marker where there was no secret corrupts the user's code. Each case below is a short line
+of the kinds found in coding sessions and in well-known Python projects (web framework
+settings and tests, HTTP client examples, docs): format strings, template fields,
+placeholders and dummy values, and prose or code around the words password, secret and
+token. Each is checked in every place a session stores text, by both scan engines.
+:data:`STILL_SECRET` lists look-alikes that are real secrets and must still be redacted.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+
+from tests.redaction.test_secret_forms import CONTEXTS
+from toolctx.redaction import REDACTED, Redactor, default_redactor
+
+# (kind, text): kept whole.
+KEPT: list[tuple[str, str]] = [
+    # Format strings and template fields: the value is filled in later.
+    ("printf field", "raise ValueError('Change password: %s' % user)"),
+    ("printf field in prose", "msg = _('Change password: %s') % obj"),
+    ("printf after =", 'url = "login?password=%s" % quote(pw)'),
+    ("printf pair", 'token = "%s:%s" % (user, key)'),
+    ("printf with width", 'line = "secret=%-10s|" % name'),
+    ("printf repr", 'raise ValueError("Invalid token: %r" % token)'),
+    ("named printf field", 'log.info("token: %(token)s", {"token": t})'),
+    ("str.format field", 'query = "api_key={}".format(key)'),
+    ("str.format index", 'query = "password={0}".format(pw)'),
+    ("str.format name", 'x = {"password": "{password}"}'),
+    ("f-string field", 'header = f"token={token}"'),
+    ("f-string attribute", 'line = f"SECRET_KEY = {settings.SECRET_KEY!r}"'),
+    ("f-string URL", 'url = f"postgres://{user}:{password}@{host}/{db}"'),
+    ("f-string header", 'headers = {"Authorization": f"Bearer {token}"}'),
+    ("shell variable", "PASSWORD=$DB_PASS ./manage.py migrate"),
+    ("shell braces", "password: ${DB_PASSWORD}"),
+    ("shell braces in URL", "DATABASE_URL=postgres://app:${DB_PASSWORD}@db:5432/app"),
+    ("shell command", 'TOKEN="$(cat /run/secrets/token)"'),
+    ("jinja field", 'password: "{{ vault_db_password }}"'),
+    ("JS template", "headers: { Authorization: `Bearer ${token}` }"),
+    ("ERB field", "  password: <%= ENV['DB_PASSWORD'] %>"),
+    ("angle placeholder", '"password": "<your-password>"'),
+    ("angle header", "Authorization: Bearer <token>"),
+    ("bracket placeholder", 'api_key = "[YOUR_API_KEY]"'),
+    # Placeholders and dummy values that say they are not real.
+    ("changeme", "SECRET_KEY = 'changeme'"),
+    ("changeme in YAML", "  password: changeme"),
+    ("stars", 'password = "********"'),
+    ("bullets", "Password: ••••••••"),
+    ("masked but for the end", 'token: "****a1b2"'),
+    ("xxx", "token: xxx"),
+    ("x run in a key format", 'OPENAI_API_KEY="sk-xxxxxxxxxxxxxxxxxxxxxxxx"'),
+    ("x run in a GitHub token", "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
+    ("your key here", "API_KEY=your-api-key-here"),
+    ("YOUR_API_KEY", "api_key = 'YOUR_API_KEY'"),
+    ("enter your password", "{'password': 'Enter your password here'}"),
+    ("the key's own name", "User.objects.create_user('ada', password='password')"),
+    ("the key's own name, upper case", "SECRET_KEY = 'SECRET_KEY'"),
+    ("secret", "initial = {'login': 'cooper', 'password': 'secret'}"),
+    ("test", "settings.configure(DEBUG=True, SECRET_KEY='test')"),
+    ("test-secret-key", "    SECRET_KEY='test-secret-key',"),
+    ("a settings name", 'SECRET_KEY = "project_tests_secret_key"'),
+    ("dummy", 'client_secret = "dummy"'),
+    ("fake", 'token = "fake-token"'),
+    ("example", 'api_key = "example-api-key"'),
+    ("test password", "user = User(username='ada', password='testpassword')"),
+    ("counted", "{'name': 'ada', 'password': 'secret123'}"),
+    ("hashed", "    password = 'hashed_password_1'"),
+    ("something", "create_superuser(username='admin', password='something', email='a@b.c')"),
+    ("value", "MY_SETTING = {'foo': 'value', 'secret': 'value', 'token': 'value'}"),
+    ("alphabet", "new_secret = 'abcdefghijkl'"),
+    ("dev", 'app.config.from_mapping(SECRET_KEY="dev")'),
+    ("one character", "{'token': 'x', 'password': 'y'}"),
+    ("URL user:pass", 'proxies = {"https": "http://user:pass@10.10.1.10:1080"}'),
+    ("URL user:password", 'requests.get("https://user:password@httpbin.org/basic-auth/user/password")'),
+    ("URL printf", '"postgres://%s:%s@%s/%s" % (user, password, host, name)'),
+    # Prose and code around the words.
+    ("getpass", "password = getpass()"),
+    ("getpass prompt", 'password = getpass.getpass("Password: ")'),
+    ("prompt then code", 'password = input("Password: ") or default_password'),
+    ("print label", 'print("token:", token)'),
+    ("concatenation", 'print("Your token: " + token)'),
+    ("index", "token = tokens[0]"),
+    ("attribute", "secret_key=settings.SECRET_KEY"),
+    ("method", "def check_password(self, raw_password):"),
+    ("condition", "if not password:"),
+    ("one-line condition", "if not token: continue"),
+    ("other keys", "token_type = 'bearer'; password_reset_timeout = 259200"),
+    ("form field", "password = forms.CharField(strip=False, widget=forms.PasswordInput)"),
+    ("error list", 'self.assertEqual(form.errors["password"], ["This field is required."])'),
+    ("error sentence", "{'password': 'This password is too common.'}"),
+    ("docstring param", "    :param password: the raw password to check."),
+    ("docstring type", "    password (str): The user's password."),
+    ("comment", "# Password: wrong. Ask again, the token: expired."),
+    ("header index", "headers['Authorization'] = _basic_auth_str(username, password)"),
+    ("django setting from env", "SECRET_KEY = os.environ.get('SECRET_KEY')"),
+    ("flask config index", 'app.config["SECRET_KEY"] = os.urandom(16)'),
+    ("empty", "'PASSWORD': '',"),
+    ("development key", "SECRET_KEY = 'development key'"),
+    ("type annotation", "def send(self, cookies: CookieJar | None = None, token: Token | None = None):"),
+    ("union annotation", "    cookies: RequestsCookieJar | dict[str, str] | None"),
+    ("docstring field", "    :param cookies: Dictionary or CookieJar object to attach."),
+    ("docstring type field", "    :type password: PasswordValidator"),
+    ("header name in a check", "assert b'Authorization:' not in sent"),
+    ("header from a variable", 'session.headers.update({"Proxy-Authorization": proxy_auth})'),
+    ("call argument", "r = requests.get(url, cookies=jar)"),
+    ("sentence, then a role", "- Set the SameSite attribute on the session cookie. :pr:`1234`"),
+    ("URL-encoded placeholder", '"http://user:pass%20pass@example.com/path"'),
+]
+
+# (kind, text, the part that must go): real secrets next to the forms above.
+STILL_SECRET: list[tuple[str, str, str]] = [
+    ("YAML password", "  password: hunter2", "hunter2"),
+    ("generated settings key", "SECRET_KEY = 'django-insecure-9x8y7z6w5v4u'", "django-insecure-9x8y7z6w5v4u"),
+    ("flask bytes key", "app.secret_key = b'_5#y2L\"F4Q8z'", '_5#y2L"F4Q8z'),
+    ("hex key", 'api_key = "a8f5f167f44f4964e6c998dee827110c"', "a8f5f167f44f4964e6c998dee827110c"),
+    ("passphrase", 'password = "correct horse battery staple"', "correct horse battery staple"),
+    ("a real default password", "DB_PASSWORD=postgres", "postgres"),
+    ("a weak password", "password: admin123", "admin123"),
+    ("a year after a name", "password='Password2024'", "Password2024"),
+    ("a test-looking user", "{'user': 'ada', 'password': 'ada1987'}", "ada1987"),
+    ("URL with a real password", "postgres://app:Xk9vQ2rL@db.internal/app", "Xk9vQ2rL"),
+    ("URL with a weak password", "redis://default:admin@cache:6379", "admin"),
+    ("format field beside a secret", 'password = "%s-Xk9vQ2rL"', "Xk9vQ2rL"),
+    ("OpenAI key", 'OPENAI_API_KEY="sk-proj1234567890abcdefghijKLMN"', "proj1234567890abcdefghijKLMN"),
+    ("AWS key id", "aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE"),
+    ("GitHub token", "GITHUB_TOKEN=ghp_A1b2C3d4E5f6G7h8A1b2C3d4E5f6G7h8A1b2", "A1b2C3d4E5f6G7h8A1b2C3d4E5f6G7h8A1b2"),
+    ("PEM key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----", "MIIEpAIBAAKCAQEA"),
+    ("bearer", "Authorization: Bearer abcDEF123456789xyz", "abcDEF123456789xyz"),
+    ("a sentence-length secret", 'token = "Xk9vQ2rL Wm3nB8tY Pq7sD4fG"', "Xk9vQ2rL"),
+    ("cookie header", "Cookie: sessionid=9f8e7d6c5b4a; csrftoken=Xk9vQ2rL", "9f8e7d6c5b4a"),
+    ("cookies with a value", "cookies: sessionid=9f8e7d6c5b4a", "9f8e7d6c5b4a"),
+    ("URL-encoded password", "https://ann:Xk9%23vQ2rL@example.com/", "Xk9%23vQ2rL"),
+    ("a password in a call", "login(password=hunter2)", "hunter2"),
+    ("a password with a dollar", 'password = "Tr0ub4dor$XYZ"', "Tr0ub4dor$XYZ"),
+    ("a password with angle brackets", 'password = "ab<cd>ef9"', "ab<cd>ef9"),
+]
+
+
+@pytest.fixture(scope="module")
+def portable() -> Redactor:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(sys.modules, "hyperscan", None)  # as in a core install without toolctx[fast]
+        redactor = Redactor()
+    assert redactor._prefilter.engine == "re"
+    return redactor
+
+
+@pytest.fixture(params=["hyperscan", "re"])
+def redactor(request: pytest.FixtureRequest, portable: Redactor) -> Redactor:
+    return default_redactor() if request.param == "hyperscan" else portable
+
+
+@pytest.mark.parametrize("context", sorted(CONTEXTS))
+@pytest.mark.parametrize(("kind", "text"), KEPT, ids=[kind for kind, _ in KEPT])
+def test_code_without_a_secret_is_stored_unchanged(redactor: Redactor, context: str, kind: str, text: str) -> None:
+    assert CONTEXTS[context](redactor, f"before {text} after") == f"before {text} after"
+
+
+@pytest.mark.parametrize("context", sorted(CONTEXTS))
+@pytest.mark.parametrize(("kind", "text", "secret"), STILL_SECRET, ids=[kind for kind, _, _ in STILL_SECRET])
+def test_real_secrets_beside_them_are_still_redacted(
+    redactor: Redactor, context: str, kind: str, text: str, secret: str
+) -> None:
+    stored = CONTEXTS[context](redactor, f"before {text} after")
+    assert secret not in stored
+    assert REDACTED in stored
+    assert stored.startswith("before ")
+
+
+def test_a_settings_file_read_back_is_the_file_that_was_written(redactor: Redactor) -> None:
+    settings = (
+        "DEBUG = True\n"
+        "SECRET_KEY = 'test-secret-key'\n"
+        "DATABASES = {'default': {'ENGINE': 'django.db.backends.sqlite3', 'PASSWORD': 'password'}}\n"
+        "PASSWORD_RESET_TIMEOUT = 3600\n"
+        "EMAIL_HOST_PASSWORD = os.environ['EMAIL_HOST_PASSWORD']\n"
+        "CACHE_URL = 'redis://:{password}@cache:6379/0'\n"
+    )
+    assert redactor.redact_text(settings) == settings
+    real = settings.replace("test-secret-key", "q8&Xk9vQ2rLWm3nB8tYPq7sD4fG")
+    assert redactor.redact_text(real) == settings.replace("test-secret-key", REDACTED)
+
+
+def test_the_documented_placeholder_words_are_the_ones_used() -> None:
+    import toolctx.redaction as module
+    from toolctx.redaction._placeholders import VOCABULARY
+
+    doc = " ".join((module.__doc__ or "").split())
+    listed = doc.partition("The words say a value is not real (")[2].partition("): ``test``,")[0]
+    assert set(re.findall(r"``([a-z]+)``", listed)) == VOCABULARY
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("test", True), (" changeme ", True), ("{password}", True), ("hunter2", False), ("admin", False)],
+)
+def test_a_redactor_says_which_values_are_placeholders(redactor: Redactor, value: str, expected: bool) -> None:
+    assert redactor.is_placeholder(value) is expected
+    assert redactor.redact_text(f"password = '{value.strip()}'") == (
+        f"password = '{value.strip()}'" if expected else f"password = '{REDACTED}'"
+    )
