@@ -155,3 +155,35 @@ def test_small_json_records_stay_whole_in_batches(context_dir: Path) -> None:
         for n in range(8):
             loop.step(("run", {"command": f"pytest -x # {n}"}, output(n, 1200)))
         assert is_stand_in(next(m["text"] for m in loop.views[-1] if m.get("call_id") == "c1_0"))
+
+
+def test_a_worker_reading_a_stand_in_keeps_no_line_it_already_keeps() -> None:
+    """Which lines a stand-in keeps depends only on the history shown: a conversation read anew (another
+    worker, a restart) takes the lines its stand-ins keep as kept, as the one that made them did."""
+    from toolctx.compaction import Item, ToolCall
+    from toolctx.compaction._conversation import Conversation
+    from toolctx.compaction._inuse import lines_in_use
+
+    def conversation(history: list[Item]) -> Conversation:
+        made = Conversation()
+        for item in history:
+            made.take_in(item, usage=True)
+        return made
+
+    cat = Item(10, result_of="c1", text="a = 1\ndef deserialize_db_from_string(data):\nb = 2")
+    history = [
+        Item(5, calls=(ToolCall("c1", "bash", {"command": "cat creation.py"}),)),
+        cat,
+        Item(5, calls=(ToolCall("c2", "bash", {"command": "grep -n deserialize_db_from_string x.py"}),)),
+        Item(5, result_of="c2", text="x.py:9: deserialize_db_from_string(data)"),
+        Item(5, calls=(ToolCall("c3", "bash", {"command": "grep -rn deserialize_db_from_string ."}),)),
+    ]
+    first = conversation(history)
+    lines = lines_in_use(first, 1, 16, cat.text)
+    assert lines == "\nLines in use:\n2: def deserialize_db_from_string(data):"
+    assert lines_in_use(first, 3, 16, history[3].text) == ""  # one line for each word, across stand-ins
+    marker = "[toolctx stand-in] ctx:abc: 40 characters of bash output; read_context reads them." + lines
+    again = conversation([*history[:1], cat._replace(text=marker), *history[2:]])
+    assert lines_in_use(again, 3, 16, history[3].text) == ""  # the same, read from the stand-in shown
+    fresh = conversation(history)
+    assert lines_in_use(fresh, 3, 16, history[3].text) == "\nLines in use:\n1: x.py:9: deserialize_db_from_string(data)"

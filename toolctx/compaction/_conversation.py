@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolctx.compaction._items import Item, ToolCall
+from toolctx.compaction._standins import STAND_IN_MARK
 
-__all__ = ["MAX_SCAN", "Conversation", "ResultAt", "Usage", "argument_texts", "distinctive", "words_of"]
+__all__ = ["LINES_IN_USE", "MAX_SCAN", "Conversation", "ResultAt", "Usage", "argument_texts", "distinctive", "words_of"]
 
 # What the model still uses (see _inuse): the distinctive words it writes, and where they stand.
 _EXTENSIONS = (
@@ -18,6 +19,7 @@ _EXTENSIONS = (
     "|c|h|cc|cpp|hpp|rs|go|java|kt|rb|php|sh|sql|xml|csv|log|lock"
 )
 _TOKEN = re.compile(rf"[\w-]+\.(?:{_EXTENSIONS})(?![\w])|[A-Za-z_]\w*", re.ASCII)  # file names, then names
+LINES_IN_USE = "\nLines in use:\n"  # the heading of the lines a stand-in keeps
 MAX_SCAN = 50_000  # characters of one item read for its words (the rest of a huge output adds little)
 
 
@@ -74,6 +76,15 @@ class Usage:
     def wrote(self, response: int, item: Item) -> None:
         """Response number ``response`` wrote ``item`` (its text and its calls' arguments): read when needed."""
         self.unread.append((response, item))
+
+    def saw(self, text: str | None, args: Mapping[str, Mapping[str, Any]] = {}) -> None:
+        """A stand-in shown (a result or text, or arguments by call id): the words of the lines it keeps are
+        kept already, whichever worker or compactor made it (so each makes the same stand-ins after it)."""
+        for shown in (text, *(value for call in args.values() for value in call.values())):
+            if isinstance(shown, str) and shown.startswith(STAND_IN_MARK):
+                _, found, lines = shown.partition(LINES_IN_USE)
+                if found:
+                    self.kept.update(words_of((lines,)))
 
     def read(self) -> None:
         """Take in the words of what the model wrote since the last call, in order (at a batch, in one go: the
@@ -142,8 +153,11 @@ class Conversation:
         self.answered += answer and not self.answering
         self.answering = answer
         self.at.append(self.answered)
-        if usage and answer and item.result_of is None:
-            self.usage.wrote(self.answered, item)
+        if usage:
+            if answer and item.result_of is None:
+                self.usage.wrote(self.answered, item)
+            if item.text.startswith(STAND_IN_MARK) or item.calls:  # (a history holding stand-ins already)
+                self.usage.saw(item.text, {call.id: call.args for call in item.calls})
 
     def ident(self, call_position: int, call_id: str) -> str:
         """What decisions about the call at ``call_position`` are kept under: its id, numbered from its id's

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from toolctx.compaction._conversation import MAX_SCAN, Conversation, argument_texts, words_of
+from toolctx.compaction._conversation import LINES_IN_USE, MAX_SCAN, Conversation, argument_texts, words_of
+from toolctx.compaction._standins import STAND_IN_MARK
 
 __all__ = ["choose", "in_use", "lines_in_use"]
 
@@ -93,12 +94,13 @@ def lines_in_use(conversation: Conversation, position: int, lines: int, text: st
             found.setdefault(scan.rfind("\n", 0, start) + 1, []).append(word)
     kept: list[str] = []
     for start in sorted(found)[:lines]:
-        usage.kept.update(found[start])
         end = scan.find("\n", start)
         line = scan[start:] if end < 0 else scan[start:end]
         cut = line if len(line) <= _WIDTH else line[:_WIDTH] + " [...]"
         kept.append(f"{scan.count(chr(10), 0, start) + 1}: {cut}")
-    return "\nLines in use:\n" + "\n".join(kept) if kept else ""
+    stand_in_lines = LINES_IN_USE + "\n".join(kept) if kept else ""
+    usage.saw(STAND_IN_MARK + stand_in_lines)  # (what a worker reading the stand-in would take: the same)
+    return stand_in_lines
 
 
 def _first_whole(text: str, word: str) -> int:

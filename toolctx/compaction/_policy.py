@@ -246,6 +246,7 @@ class Compactor(Generic[T]):
         if result is not None or shown_args:
             item = self.adapter.apply(item, result, shown_args)
             tokens = self.adapter.describe(item).tokens
+            conversation.usage.saw(result, shown_args)
         conversation.shown += tokens
         conversation.sizes.append(tokens)
         return item
