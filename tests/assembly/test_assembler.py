@@ -273,3 +273,22 @@ def test_without_optional_packages_it_counts_with_the_estimate_and_names_the_ext
     env = {**os.environ, "TOOLCTX_CONTEXT_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["estimate 8", "to_langchain() needs LangChain: pip install 'toolctx[langchain]'"]
+
+
+@pytest.mark.parametrize("system_words", [0, 30_000])
+def test_the_first_stand_in_weighs_the_system_prompt_and_tools_it_re_sends(
+    s: toolctx.ContextSession, system_words: int
+) -> None:
+    """As in the adapters: the first stand-in brings read_context into the tool list, re-sending the whole
+    prompt once; behind a long system prompt an output that frees too little for that is shown whole."""
+    ctx = ContextAssembler(
+        session=s, system_prompt=" ".join(["policy"] * system_words), plugins=[ToolOutputPlugin(session=s)]
+    )
+    ctx.add_message("user", "find me a flight")
+    run(ctx.prepare())
+    text = " ".join(f'{{"flight": "HAT{i:03d}", "price": {100 + i}}}' for i in range(300))  # about 4,800 tokens
+    _, shown = tool_turn(ctx, 1, text)
+    if system_words:
+        assert shown.content == text
+    else:
+        assert shown.content.startswith("[toolctx stand-in]")

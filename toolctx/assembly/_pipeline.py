@@ -48,7 +48,14 @@ class Draft:
 
 async def _view(w: WorkingState) -> tuple[list[HistoryMessage], int]:
     view: Sequence[HistoryMessage] = w.history
+    prefix: int | None = None
     for plugin in w.plugins.values():
+        told = getattr(plugin, "prompt_prefix", None)
+        if told is not None:  # (what a cache break at the first stand-in re-sends besides the history)
+            if prefix is None:
+                system = w.system_message()
+                prefix = w.measure.tools(_tools(w)) + (w.measure.message(system) if system else 0)
+            told(prefix)
         hook = getattr(plugin, "history_view", None)
         if hook is None:
             continue

@@ -275,6 +275,11 @@ class ToolOutputPlugin:
             meta["toolctx"] = outcome.saved.id
         return (text if outcome.shown is None else outcome.shown), meta
 
+    def prompt_prefix(self, tokens: int) -> None:
+        """The tokens of the system message and the tool definitions the assembler sends before the history:
+        the policy weighs the conversation's first stand-in against re-sending them, as in the adapters."""
+        notes(self.session()).prefix_tokens = tokens
+
     def history_view(self, messages: Sequence[HistoryMessage]) -> list[HistoryMessage]:
         """The history with the policy's stand-ins (making a batch when the policy says so).
 
