@@ -10,9 +10,9 @@ after it). The policy keeps the items used so by the last
 ``CompactionSettings.in_use_calls`` responses whole, the most lately used first and
 up to ``CompactionSettings.in_use_tokens``; when it stands in for an old item, the
 stand-in keeps up to ``CompactionSettings.in_use_lines`` of its lines that hold
-such words. Only what the model writes is read as it comes (its text and its
-calls' arguments); an item's own words are read once, when it is compacted or
-weighed for keeping.
+such words. What the model writes (its text and its calls' arguments) is read
+for its words once, at the next batch; an item's own words are looked up only
+when it is compacted or weighed for keeping.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from toolctx.compaction._conversation import LINES_IN_USE, MAX_SCAN, Conversation, argument_texts, words_of
-from toolctx.compaction._standins import STAND_IN_MARK
 
 __all__ = ["choose", "in_use", "lines_in_use"]
 
@@ -81,7 +80,8 @@ def choose(conversation: Conversation, wanted: int, held: Mapping[int, int]) -> 
 def lines_in_use(conversation: Conversation, position: int, lines: int, text: str) -> str:
     """For the stand-in of an old item's ``text`` (at ``position``): at most ``lines`` of its lines that hold a
     word the model took from it, the first line of each word that no earlier stand-in keeps a line of,
-    numbered from 1 and cut to ``_WIDTH`` characters, after a heading; empty if none does."""
+    numbered from 1 and cut to ``_WIDTH`` characters, after a heading; empty if none does. (The words of
+    the lines a stand-in shown keeps count as kept: ``Usage.saw``, once the policy uses the stand-in.)"""
     if lines <= 0:
         return ""
     usage = conversation.usage
@@ -98,9 +98,7 @@ def lines_in_use(conversation: Conversation, position: int, lines: int, text: st
         line = scan[start:] if end < 0 else scan[start:end]
         cut = line if len(line) <= _WIDTH else line[:_WIDTH] + " [...]"
         kept.append(f"{scan.count(chr(10), 0, start) + 1}: {cut}")
-    stand_in_lines = LINES_IN_USE + "\n".join(kept) if kept else ""
-    usage.saw(STAND_IN_MARK + stand_in_lines)  # (what a worker reading the stand-in would take: the same)
-    return stand_in_lines
+    return LINES_IN_USE + "\n".join(kept) if kept else ""
 
 
 def _first_whole(text: str, word: str) -> int:

@@ -414,6 +414,7 @@ class Compactor(Generic[T]):
                         originals[name] = digest(value)
         if new_result is None and new_args is None:
             return None
+        conversation.usage.saw(new_result, {call.id: new_args} if new_args else {})  # (lines it keeps: kept)
         return Edit(call.id, new_result, new_args, None, position, call_position, digest(result.text), originals)
 
     def _text_edit(self, conversation: Conversation, session: ContextSession, position: int) -> Edit | None:
@@ -428,7 +429,10 @@ class Compactor(Generic[T]):
             return None
         marker = text_marker(stored.id, stored_text(stored))
         marker += lines_in_use(conversation, position, self.settings.in_use_lines, stored_text(stored))
-        return Edit(None, marker, text=said, position=position) if len(marker) < len(said) else None
+        if len(marker) >= len(said):
+            return None
+        conversation.usage.saw(marker)
+        return Edit(None, marker, text=said, position=position)
 
     def _texts_ahead(self, conversation: Conversation, session: ContextSession, start: int) -> None:
         """In a shared store whose lease this worker holds, the long assistant text new since its last view in
