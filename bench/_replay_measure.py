@@ -366,14 +366,22 @@ def _prompt_text(model_input: ModelInput) -> str:
     texts: list[str] = []
     for unit in model_input.units:
         for kind, text in unit.parts:
-            if kind == CALL_ARGUMENTS and text[:1] in "{[":
-                try:
-                    texts.extend(argument_strings(json.loads(text)))
-                    continue
-                except ValueError:
-                    pass
-            texts.append(text)
+            decoded = _decoded(text) if kind == CALL_ARGUMENTS else None
+            if decoded is None:
+                texts.append(text)  # (a tool's name, or arguments that are not JSON: as sent)
+            else:
+                texts.extend(argument_strings(decoded))
     return "\n".join(texts)
+
+
+def _decoded(text: str) -> Any:
+    """The JSON object or array ``text`` holds, or None."""
+    if text[:1] not in "{[":
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def _check_needs(figures: Figures, inputs: Sequence[ModelInput], needs: Sequence[Sequence[Need]]) -> None:

@@ -12,12 +12,11 @@ token. Each is checked in every place a session stores text, by both scan engine
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
 
 from tests.redaction.test_secret_forms import CONTEXTS
-from toolctx.redaction import REDACTED, Redactor, default_redactor
+from toolctx.redaction import REDACTED, Redactor
 
 # (kind, text): kept whole.
 KEPT: list[tuple[str, str]] = [
@@ -139,20 +138,6 @@ STILL_SECRET: list[tuple[str, str, str]] = [
     ("a password with a dollar", 'password = "Tr0ub4dor$XYZ"', "Tr0ub4dor$XYZ"),
     ("a password with angle brackets", 'password = "ab<cd>ef9"', "ab<cd>ef9"),
 ]
-
-
-@pytest.fixture(scope="module")
-def portable() -> Redactor:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(sys.modules, "hyperscan", None)  # as in a core install without toolctx[fast]
-        redactor = Redactor()
-    assert redactor._prefilter.engine == "re"
-    return redactor
-
-
-@pytest.fixture(params=["hyperscan", "re"])
-def redactor(request: pytest.FixtureRequest, portable: Redactor) -> Redactor:
-    return default_redactor() if request.param == "hyperscan" else portable
 
 
 @pytest.mark.parametrize("context", sorted(CONTEXTS))

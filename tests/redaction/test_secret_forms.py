@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -170,24 +169,6 @@ ORDINARY: list[str] = [
 ]
 
 ORDINARY_KEYS = ["max_tokens", "token_count", "tokens", "secret_name", "author", "keyword", "password_hint", "key"]
-
-
-@pytest.fixture(scope="module")
-def portable() -> Redactor:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(sys.modules, "hyperscan", None)  # as in a core install without toolctx[fast]
-        redactor = Redactor()
-    assert redactor._prefilter.engine == "re"
-    return redactor
-
-
-@pytest.fixture(params=["hyperscan", "re"])
-def redactor(request: pytest.FixtureRequest, portable: Redactor) -> Redactor:
-    if request.param == "re":
-        return portable
-    fast = default_redactor()
-    assert fast._prefilter.engine == "hyperscan"
-    return fast
 
 
 def stored_result(redactor: Redactor, result: Any, args: Any = None) -> Any:
