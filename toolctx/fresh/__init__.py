@@ -21,6 +21,16 @@ the code the search matched for the task, with the definitions enclosing it, and
 the file's outline (see :class:`toolctx.fresh.FileContent`). Without tree-sitter
 the repo map lists files by path and code search is plain BM25 over code chunks.
 
+Reading is bounded and stays in the project: only regular files whose real path
+is inside the root are opened (a FIFO, socket or device is reported and left
+out, never read; a link leading out of the root is not followed), each read
+stops at its size limit, and a ``.gitignore`` is applied up to 4 MiB, in time
+that grows linearly with its patterns. Files named like credentials (``.env``,
+``.env.*``, ``*.pem``, ``*.key``, ``id_rsa*``, ``.npmrc``, ``.pypirc``,
+``.netrc``, ...: :data:`SECRET_FILE_PATTERNS`) never enter a context, even when
+no ``.gitignore`` excludes them, unless the builder is made with
+``ContextBuilderOptions(include_secret_files=True)``.
+
 The budgets come from :class:`TokenBudgeter`, usable on its own::
 
     from toolctx.fresh import TokenBudgeter
@@ -71,12 +81,14 @@ from toolctx.fresh._models import (
 from toolctx.fresh._overview import CodebaseAnalyzer
 from toolctx.fresh._providers import CodeHit, CodeSearchProvider, PlainSearch, RepoMapProvider
 from toolctx.fresh._repomap import RepoMap
+from toolctx.fresh._secrets import SECRET_FILE_PATTERNS
 from toolctx.fresh._tags import Definition, FileTags
 from toolctx.fresh._truncate import FitItems, Truncation, fit_items, truncate_lines
 
 __all__ = [
     "DYNAMIC_COMPONENTS",
     "FIXED_COMPONENTS",
+    "SECRET_FILE_PATTERNS",
     "AgentContextIntegration",
     "AgentContextResult",
     "CodeHit",

@@ -117,6 +117,7 @@ class ContextBuilder:
             max_chars=self.options.max_file_size_chars * EXCERPT_ONLY_FACTOR,
             encoding=self.options.encoding,
             max_files=self.options.max_scan_files,
+            include_secrets=self.options.include_secret_files,
         )
         self.plain = PlainSearch(self.files, self.counter)
         self.notes: list[str] = []  # why a source fell back, repeated in every context's warnings
@@ -151,6 +152,7 @@ class ContextBuilder:
             "max_file_chars": self.options.max_file_size_chars * EXCERPT_ONLY_FACTOR,
             "max_files": self.options.max_scan_files,
             "encoding": self.options.encoding,
+            "include_secret_files": self.options.include_secret_files,
         }
         if name == "RepoMap":
             return factory(self.files.root, self.counter, **same_reading)
@@ -287,7 +289,8 @@ class ContextBuilder:
         if not self.files.exists():
             warnings.append(f"project path {str(self.files.root)!r} no longer exists; no files, map or docs")
             return []
-        listing, cut_short = self.files.scan()
+        listing, cut_short, notes = self.files.scan()
+        warnings.extend(notes)
         if cut_short:
             warnings.append(f"the project has more than {self.options.max_scan_files:,} files; only those were read")
         if self._plain_needed:

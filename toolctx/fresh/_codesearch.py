@@ -100,7 +100,9 @@ class CodeSearch:
     ``semantic`` is any object with ``search(query, k)`` returning hits with
     ``path``, ``name``, ``start_line``, ``end_line``, ``text`` and ``score`` (an
     embedding search, the seed's CodeMemory); its hits and the BM25 hits are merged
-    by reciprocal rank fusion. Safe to share between threads.
+    by reciprocal rank fusion. Files are read as :class:`RepoMap` reads them: only
+    regular files inside ``root``, and no file named like credentials unless
+    ``include_secret_files``. Safe to share between threads.
     """
 
     def __init__(
@@ -113,6 +115,7 @@ class CodeSearch:
         max_file_chars: int = 1_000_000,
         max_files: int = 100_000,
         encoding: str = "utf-8",
+        include_secret_files: bool = False,
     ) -> None:
         folder = Path(root).expanduser()
         if not folder.is_dir():
@@ -121,7 +124,13 @@ class CodeSearch:
             raise ValueError(f"max_chunk_lines must be 1 or more, got {max_chunk_lines}")
         if semantic is not None and not callable(getattr(semantic, "search", None)):
             raise TypeError(f"semantic must have a search(query, k) method, got {type(semantic).__name__}")
-        self.files = ProjectFiles(folder, max_chars=max_file_chars, encoding=encoding, max_files=max_files)
+        self.files = ProjectFiles(
+            folder,
+            max_chars=max_file_chars,
+            encoding=encoding,
+            max_files=max_files,
+            include_secrets=include_secret_files,
+        )
         self.root = self.files.root
         self.semantic = semantic
         self.max_chunk_lines = max_chunk_lines

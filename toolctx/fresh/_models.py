@@ -91,7 +91,10 @@ class ContextBuilderOptions(BaseModel):
     No file puts more than ``max_file_size_chars`` characters in a context: a
     longer one (up to ten times as long; beyond that it is left out with a
     warning) is read and searched, and shown only as an excerpt of the code
-    matching the task.
+    matching the task. Files named like credentials (``.env``, ``*.pem``,
+    ``id_rsa``, ``.npmrc``, ...: :data:`toolctx.fresh.SECRET_FILE_PATTERNS`) are
+    left out even when no ``.gitignore`` excludes them, and a task naming one gets
+    a warning instead; ``include_secret_files=True`` lets them in.
     """
 
     model_config = _FROZEN
@@ -102,6 +105,7 @@ class ContextBuilderOptions(BaseModel):
     max_file_size_chars: int = Field(default=100_000, ge=1)
     encoding: str = "utf-8"
     max_scan_files: int = Field(default=50_000, ge=1)
+    include_secret_files: bool = False
 
     @field_validator("encoding")
     @classmethod

@@ -3,10 +3,14 @@
 A scan walks the root without following symlinked directories, skips ``.git``
 and what the project's ``.gitignore`` files exclude (with the ``pathspec``
 library, ``toolctx[fresh]``; without it only the usual build and cache folders
-are skipped). A read refuses paths that leave the root, symlinks included,
-binary files, files over the size limit and files that do not decode, each with
-a reason a warning can quote. Nothing is ever written. Reads are cached by
-modification time and size, so a second build rereads only what changed.
+are skipped), and files named like credentials (:data:`SECRET_FILE_PATTERNS`)
+unless asked for. A read refuses paths that leave the root, symlinks included,
+anything but a regular file (a FIFO, socket or device is never opened for
+reading: files are opened non-blocking and checked with ``fstat``), binary
+files, files over the size limit and files that do not decode, each with a
+reason a warning can quote. Every read is bounded: at most the size limit plus
+one byte is read, whatever the file claims. Nothing is ever written. Reads are
+cached by modification time and size, so a second build rereads only what changed.
 """
 
 from __future__ import annotations
@@ -16,9 +20,12 @@ import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
-__all__ = ["FileRead", "ProjectFiles"]
+from toolctx._internal import WARNING, log
+from toolctx.fresh._ignore import IgnoreFile
+from toolctx.fresh._secrets import secret_pattern
+
+__all__ = ["MAX_GITIGNORE_BYTES", "FileRead", "ProjectFiles", "read_regular"]
 
 # Skipped when no .gitignore matcher is available, and always: VCS data and caches.
 _ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn"})
@@ -26,6 +33,57 @@ _USUALLY_SKIPPED = frozenset(
     {"__pycache__", "node_modules", ".venv", "venv", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
 )
 _BINARY_PROBE = 8192
+#: A .gitignore longer than this (4 MiB, some 250,000 lines) is applied up to its last whole line within it.
+MAX_GITIGNORE_BYTES = 4 * 1024 * 1024
+_MAX_NOTES = 20  # notes of one scan about files left out, then one line counting the rest
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)  # opening a FIFO for reading must not wait for a writer
+    | getattr(os, "O_NOFOLLOW", 0)  # the path is already resolved: a link put there since is refused
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+class SpecialFileError(OSError):
+    """Raised by :func:`read_regular` for a path that is not a regular file (a FIFO, a device, a socket, ...)."""
+
+
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of the regular file at ``path``: more than ``limit`` means the file is longer.
+
+    The file is opened non-blocking and without following a symlink at its last
+    component, then checked with ``fstat``: anything but a regular file raises
+    :class:`SpecialFileError` before a byte is read.
+    """
+    handle = os.open(path, _OPEN_FLAGS)
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            raise SpecialFileError(f"is {_kind(info.st_mode)}, not a regular file")
+        chunks: list[bytes] = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(handle, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(handle)
+    return b"".join(chunks)
 
 
 @dataclass(frozen=True)
@@ -37,12 +95,6 @@ class FileRead:
     problem: str = ""
 
 
-def _gitignore(lines: list[str]) -> Any:
-    import pathspec
-
-    return pathspec.GitIgnoreSpec.from_lines(lines)
-
-
 def _has_pathspec() -> bool:
     try:
         import pathspec  # noqa: F401
@@ -52,29 +104,54 @@ def _has_pathspec() -> bool:
 
 
 class ProjectFiles:
-    """The files of one project root: listing, safe reads and a read cache."""
+    """The files of one project root: listing, safe reads and a read cache.
 
-    def __init__(self, root: str | os.PathLike[str], *, max_chars: int, encoding: str, max_files: int) -> None:
+    ``include_secrets`` lists and reads files named like credentials
+    (:data:`SECRET_FILE_PATTERNS`); by default a scan leaves them out and a read refuses them.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        max_chars: int,
+        encoding: str,
+        max_files: int,
+        include_secrets: bool = False,
+    ) -> None:
         self.root = Path(root).expanduser().resolve()
         self.max_chars = max_chars
         self.encoding = encoding
         self.max_files = max_files
+        self.include_secrets = include_secrets
         self.honours_gitignore = _has_pathspec()
         self._cache: dict[str, tuple[int, int, FileRead]] = {}
-        self._ignores: dict[str, tuple[int, int, Any]] = {}  # .gitignore path -> (mtime, size, matcher)
+        # .gitignore path -> (mtime, size, matcher or None, why it is not applied in full)
+        self._ignores: dict[str, tuple[int, int, IgnoreFile | None, str]] = {}
         self._lock = threading.Lock()
+        self._scan_lock = threading.Lock()
 
     def exists(self) -> bool:
         return self.root.is_dir()
 
-    def scan(self) -> tuple[list[tuple[str, int, int]], bool]:
-        """Every file a context may show, as ``(path, mtime_ns, size)`` sorted by path, and whether it was cut short.
+    def scan(self) -> tuple[list[tuple[str, int, int]], bool, list[str]]:
+        """Every file a context may show, as ``(path, mtime_ns, size)`` sorted by path, whether it was cut short, notes.
 
         Paths are relative to the root, with ``/``. At most ``max_files`` are listed.
+        The notes say what was left out that a user would want to know about: FIFOs,
+        sockets and devices, and ``.gitignore`` files not applied (or not in full).
         """
+        with self._scan_lock:  # the ignore files' matchers compile patterns as they are used
+            notes: list[str] = []
+            found, cut_short = self._walk(notes)
+        if len(notes) > _MAX_NOTES:
+            notes[_MAX_NOTES:] = [f"and {len(notes) - _MAX_NOTES} more files left out for the same reasons"]
+        return sorted(found), cut_short, notes
+
+    def _walk(self, notes: list[str]) -> tuple[list[tuple[str, int, int]], bool]:
         found: list[tuple[str, int, int]] = []
         # Depth first, one scandir per folder; each entry's lstat is the one the listing needs.
-        stack: list[tuple[str, str, list[tuple[str, Any]]]] = [(str(self.root), "", [])]
+        stack: list[tuple[str, str, list[tuple[str, IgnoreFile]]]] = [(str(self.root), "", [])]
         while stack:
             folder, prefix, inherited = stack.pop()
             try:
@@ -84,7 +161,7 @@ class ProjectFiles:
                 continue
             specs = inherited
             if self.honours_gitignore and any(e.name == ".gitignore" for e in entries):
-                spec = self._load_gitignore(Path(folder, ".gitignore"))
+                spec = self._load_gitignore(prefix + ".gitignore", notes)
                 if spec is not None:
                     specs = [*inherited, (prefix, spec)]
             folders = []
@@ -97,7 +174,7 @@ class ProjectFiles:
                             folders.append((entry.path, prefix + name + "/", specs))
                         continue
                     rel = prefix + name
-                    if self._ignored(specs, rel):
+                    if self._ignored(specs, rel) or (not self.include_secrets and secret_pattern(name)):
                         continue
                     info = entry.stat(follow_symlinks=False)
                     if stat.S_ISLNK(info.st_mode):
@@ -108,29 +185,58 @@ class ProjectFiles:
                 except OSError:
                     continue
                 if not stat.S_ISREG(info.st_mode):
+                    if not stat.S_ISDIR(info.st_mode):
+                        notes.append(f"{rel!r} is {_kind(info.st_mode)}, not a regular file; left out")
                     continue
                 found.append((rel, info.st_mtime_ns, info.st_size))
                 if len(found) >= self.max_files:
-                    return sorted(found), True
+                    return found, True
             stack.extend(reversed(folders))
-        return sorted(found), False
+        return found, False
 
     @staticmethod
-    def _ignored(specs: list[tuple[str, Any]], rel: str) -> bool:
-        return any(spec.match_file(rel[len(prefix) :]) for prefix, spec in specs)
+    def _ignored(specs: list[tuple[str, IgnoreFile]], rel: str) -> bool:
+        return any(spec.ignores(rel[len(prefix) :]) for prefix, spec in specs)
 
-    def _load_gitignore(self, path: Path) -> Any:
-        """The matcher of one .gitignore file, compiled once until the file changes."""
+    def _load_gitignore(self, rel: str, notes: list[str]) -> IgnoreFile | None:
+        """The matcher of one .gitignore file, built once until the file changes; None when it cannot be applied.
+
+        Only a regular file inside the root is read (a link to one inside is followed),
+        at most :data:`MAX_GITIGNORE_BYTES` of it.
+        """
+        target = self._inside(rel)
+        if target is None:
+            note = f"{rel!r} links outside the project root; not applied"
+            log(WARNING, "fresh_gitignore_refused", file=rel, reason="outside the project root")
+            notes.append(note)
+            return None
         try:
-            info = path.stat()
-            known = self._ignores.get(str(path))
-            if known is not None and known[:2] == (info.st_mtime_ns, info.st_size):
-                return known[2]
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            info = target.stat()
         except OSError:
             return None
-        spec = _gitignore(lines)
-        self._ignores[str(path)] = (info.st_mtime_ns, info.st_size, spec)
+        known = self._ignores.get(rel)
+        if known is not None and known[:2] == (info.st_mtime_ns, info.st_size):
+            if known[3]:
+                notes.append(known[3])
+            return known[2]
+        note = ""
+        try:
+            data = read_regular(target, MAX_GITIGNORE_BYTES)
+        except SpecialFileError as exc:
+            note = f"{rel!r} {exc}; not applied"
+            spec = None
+        except OSError:
+            return None
+        else:
+            if len(data) > MAX_GITIGNORE_BYTES:
+                data = data[: data.rfind(b"\n", 0, MAX_GITIGNORE_BYTES) + 1]
+                lines = data.count(b"\n")
+                note = f"{rel!r} is over {MAX_GITIGNORE_BYTES:,} bytes; only its first {lines:,} lines are applied"
+            spec = IgnoreFile(data.decode("utf-8", errors="replace").splitlines(), rel)
+        if note:
+            log(WARNING, "fresh_gitignore_refused", file=rel, reason=note)
+            notes.append(note)
+        self._ignores[rel] = (info.st_mtime_ns, info.st_size, spec, note)
         return spec
 
     def _inside(self, rel: str) -> Path | None:
@@ -162,6 +268,11 @@ class ProjectFiles:
         target = self._inside(rel)
         if target is None:
             return FileRead(rel, None, "is outside the project root")
+        secret = None if self.include_secrets else secret_pattern(rel)
+        if secret is not None:
+            return FileRead(
+                rel, None, f"is named like a credentials file ({secret!r}); include_secret_files=True lets it in"
+            )
         try:
             info = target.stat()
         except FileNotFoundError:
@@ -169,7 +280,7 @@ class ProjectFiles:
         except OSError as exc:
             return FileRead(rel, None, f"cannot be read ({exc.strerror or exc})")
         if not stat.S_ISREG(info.st_mode):
-            return FileRead(rel, None, "is not a regular file")
+            return FileRead(rel, None, f"is {_kind(info.st_mode)}, not a regular file")
         with self._lock:
             cached = self._cache.get(rel)
         if cached is not None and cached[0] == info.st_mtime_ns and cached[1] == info.st_size:
@@ -180,12 +291,17 @@ class ProjectFiles:
         return result
 
     def _read(self, rel: str, target: Path, size: int) -> FileRead:
-        if size > self.max_chars * 4:  # no encoding takes more than 4 bytes a character
+        limit = self.max_chars * 4  # no encoding takes more than 4 bytes a character
+        if size > limit:
             return FileRead(rel, None, f"is larger than the {self.max_chars:,}-character limit ({size:,} bytes)")
         try:
-            data = target.read_bytes()
+            data = read_regular(target, limit)  # bounded: the file may have grown since it was listed
+        except SpecialFileError as exc:
+            return FileRead(rel, None, str(exc))
         except OSError as exc:
             return FileRead(rel, None, f"cannot be read ({exc.strerror or exc})")
+        if len(data) > limit:
+            return FileRead(rel, None, f"is larger than the {self.max_chars:,}-character limit (over {limit:,} bytes)")
         if b"\x00" in data[:_BINARY_PROBE]:
             return FileRead(rel, None, "is a binary file")
         try:

@@ -157,9 +157,11 @@ class RepoMap:
 
     ``counter`` counts the rendered map's tokens (the fast estimate when not given).
     ``cache_dir``, a directory outside the project, keeps parsed tags between
-    processes. Nothing outside ``root`` is read (symlinks included), nor binary
-    files, files over ``max_file_chars`` or what ``.gitignore`` excludes; nothing
-    is ever written into the project. Safe to share between threads.
+    processes. Nothing outside ``root`` is read (symlinks included), nor anything
+    but regular files, binary files, files over ``max_file_chars``, what
+    ``.gitignore`` excludes or files named like credentials
+    (:data:`~toolctx.fresh.SECRET_FILE_PATTERNS`, unless ``include_secret_files``);
+    nothing is ever written into the project. Safe to share between threads.
     """
 
     def __init__(
@@ -171,11 +173,18 @@ class RepoMap:
         max_file_chars: int = 1_000_000,
         max_files: int = 100_000,
         encoding: str = "utf-8",
+        include_secret_files: bool = False,
     ) -> None:
         folder = Path(root).expanduser()
         if not folder.is_dir():
             raise FileNotFoundError(f"the project root {str(root)!r} is not a directory; pass an existing folder")
-        self.files = ProjectFiles(folder, max_chars=max_file_chars, encoding=encoding, max_files=max_files)
+        self.files = ProjectFiles(
+            folder,
+            max_chars=max_file_chars,
+            encoding=encoding,
+            max_files=max_files,
+            include_secrets=include_secret_files,
+        )
         self.root = self.files.root
         self.counter: TokenCounter = counter if counter is not None else EstimateCounter()
         self.cache = shared_cache(self.root, cache_dir)

@@ -1,0 +1,142 @@
+"""The patterns of one ``.gitignore`` file, tried only on the paths they could match.
+
+pathspec's ``GitIgnoreSpec`` compiles every pattern when it is built (with the
+Hyperscan backend, into one database whose compile time grows faster than the
+number of patterns: 10,000 lines took over a minute) and then tries the
+patterns on every path. Here a pattern is compiled, by pathspec, the first time
+a path could match it. A pattern with a literal segment (``build/``,
+``src/gen/*.py``, ``.DS_Store``) can only match a path having that name as a
+component, and a pattern whose last segment is ``*`` and a literal (``*.log``)
+only a path with a component ending so: both are found by dictionary lookups on
+the path's components. Every other pattern is tried on every path. A path costs
+the lookups plus the patterns that could match it, so a scan is linear in
+patterns times files at worst and, for the usual ignore files, close to linear
+in the files alone.
+
+The answer is ``GitIgnoreSpec``'s for the same lines: the last pattern matching
+the path itself wins, else the last one matching it through a folder.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from typing import Any
+
+from toolctx._internal import WARNING, log
+
+__all__ = ["IgnoreFile"]
+
+_GLOB = frozenset("*?[]\\")
+_DIR_MARK = "ps_d"  # the group pathspec's gitignore patterns capture when they match through a folder
+_NAME, _SUFFIX = 0, 1
+
+
+def _pattern_class() -> Any:
+    try:  # pathspec 1.x
+        from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+    except ImportError:  # pragma: no cover - pathspec 0.12
+        from pathspec.patterns.gitwildmatch import GitWildMatchPattern
+
+        return GitWildMatchPattern
+    return GitIgnoreSpecPattern
+
+
+def _key(line: str) -> tuple[int, str] | None:
+    """The component any path this pattern matches must have (a name, or a name's ending), or None if unknown."""
+    if "\\" in line:
+        return None  # escapes: left to pathspec, tried on every path
+    text = line.rstrip()
+    if text.startswith("!"):
+        text = text[1:]
+    segments = [segment for segment in text.split("/") if segment]
+    if not segments or any(segment in (".", "..") for segment in segments):
+        return None
+    for segment in reversed(segments):
+        if not _GLOB.intersection(segment):
+            return _NAME, segment
+    last = segments[-1]
+    if len(last) > 1 and last[0] == "*" and not _GLOB.intersection(last[1:]):
+        return _SUFFIX, last[1:]
+    return None
+
+
+class IgnoreFile:
+    """The patterns of one ``.gitignore``; :meth:`ignores` answers for a path relative to its folder.
+
+    Not safe to share between threads while in use (patterns are compiled on first use);
+    a scan uses it from one thread.
+    """
+
+    def __init__(self, lines: list[str], source: str = ".gitignore") -> None:
+        self.source = source
+        self._lines: list[str] = []
+        self._compiled: list[Any] = []  # None: not compiled yet; False: a no-op or invalid pattern
+        self._by_name: dict[str, list[int]] = {}
+        self._by_suffix: dict[str, list[int]] = {}
+        self._anywhere: list[int] = []  # in descending order
+        self._longest_suffix = 0
+        self.compiled = 0  # patterns compiled so far
+        for line in lines:
+            stripped = line.rstrip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            index = len(self._lines)
+            self._lines.append(line)
+            self._compiled.append(None)
+            key = _key(line)
+            if key is None:
+                self._anywhere.append(index)
+            elif key[0] == _NAME:
+                self._by_name.setdefault(key[1], []).append(index)
+            else:
+                self._by_suffix.setdefault(key[1], []).append(index)
+                self._longest_suffix = max(self._longest_suffix, len(key[1]))
+        self._anywhere.reverse()
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def _candidates(self, path: str) -> Iterator[int]:
+        """The patterns that could match ``path``, last first."""
+        found: set[int] = set()
+        for component in path.split("/"):
+            if not component:
+                continue
+            found.update(self._by_name.get(component, ()))
+            if self._by_suffix:
+                for start in range(max(0, len(component) - self._longest_suffix), len(component)):
+                    found.update(self._by_suffix.get(component[start:], ()))
+        return heapq.merge(sorted(found, reverse=True), self._anywhere, reverse=True)
+
+    def _pattern(self, index: int) -> Any:
+        pattern = self._compiled[index]
+        if pattern is None:
+            try:
+                pattern = _pattern_class()(self._lines[index])
+            except ValueError as exc:  # pathspec's GitIgnorePatternError: git skips such a line too
+                line = self._lines[index]
+                log(WARNING, "fresh_gitignore_pattern_skipped", file=self.source, line=line, error=str(exc))
+                pattern = False
+            else:
+                self.compiled += 1
+                if pattern.include is None or pattern.regex is None:
+                    pattern = False
+            self._compiled[index] = pattern
+        return pattern
+
+    def ignores(self, path: str) -> bool:
+        """Whether these patterns exclude ``path`` (``/``-separated; a folder ends with ``/``)."""
+        through_folder: bool | None = None
+        for index in self._candidates(path):
+            pattern = self._pattern(index)
+            if pattern is False:
+                continue
+            match = pattern.regex.search(path)
+            if match is None:
+                continue
+            if not match.groupdict().get(_DIR_MARK):
+                return bool(pattern.include)  # the last pattern matching the path itself
+            if through_folder is None:
+                through_folder = bool(pattern.include)
+        return bool(through_folder)
