@@ -20,6 +20,7 @@ the path itself wins, else the last one matching it through a folder.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -42,23 +43,23 @@ def _pattern_class() -> Any:
     return GitIgnoreSpecPattern
 
 
-def _key(line: str) -> tuple[int, str] | None:
-    """The component any path this pattern matches must have (a name, or a name's ending), or None if unknown."""
+def _keys(line: str) -> list[tuple[int, str]]:
+    """The components a path this pattern matches must have (a name, or a name's ending); empty if none is known."""
     if "\\" in line:
-        return None  # escapes: left to pathspec, tried on every path
+        return []  # escapes: left to pathspec, tried on every path
     text = line.rstrip()
     if text.startswith("!"):
         text = text[1:]
     segments = [segment for segment in text.split("/") if segment]
     if not segments or any(segment in (".", "..") for segment in segments):
-        return None
-    for segment in reversed(segments):
-        if not _GLOB.intersection(segment):
-            return _NAME, segment
+        return []
+    names = [(_NAME, segment) for segment in segments if not _GLOB.intersection(segment)]
+    if names:
+        return names
     last = segments[-1]
     if len(last) > 1 and last[0] == "*" and not _GLOB.intersection(last[1:]):
-        return _SUFFIX, last[1:]
-    return None
+        return [(_SUFFIX, last[1:])]
+    return []
 
 
 class IgnoreFile:
@@ -77,21 +78,25 @@ class IgnoreFile:
         self._anywhere: list[int] = []  # in descending order
         self._longest_suffix = 0
         self.compiled = 0  # patterns compiled so far
+        keyed: list[list[tuple[int, str]]] = []
         for line in lines:
             stripped = line.rstrip()
-            if not stripped or stripped.startswith("#"):
-                continue
-            index = len(self._lines)
-            self._lines.append(line)
-            self._compiled.append(None)
-            key = _key(line)
-            if key is None:
+            if stripped and not stripped.startswith("#"):
+                self._lines.append(line)
+                keyed.append(_keys(line))
+        self._compiled = [None] * len(self._lines)
+        # Each pattern is filed under its rarest required component: "/gen{n}/out.py" under "gen{n}".
+        counts = Counter(key for keys in keyed for key in keys)
+        for index, keys in enumerate(keyed):
+            if not keys:
                 self._anywhere.append(index)
-            elif key[0] == _NAME:
-                self._by_name.setdefault(key[1], []).append(index)
+                continue
+            kind, text = min(reversed(keys), key=counts.__getitem__)
+            if kind == _NAME:
+                self._by_name.setdefault(text, []).append(index)
             else:
-                self._by_suffix.setdefault(key[1], []).append(index)
-                self._longest_suffix = max(self._longest_suffix, len(key[1]))
+                self._by_suffix.setdefault(text, []).append(index)
+                self._longest_suffix = max(self._longest_suffix, len(text))
         self._anywhere.reverse()
 
     def __len__(self) -> int:
