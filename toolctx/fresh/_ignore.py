@@ -6,15 +6,17 @@ number of patterns: 10,000 lines took over a minute) and then tries the
 patterns on every path. Here a pattern is compiled, by pathspec, the first time
 a path could match it. A pattern with a literal segment (``build/``,
 ``src/gen/*.py``, ``.DS_Store``) can only match a path having that name as a
-component, and a pattern whose last segment is ``*`` and a literal (``*.log``)
-only a path with a component ending so: both are found by dictionary lookups on
-the path's components. Every other pattern is tried on every path. A path costs
+component (it is filed under the rarest such name in the file), and a pattern
+whose last segment is ``*`` and a literal (``*.log``) only a path with a
+component ending so: both are found by dictionary lookups on the path's
+components. Every other pattern is tried on every path. A path costs
 the lookups plus the patterns that could match it, so a scan is linear in
 patterns times files at worst and, for the usual ignore files, close to linear
 in the files alone.
 
-The answer is ``GitIgnoreSpec``'s for the same lines: the last pattern matching
-the path itself wins, else the last one matching it through a folder.
+The answer is ``GitIgnoreSpec``'s (pathspec 1.x, its reference "simple"
+backend) for the same lines: the last pattern matching the path itself wins,
+else the last one matching it through a folder.
 """
 
 from __future__ import annotations
@@ -77,7 +79,6 @@ class IgnoreFile:
         self._by_suffix: dict[str, list[int]] = {}
         self._anywhere: list[int] = []  # in descending order
         self._longest_suffix = 0
-        self.compiled = 0  # patterns compiled so far
         keyed: list[list[tuple[int, str]]] = []
         for line in lines:
             stripped = line.rstrip()
@@ -98,9 +99,6 @@ class IgnoreFile:
                 self._by_suffix.setdefault(text, []).append(index)
                 self._longest_suffix = max(self._longest_suffix, len(text))
         self._anywhere.reverse()
-
-    def __len__(self) -> int:
-        return len(self._lines)
 
     def _candidates(self, path: str) -> Iterator[int]:
         """The patterns that could match ``path``, last first."""
@@ -124,7 +122,6 @@ class IgnoreFile:
                 log(WARNING, "fresh_gitignore_pattern_skipped", file=self.source, line=line, error=str(exc))
                 pattern = False
             else:
-                self.compiled += 1
                 if pattern.include is None or pattern.regex is None:
                     pattern = False
             self._compiled[index] = pattern
