@@ -46,9 +46,28 @@ def test_a_long_ignore_file_compiles_only_the_patterns_a_path_could_match(
     assert len(compiled) == 4
 
 
-SEGMENTS = ["a", "b", "c.py", "*.py", "*", "**", "a*", "[ab]", "?.py", "!a", "\\#x", "d/", "x y"]
+SEGMENTS = [
+    "[ab]c.py",
+    "b?py",
+    "x[a-c]d",
+    "[]a]b",
+    "ab*",
+    "a",
+    "b",
+    "c.py",
+    "*.py",
+    "*",
+    "**",
+    "a*",
+    "[ab]",
+    "?.py",
+    "!a",
+    "\\#x",
+    "d/",
+    "x y",
+]
 FOLDERS = ["a", "b", "d", "x y"]
-NAMES = ["c.py", "b.py", "a.txt", "!a", "#x", "q.md"]
+NAMES = ["ac.py", "bxpy", "]b", "ab.txt", "c.py", "b.py", "a.txt", "!a", "#x", "q.md"]
 
 
 @st.composite

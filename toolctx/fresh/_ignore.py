@@ -6,10 +6,12 @@ number of patterns: 10,000 lines took over a minute) and then tries the
 patterns on every path. Here a pattern is compiled, by pathspec, the first time
 a path could match it. A pattern with a literal segment (``build/``,
 ``src/gen/*.py``, ``.DS_Store``) can only match a path having that name as a
-component (it is filed under the rarest such name in the file), and a pattern
+component (it is filed under the rarest such name in the file), a pattern
 whose last segment is ``*`` and a literal (``*.log``) only a path with a
-component ending so: both are found by dictionary lookups on the path's
-components. Every other pattern is tried on every path. A path costs
+component ending so, and any other glob with two literal characters in a row
+(``[Bb]uild*/``) only a path with a component containing them: all three are
+found by dictionary lookups on the path's components. The rest (``*``,
+``?.py``, lines with escapes) are tried on every path. A path costs
 the lookups plus the patterns that could match it, so a scan is linear in
 patterns times files at worst and, for the usual ignore files, close to linear
 in the files alone.
@@ -32,7 +34,7 @@ __all__ = ["IgnoreFile"]
 
 _GLOB = frozenset("*?[]\\")
 _DIR_MARK = "ps_d"  # the group pathspec's gitignore patterns capture when they match through a folder
-_NAME, _SUFFIX = 0, 1
+_NAME, _SUFFIX, _INFIX = 0, 1, 2
 
 
 def _pattern_class() -> Any:
@@ -45,8 +47,21 @@ def _pattern_class() -> Any:
     return GitIgnoreSpecPattern
 
 
+def _literal_runs(segment: str) -> list[str]:
+    """The runs of two or more literal characters of a glob segment, each of which a matching name contains."""
+    if segment.count("[") != segment.count("]") or segment.count("[") > 1:
+        return []  # nested or unbalanced brackets: not worth reading closely
+    if "[" in segment:
+        start, end = segment.index("["), segment.index("]")
+        if end < start + 2 or (end == start + 2 and segment[start + 1] in "!^"):
+            return []  # "[]..." or "[!]...": a bracket that is a member, not the end
+        segment = f"{segment[:start]}*{segment[end + 1 :]}"
+    runs = segment.replace("?", "*").split("*")
+    return [run for run in runs if len(run) >= 2]
+
+
 def _keys(line: str) -> list[tuple[int, str]]:
-    """The components a path this pattern matches must have (a name, or a name's ending); empty if none is known."""
+    """The components a path this pattern matches must have (a name, a name's ending, a part of a name)."""
     if "\\" in line:
         return []  # escapes: left to pathspec, tried on every path
     text = line.rstrip()
@@ -61,7 +76,7 @@ def _keys(line: str) -> list[tuple[int, str]]:
     last = segments[-1]
     if len(last) > 1 and last[0] == "*" and not _GLOB.intersection(last[1:]):
         return [(_SUFFIX, last[1:])]
-    return []
+    return [(_INFIX, run) for segment in segments if segment != "**" for run in _literal_runs(segment)]
 
 
 class IgnoreFile:
@@ -77,6 +92,8 @@ class IgnoreFile:
         self._compiled: list[Any] = []  # None: not compiled yet; False: a no-op or invalid pattern
         self._by_name: dict[str, list[int]] = {}
         self._by_suffix: dict[str, list[int]] = {}
+        self._by_infix: dict[str, list[int]] = {}
+        self._infix_lengths: list[int] = []
         self._anywhere: list[int] = []  # in descending order
         self._longest_suffix = 0
         keyed: list[list[tuple[int, str]]] = []
@@ -95,9 +112,12 @@ class IgnoreFile:
             kind, text = min(reversed(keys), key=counts.__getitem__)
             if kind == _NAME:
                 self._by_name.setdefault(text, []).append(index)
-            else:
+            elif kind == _SUFFIX:
                 self._by_suffix.setdefault(text, []).append(index)
                 self._longest_suffix = max(self._longest_suffix, len(text))
+            else:
+                self._by_infix.setdefault(text, []).append(index)
+        self._infix_lengths = sorted({len(text) for text in self._by_infix})
         self._anywhere.reverse()
 
     def _candidates(self, path: str) -> Iterator[int]:
@@ -110,6 +130,11 @@ class IgnoreFile:
             if self._by_suffix:
                 for start in range(max(0, len(component) - self._longest_suffix), len(component)):
                     found.update(self._by_suffix.get(component[start:], ()))
+            for length in self._infix_lengths:
+                if length > len(component):
+                    break
+                for start in range(len(component) - length + 1):
+                    found.update(self._by_infix.get(component[start : start + length], ()))
         return heapq.merge(sorted(found, reverse=True), self._anywhere, reverse=True)
 
     def _pattern(self, index: int) -> Any:
