@@ -157,11 +157,11 @@ class RepoMap:
 
     ``counter`` counts the rendered map's tokens (the fast estimate when not given).
     ``cache_dir``, a directory outside the project, keeps parsed tags between
-    processes. Nothing outside ``root`` is read (symlinks included), nor anything
-    but regular files, binary files, files over ``max_file_chars``, what
-    ``.gitignore`` excludes or files named like credentials
-    (:data:`~toolctx.fresh.SECRET_FILE_PATTERNS`, unless ``include_secret_files``);
-    nothing is ever written into the project. Safe to share between threads.
+    processes. Only regular files whose real path is inside ``root`` are read;
+    binary files, files over ``max_file_chars``, what ``.gitignore`` excludes and
+    files named like credentials (:data:`~toolctx.fresh.SECRET_FILE_PATTERNS`,
+    unless ``include_secret_files``) are left out; nothing is ever written into
+    the project. Safe to share between threads.
     """
 
     def __init__(
