@@ -33,6 +33,8 @@ from typing import Any
 import orjson
 import xxhash
 
+from toolctx.fresh._project import read_regular
+
 __all__ = ["LANGUAGES", "Definition", "FileTags", "TagCache", "extract_tags", "grammar_available", "shared_cache"]
 
 #: File suffix -> language whose grammar reads it.
@@ -66,6 +68,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
 _PY_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+([A-Za-z_]\w*)[^\n]*", re.M)
 _SIGNATURE_CHARS = 200
 _CACHE_VERSION = "1"
+_MAX_CACHED_BYTES = 64 << 20  # a cache entry larger than this is not ours: parsed again instead
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,7 +307,10 @@ class TagCache:
         digest = xxhash.xxh3_128_hexdigest(f"{language}\0{reader}\0{text}".encode("utf-8", "surrogatepass"))
         target = self.directory / digest[:2] / f"{digest}.json"
         try:
-            return _decode(path, target.read_bytes())
+            data = read_regular(target, _MAX_CACHED_BYTES)  # a regular file, bounded, like every read here
+            if len(data) > _MAX_CACHED_BYTES:
+                raise ValueError(f"tag cache entry {str(target)!r} is over {_MAX_CACHED_BYTES:,} bytes")
+            return _decode(path, data)
         except (OSError, ValueError, KeyError, TypeError):
             pass
         self.parsed += 1
