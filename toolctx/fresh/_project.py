@@ -54,7 +54,7 @@ _KINDS = (
 
 
 def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return next((name for test, name in _KINDS if test(mode)), "a special file")
 
 
 class SpecialFileError(OSError):
