@@ -46,6 +46,13 @@ def test_a_long_ignore_file_compiles_only_the_patterns_a_path_could_match(
     assert len(compiled) == 4
 
 
+def test_lines_git_cannot_read_are_skipped_and_the_rest_applied(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text("!\n[z-a]\ntrailing\\\nrefunds.py\n")
+    for name in ("refunds.py", "payments.py", "z"):
+        (tmp_path / name).write_text("x = 1\n")
+    assert listing(tmp_path) == [".gitignore", "payments.py", "z"]
+
+
 SEGMENTS = [
     "[ab]c.py",
     "b?py",

@@ -23,7 +23,9 @@ else the last one matching it through a folder.
 
 from __future__ import annotations
 
+import functools
 import heapq
+import re
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -37,6 +39,7 @@ _DIR_MARK = "ps_d"  # the group pathspec's gitignore patterns capture when they 
 _NAME, _SUFFIX, _INFIX = 0, 1, 2
 
 
+@functools.cache
 def _pattern_class() -> Any:
     try:  # pathspec 1.x
         from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
@@ -142,7 +145,7 @@ class IgnoreFile:
         if pattern is None:
             try:
                 pattern = _pattern_class()(self._lines[index])
-            except ValueError as exc:  # pathspec's GitIgnorePatternError: git skips such a line too
+            except (ValueError, re.error) as exc:  # "!", "[z-a]": git skips such a line too
                 line = self._lines[index]
                 log(WARNING, "fresh_gitignore_pattern_skipped", file=self.source, line=line, error=str(exc))
                 pattern = False
