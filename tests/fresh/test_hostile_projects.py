@@ -166,8 +166,10 @@ def test_credentials_files_stay_out_unless_asked_for(shop: Path) -> None:
     (shop / ".env").write_text(ENV)
     (shop / "pkg" / "server.pem").write_text("-----BEGIN PRIVATE KEY-----\ncharge card\n")
     (shop / ".npmrc").write_text("//registry.npmjs.org/:_authToken=npm_not_for_agents\n")
+    (shop / ".env.example").write_text("STRIPE_SECRET=\n")
     result = build(shop, ".env")
     assert not {".env", ".npmrc", "pkg/server.pem"} & set(result["listed"])  # type: ignore[arg-type]
+    assert ".env.example" in result["listed"]  # type: ignore[operator]  # a template holds no secret
     assert "sk_live_not_for_agents" not in result["text"]  # type: ignore[operator]
     assert "task file '.env' named by the task is named like a credentials file ('.env')" in warnings_of(result)
 

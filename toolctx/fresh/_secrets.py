@@ -47,13 +47,17 @@ SECRET_FILE_PATTERNS: tuple[str, ...] = (
     "*.tfvars",
 )
 
+#: Endings of templates that document a credentials file without holding one (``.env.example``):
+#: these stay in, since a task that configures the project needs them.
+TEMPLATE_ENDINGS: tuple[str, ...] = (".example", ".sample", ".template", ".dist")
+
 _MATCHERS = [(pattern, re.compile(fnmatch.translate(pattern))) for pattern in SECRET_FILE_PATTERNS]
 _ANY = re.compile("|".join(f"(?:{fnmatch.translate(pattern)})" for pattern in SECRET_FILE_PATTERNS))
 
 
 def secret_pattern(path: str) -> str | None:
-    """The pattern of :data:`SECRET_FILE_PATTERNS` the file name of ``path`` matches, or None."""
+    """The pattern of :data:`SECRET_FILE_PATTERNS` the name of ``path`` matches, or None (never for a template)."""
     name = path.rstrip("/").rsplit("/", 1)[-1].lower()
-    if _ANY.match(name) is None:
+    if name.endswith(TEMPLATE_ENDINGS) or _ANY.match(name) is None:
         return None
     return next(pattern for pattern, matcher in _MATCHERS if matcher.match(name))
