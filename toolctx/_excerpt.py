@@ -16,9 +16,14 @@ import errno
 import os
 import stat
 
+import orjson
 from pydantic import BaseModel, Field
 
-__all__ = ["SHOW_BYTES", "ContextExcerpt", "file_size", "read_excerpt"]
+from toolctx.errors import NotFoundError
+from toolctx.models import ContextPointer, StoredContext
+from toolctx.sessions import read_session_context, session_pointers
+
+__all__ = ["SHOW_BYTES", "ContextExcerpt", "document_size", "excerpt_of", "file_size", "locate", "read_excerpt"]
 
 SHOW_BYTES = 1 << 20
 """Bytes of a stored context shown at once (1 MiB): a larger one is shown in parts."""
@@ -45,6 +50,63 @@ class ContextExcerpt(BaseModel):
     def left_out(self) -> int:
         """Bytes of the document outside this window."""
         return self.size - (self.end - self.offset)
+
+
+def locate(
+    session_id: str, context_id: str, context_dir: str | os.PathLike[str] | None
+) -> ContextPointer | StoredContext:
+    """The manifest's pointer to a stored context with a file of its own; any other context, read (it is small).
+
+    Raises what :func:`~toolctx.sessions.read_session_context` raises for an unknown
+    session, or a malformed or unknown context id, without reading any context's file.
+    """
+    wanted = context_id.removeprefix("ctx:")
+    for pointer in session_pointers(session_id, context_dir):
+        if pointer.id == wanted and pointer.filepath is not None:
+            return pointer
+    # Not listed with a file: read_session_context names what is wrong (a malformed or unknown id),
+    # and reads a context kept without a file of its own.
+    return read_session_context(session_id, context_id, context_dir)
+
+
+def excerpt_of(found: ContextPointer | StoredContext, offset: int, length: int) -> ContextExcerpt:
+    """The window ``offset``, ``length`` of the stored document of what :func:`locate` found.
+
+    Raises :class:`~toolctx.errors.NotFoundError` if its file cannot be read.
+    """
+    if isinstance(found, ContextPointer):
+        try:
+            return read_excerpt(str(found.filepath), found.session_id, found.id, offset, length)
+        except OSError as exc:
+            raise _unreadable(found, exc) from None
+    document = orjson.dumps(found.model_dump(mode="json"))
+    start = min(offset, len(document))
+    window = document[start : start + length]
+    end = start + len(window)
+    return ContextExcerpt(
+        session_id=found.session_id,
+        context_id=found.id,
+        offset=start,
+        end=end,
+        size=len(document),
+        text=window.decode("utf-8", errors="replace"),
+        next_offset=end if end < len(document) else None,
+    )
+
+
+def document_size(found: ContextPointer) -> int:
+    """Bytes of the stored document a pointer names; :class:`~toolctx.errors.NotFoundError` if it cannot be read."""
+    try:
+        return file_size(str(found.filepath))
+    except OSError as exc:
+        raise _unreadable(found, exc) from None
+
+
+def _unreadable(found: ContextPointer, exc: OSError) -> NotFoundError:
+    return NotFoundError(
+        f"context {found.id!r} of session {found.session_id!r} is listed but its file cannot be read: "
+        f"{exc.strerror or exc}"
+    )
 
 
 def file_size(path: str) -> int:

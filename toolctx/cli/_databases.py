@@ -68,15 +68,15 @@ def check_sqlite_file(path: Path) -> None:
     try:
         mode = os.stat(path).st_mode  # (a link to a database file is fine: SQLite opens what it points at)
     except FileNotFoundError:
-        raise NotFoundError(f"no memory database at {shown!r}; pass --db or set $TOOLCTX_MEMORY_URL") from None
+        raise NotFoundError(f"no memory database at '{shown}'; pass --db or set $TOOLCTX_MEMORY_URL") from None
     except OSError as exc:
         raise CommandRefused(
-            f"cannot reach the memory database {shown!r}: {exc.strerror}; {_WHAT_TO_PASS}", _FAILED
+            f"cannot reach the memory database '{shown}': {exc.strerror}; {_WHAT_TO_PASS}", _FAILED
         ) from None
     if stat.S_ISDIR(mode):
-        raise CommandRefused(f"--db {shown!r} is a folder, not a database file; pass the file inside it", _BAD_VALUE)
+        raise CommandRefused(f"--db '{shown}' is a folder, not a database file; pass the file inside it", _BAD_VALUE)
     if not stat.S_ISREG(mode):
-        raise CommandRefused(f"--db {shown!r} is a {_kind(mode)}, not a database file; {_WHAT_TO_PASS}", _BAD_VALUE)
+        raise CommandRefused(f"--db '{shown}' is a {_kind(mode)}, not a database file; {_WHAT_TO_PASS}", _BAD_VALUE)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
         try:
@@ -85,18 +85,18 @@ def check_sqlite_file(path: Path) -> None:
             os.close(fd)
     except OSError as exc:
         raise CommandRefused(
-            f"cannot read the memory database {shown!r}: {exc.strerror}; run as a user who may read it, or fix "
+            f"cannot read the memory database '{shown}': {exc.strerror}; run as a user who may read it, or fix "
             "its permissions",
             _FAILED,
         ) from None
     if not header:
-        raise CommandRefused(f"{shown!r} is an empty file, not a toolctx memory; {_WHAT_TO_PASS}", _BAD_VALUE)
+        raise CommandRefused(f"'{shown}' is an empty file, not a toolctx memory; {_WHAT_TO_PASS}", _BAD_VALUE)
     if not header.startswith(_SQLITE_HEADER):
         raise CommandRefused(
-            f"{shown!r} is not a SQLite database (it starts {visible(repr(header[:16]))}); {_WHAT_TO_PASS}", _BAD_VALUE
+            f"'{shown}' is not a SQLite database (it starts {visible(repr(header[:16]))}); {_WHAT_TO_PASS}", _BAD_VALUE
         )
     if len(header) < 100:
-        raise CommandRefused(f"{shown!r} is a truncated SQLite file ({len(header)} bytes); {_WHAT_TO_PASS}", _BAD_VALUE)
+        raise CommandRefused(f"'{shown}' is a truncated SQLite file ({len(header)} bytes); {_WHAT_TO_PASS}", _BAD_VALUE)
 
 
 def _message_of(exc: BaseException) -> str:
@@ -110,12 +110,17 @@ def explain_database_error(exc: BaseException, shown: str) -> CommandRefused | N
     None for an error that is not the database's (so it is not dressed up as one).
     """
     try:
-        from sqlalchemy.exc import DBAPIError
+        from sqlalchemy.exc import DBAPIError, InvalidRequestError
         from sqlalchemy.exc import TimeoutError as PoolTimeoutError
     except ImportError:  # pragma: no cover - without SQLAlchemy no command reaches a database
         return None
     if isinstance(exc, PoolTimeoutError):
-        return CommandRefused(f"the memory database {shown!r} is busy; retry shortly", _BUSY)
+        return CommandRefused(f"the memory database '{shown}' is busy; retry shortly", _BUSY)
+    if isinstance(exc, InvalidRequestError):  # (rows toolctx's tables always have are missing)
+        return CommandRefused(
+            f"'{shown}' is not a toolctx memory database of this version ({visible(str(exc))}); {_WHAT_TO_PASS}",
+            _BAD_VALUE,
+        )
     if not isinstance(exc, DBAPIError):
         return None
     text = _message_of(exc)
@@ -123,22 +128,22 @@ def explain_database_error(exc: BaseException, shown: str) -> CommandRefused | N
     code = str(getattr(getattr(exc, "orig", None), "sqlstate", "") or "")
     if "no such table" in lowered or "no such column" in lowered or code in ("42P01", "42703"):
         return CommandRefused(
-            f"{shown!r} is not a toolctx memory database of this version ({visible(text)}); {_WHAT_TO_PASS}",
+            f"'{shown}' is not a toolctx memory database of this version ({visible(text)}); {_WHAT_TO_PASS}",
             _BAD_VALUE,
         )
     if "not a database" in lowered or "malformed" in lowered or "disk image" in lowered:
-        return CommandRefused(f"{shown!r} is damaged or not a database ({visible(text)}); {_WHAT_TO_PASS}", _BAD_VALUE)
+        return CommandRefused(f"'{shown}' is damaged or not a database ({visible(text)}); {_WHAT_TO_PASS}", _BAD_VALUE)
     if "readonly" in lowered or "read-only" in lowered or code == "25006":
-        return CommandRefused(f"the memory database {shown!r} cannot be written ({visible(text)})", _FAILED)
+        return CommandRefused(f"the memory database '{shown}' cannot be written ({visible(text)})", _FAILED)
     if "unable to open" in lowered:
-        return CommandRefused(f"cannot open the memory database {shown!r} ({visible(text)})", _FAILED)
+        return CommandRefused(f"cannot open the memory database '{shown}' ({visible(text)})", _FAILED)
     if "locked" in lowered or "busy" in lowered or isinstance(exc.orig, OSError) or exc.connection_invalidated:
-        return CommandRefused(f"the memory database {shown!r} is busy or unreachable; retry shortly", _BUSY)
+        return CommandRefused(f"the memory database '{shown}' is busy or unreachable; retry shortly", _BUSY)
     if type(exc).__name__ == "OperationalError":
         return CommandRefused(
-            f"the memory database {shown!r} is busy or unreachable; retry shortly ({visible(text)})", _BUSY
+            f"the memory database '{shown}' is busy or unreachable; retry shortly ({visible(text)})", _BUSY
         )
-    return CommandRefused(f"reading the memory database {shown!r} failed: {visible(text)}", _FAILED)
+    return CommandRefused(f"reading the memory database '{shown}' failed: {visible(text)}", _FAILED)
 
 
 def _looked_at(url: str) -> tuple[Any, str]:
@@ -183,7 +188,9 @@ def open_memory(db: str | None, *, write: bool = False) -> Iterator[Any]:
         engine = open_database(parsed, "memory stores", read_only=True, busy_timeout=BUSY_SECONDS, connect_timeout=10)
         engines.append(engine)
         with MemoryStore(engine) as looking:
-            looking.revision()  # (reads toolctx's table: another database's tables end here)
+            # Toolctx's tables, read: another application's database ends here, with nothing written.
+            looking.revision()
+            looking.agents()
             if not write:
                 yield looking
                 return

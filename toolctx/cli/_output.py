@@ -87,16 +87,16 @@ def sessions_folder(context_dir: Path | None) -> Path | None:
         mode = os.stat(context_dir).st_mode
     except FileNotFoundError:
         raise NotFoundError(
-            f"no folder at --context-dir {shown!r}; pass the folder the sessions are kept in "
+            f"no folder at --context-dir '{shown}'; pass the folder the sessions are kept in "
             "(by default ~/.agent/context)"
         ) from None
     except OSError as exc:
-        raise CommandRefused(f"cannot reach --context-dir {shown!r}: {exc.strerror}", FAILED) from None
+        raise CommandRefused(f"cannot reach --context-dir '{shown}': {exc.strerror}", FAILED) from None
     if not stat.S_ISDIR(mode):
-        raise ConfigError(f"--context-dir {shown!r} is not a folder; pass the folder the sessions are kept in")
+        raise ConfigError(f"--context-dir '{shown}' is not a folder; pass the folder the sessions are kept in")
     if not os.access(context_dir, os.R_OK | os.X_OK):
         raise CommandRefused(
-            f"cannot read --context-dir {shown!r} (permission denied); run as a user who may read it", FAILED
+            f"cannot read --context-dir '{shown}' (permission denied); run as a user who may read it", FAILED
         )
     return context_dir
 

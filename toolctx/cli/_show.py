@@ -15,23 +15,12 @@ from pathlib import Path
 import orjson
 from rich.text import Text
 
-from toolctx._excerpt import ContextExcerpt, file_size, read_excerpt
+from toolctx._excerpt import ContextExcerpt, document_size, excerpt_of, locate
 from toolctx.cli._output import emit_json, out, visible
 from toolctx.models import ContextPointer, StoredContext
-from toolctx.sessions import read_session_context, session_pointers
+from toolctx.sessions import read_session_context
 
 __all__ = ["show_context"]
-
-
-def _pointer(session_id: str, context_id: str, folder: Path | None) -> ContextPointer | StoredContext:
-    """The manifest's pointer to the context; a context with no file of its own is read (it is small)."""
-    wanted = context_id.removeprefix("ctx:")
-    for pointer in session_pointers(session_id, folder):
-        if pointer.id == wanted and pointer.filepath is not None:
-            return pointer
-    # Not listed with a file: read_session_context names what is wrong (a malformed or unknown id),
-    # and reads a context kept without a file of its own.
-    return read_session_context(session_id, context_id, folder)
 
 
 def _describe(call: ContextPointer | StoredContext) -> list[str]:
@@ -84,11 +73,10 @@ def show_context(
     length: int,
 ) -> None:
     """Print one stored context: whole if small or ``full``, else the window ``offset``, ``length`` of it."""
-    found = read_session_context(session_id, context_id, folder) if full else _pointer(session_id, context_id, folder)
+    found = read_session_context(session_id, context_id, folder) if full else locate(session_id, context_id, folder)
     if isinstance(found, ContextPointer):
-        path = str(found.filepath)
-        if offset is not None or file_size(path) > length:
-            excerpt = read_excerpt(path, found.session_id, found.id, offset or 0, length)
+        if offset is not None or document_size(found) > length:
+            excerpt = excerpt_of(found, offset or 0, length)
             _print(excerpt, _part(found, excerpt), json=json, pager=pager)
             return
         found = read_session_context(session_id, found.id, folder)
