@@ -191,14 +191,16 @@ MEMORY_FILES: list[Builder] = [
     _from_memory("garbled.db", _garbled),
     _from_memory("header-garbled.db", lambda data: b"SQLite format 3\x00" + bytes(84) + data[100:]),
     _sqlite("empty-sqlite.db", "PRAGMA user_version = 1"),
-    _sqlite("other-app.db", "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)", "INSERT INTO users VALUES (1, 'a')"),
+    _sqlite(
+        "other-app.db", "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)", "INSERT INTO users VALUES (1, 'x')"
+    ),
     _sqlite("same-names.db", "CREATE TABLE context_agents (x)", "CREATE TABLE context_items (y)"),
     _sqlite("meta-only.db", "CREATE TABLE context_meta (key TEXT PRIMARY KEY, value INTEGER)"),
     _sqlite("a-view.db", "CREATE TABLE t (a)", "CREATE VIEW context_meta AS SELECT 1 AS key, 2 AS value"),
     _sqlite("wal-foreign.db", "PRAGMA journal_mode=WAL", "CREATE TABLE orders (id INTEGER)"),
     _altered_memory("no-items-table.db", "DROP TABLE context_items"),
     _altered_memory("no-meta-table.db", "DROP TABLE context_meta"),
-    _altered_memory("old-layout.db", "ALTER TABLE context_agents DROP COLUMN steps"),
+    _write("page.html", b"<html><script>alert(1)</script></html>"),
     _altered_memory("renamed.db", "ALTER TABLE context_agents RENAME TO agents_of_another_app"),
     session_index,
     newer_session_index,
