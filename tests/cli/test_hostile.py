@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from tests.conftest import files_under, new_postgres_database
 from toolctx import session
 from toolctx.cli._app import app
 from toolctx.cli._text import visible
+from toolctx.memory import MemoryStore
 
 runner = CliRunner()
 
@@ -237,3 +240,51 @@ def test_a_huge_checkpoint_id_or_limit_is_a_message(tmp_path: Path) -> None:
         assert result.exception is None or isinstance(result.exception, SystemExit), (command, repr(result.exception))
         assert result.exit_code in (0, 2, 3), (command, result.output)
         assert "Traceback" not in result.output
+
+
+UNPRIVILEGED = """
+import os, sys
+from toolctx.cli._app import app
+import sqlite3, sqlalchemy.dialects.sqlite, toolctx.memory  # (loaded before the user who may not read them)
+if os.geteuid() == 0:
+    os.setgid(65534)
+    os.setuid(65534)  # nobody: root would read the file whatever its mode
+sys.argv = ["toolctx", *sys.argv[1:]]
+app()
+"""
+
+
+def test_a_file_or_folder_this_user_may_not_read_is_refused_by_name(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    path = toolctx_memory(tmp_path)
+    path.chmod(0)
+    folder = tmp_path / "sessions"
+    folder.mkdir(mode=0)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for args, naming in (
+        (["memory", "agents", "--db", str(path)], str(path)),
+        (["ls", "--context-dir", str(folder)], str(folder)),
+    ):
+        result = subprocess.run(
+            [sys.executable, "-c", UNPRIVILEGED, *args], capture_output=True, text=True, env=env, check=False
+        )
+        assert result.returncode == 1, result.stderr
+        assert "Traceback" not in result.stderr
+        [line] = result.stderr.strip().splitlines()
+        assert line.startswith(("error: cannot read", "error: cannot reach"))
+        assert naming in line
+        assert "permission denied" in line.lower()
+
+
+def test_a_toolctx_memory_on_postgresql_is_read_in_read_only_transactions(postgres_url: str) -> None:
+    url = new_postgres_database(postgres_url)
+    with MemoryStore(url) as store:
+        store.agent("worker").save("TASK", "Add retries to the uploader")
+        revision = store.revision()
+    result = run("memory", "items", "worker", "--db", url)
+    assert result.exit_code == 0, result.output
+    assert "Add retries to the uploader" in result.stdout
+    saved = run("memory", "flash-save", "worker", "--db", url)  # a writing command still writes
+    assert saved.exit_code == 0, saved.output
+    with MemoryStore(url) as store:
+        assert store.revision() > revision

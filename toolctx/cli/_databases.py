@@ -157,13 +157,13 @@ def _looked_at(url: str) -> tuple[Any, str]:
         parsed = make_url(url)
     except ArgumentError:
         raise ConfigError(
-            f"--db {visible(url)!r:.200} is not a database URL; use sqlite:///path.db or postgresql://user@host/db"
+            f"--db '{visible(url)[:200]}' is not a database URL; use sqlite:///path.db or postgresql://user@host/db"
         ) from None
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         database = parsed.database or ""
         if database in ("", ":memory:") or str(parsed.query.get("uri", "")).lower() in ("true", "1"):
-            raise ConfigError(f"--db {visible(url)!r:.200} is not a database file; pass sqlite:///path.db")
+            raise ConfigError(f"--db '{visible(url)[:200]}' is not a database file; pass sqlite:///path.db")
         check_sqlite_file(Path(database).expanduser())
         return parsed, visible(str(Path(database).expanduser()))
     return parsed, visible(parsed.render_as_string(hide_password=True))
