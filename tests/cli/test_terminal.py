@@ -13,6 +13,7 @@ import select
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 from pathlib import Path
 
@@ -134,20 +135,30 @@ def test_json_for_scripts_carries_the_stored_text_exactly_with_nothing_raw(hosti
     assert pointers[0]["tool_name"] == f"search{CLEAR}"
 
 
+MEASURED = """
+import sys
+from toolctx.cli import main
+
+peak, sys.argv = sys.argv[1], ["toolctx", *sys.argv[2:]]
+try:
+    main()
+finally:  # VmHWM: the most memory this process held since it started (not what its parent held)
+    with open("/proc/self/status") as status, open(peak, "w") as out:
+        out.write(next(line for line in status if line.startswith("VmHWM")).split()[1])
+"""
+
+
 def run_measured(*args: str) -> tuple[int, bytes, int]:
-    """Run ``toolctx ARGS``; its exit code, stdout, and the most memory it held (bytes)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "toolctx.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=environment(),
-    )
-    assert process.stdout is not None
-    with process.stdout:
-        output = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, output, usage.ru_maxrss * 1024
+    """Run ``toolctx ARGS``; its exit code, output, and the most memory it held (bytes)."""
+    with tempfile.NamedTemporaryFile() as peak:
+        result = subprocess.run(
+            [sys.executable, "-c", MEASURED, peak.name, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=environment(),
+            check=False,
+        )
+        return result.returncode, result.stdout, int(Path(peak.name).read_text()) * 1024
 
 
 def test_a_two_gigabyte_context_is_shown_in_parts_without_reading_it(context_dir: Path) -> None:
