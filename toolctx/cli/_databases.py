@@ -42,9 +42,10 @@ _FAILED, _BAD_VALUE, _BUSY = 1, 2, 4
 class CommandRefused(Exception):
     """A command cannot go on with what it was given: ``str(exc)`` says why and what to do, ``code`` the exit code."""
 
-    def __init__(self, message: str, code: int) -> None:
+    def __init__(self, message: str, code: int, *, older_layout: bool = False) -> None:
         super().__init__(message)
         self.code = code
+        self.older_layout = older_layout  # (toolctx's tables, missing a column a newer toolctx added)
 
 
 def _memory_url(db: str | None) -> str:
@@ -110,7 +111,7 @@ def explain_database_error(exc: BaseException, shown: str) -> CommandRefused | N
     None for an error that is not the database's (so it is not dressed up as one).
     """
     try:
-        from sqlalchemy.exc import DBAPIError, InvalidRequestError
+        from sqlalchemy.exc import DBAPIError, InvalidRequestError, OperationalError
         from sqlalchemy.exc import TimeoutError as PoolTimeoutError
     except ImportError:  # pragma: no cover - without SQLAlchemy no command reaches a database
         return None
@@ -126,7 +127,14 @@ def explain_database_error(exc: BaseException, shown: str) -> CommandRefused | N
     text = _message_of(exc)
     lowered = text.lower()
     code = str(getattr(getattr(exc, "orig", None), "sqlstate", "") or "")
-    if "no such table" in lowered or "no such column" in lowered or code in ("42P01", "42703"):
+    if "no such column" in lowered or code == "42703":
+        return CommandRefused(
+            f"'{shown}' holds a toolctx memory of an older layout ({visible(text)}); `toolctx serve --db` on it, "
+            "or any MemoryStore opened on it, brings it up to date",
+            _BAD_VALUE,
+            older_layout=True,
+        )
+    if "no such table" in lowered or code == "42P01":
         return CommandRefused(
             f"'{shown}' is not a toolctx memory database of this version ({visible(text)}); {_WHAT_TO_PASS}",
             _BAD_VALUE,
@@ -139,7 +147,7 @@ def explain_database_error(exc: BaseException, shown: str) -> CommandRefused | N
         return CommandRefused(f"cannot open the memory database '{shown}' ({visible(text)})", _FAILED)
     if "locked" in lowered or "busy" in lowered or isinstance(exc.orig, OSError) or exc.connection_invalidated:
         return CommandRefused(f"the memory database '{shown}' is busy or unreachable; retry shortly", _BUSY)
-    if type(exc).__name__ == "OperationalError":
+    if isinstance(exc, OperationalError):
         return CommandRefused(
             f"the memory database '{shown}' is busy or unreachable; retry shortly ({visible(text)})", _BUSY
         )
@@ -227,5 +235,9 @@ def check_existing_memory(db: str | None) -> None:
         return
     if not os.path.lexists(Path(parsed.database).expanduser()):
         return
-    with open_memory(url):
-        pass
+    try:
+        with open_memory(url):
+            pass
+    except CommandRefused as refused:
+        if not refused.older_layout:  # (an older layout of toolctx's own is what serving brings up to date)
+            raise
