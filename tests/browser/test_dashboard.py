@@ -140,3 +140,52 @@ def test_with_a_token_the_browser_signs_in_once_and_goes_live(page: Any, memory:
         assert page.url == f"{base}/"  # the token left the address bar
         page.wait_for_selector("#live[data-state=live]")
         page.wait_for_selector('#agent-list li[data-agent="worker"]')
+
+
+HOSTILE = '<img src=x id=injected onerror="window.pwned=1"><b>bold</b>\x1b]0;pwned\x07\u202eevil'
+
+
+def test_stored_html_and_escape_sequences_show_as_text(page: Any, memory: MemoryStore, context_dir: Path) -> None:
+    with session(context_dir, session_id="hostile", keep=True, threshold=0) as s:
+        s.save_context("search", {"query": HOSTILE}, [HOSTILE])
+    memory.agent("intruder").save("TASK", HOSTILE)
+    with serving(create_app(memory, context_dir=context_dir, poll_interval=0.05)) as base:
+        page.goto(f"{base}/#agent=intruder")
+        page.wait_for_selector("#item-list tbody tr")
+        content = page.inner_text("#item-list tbody tr td.content")
+        assert '<img src=x id=injected onerror="window.pwned=1"><b>bold</b>' in content  # as text
+        assert "\\x1b]0;pwned\\x07\\u202eevil" in content  # control characters shown, not acted on
+        page.click("#tab-sessions")
+        page.click('#session-list li[data-session="hostile"] button')
+        page.wait_for_selector("#context-list tbody tr")
+        assert "<b>bold</b>" in page.inner_text("#context-list tbody tr td.content")
+        page.click("#context-list tbody tr")
+        page.wait_for_selector("#context-view:not([hidden])")
+        view = page.inner_text("#context-view")
+        assert "<b>bold</b>" in view
+        assert "\\u202eevil" in view
+        assert page.is_hidden("#context-more")  # a small context is shown whole
+        assert page.evaluate("document.querySelectorAll('#injected, main b').length") == 0
+        assert page.evaluate("window.pwned") is None
+        shown = page.evaluate("document.body.innerText")
+        for raw in ("\x1b", "\x07", "\u202e"):
+            assert raw not in shown
+
+
+def test_a_large_context_is_shown_in_parts(page: Any, memory: MemoryStore, context_dir: Path) -> None:
+    with session(context_dir, session_id="large", keep=True, threshold=0) as s:
+        s.save_context("dump", {"table": "events"}, "row " * 400_000)  # 1.6 MB stored
+    with serving(create_app(memory, context_dir=context_dir, poll_interval=0.05)) as base:
+        page.goto(base)
+        page.click("#tab-sessions")
+        page.click('#session-list li[data-session="large"] button')
+        page.click("#context-list tbody tr")
+        page.wait_for_selector("#context-more:not([hidden])")
+        size = page.evaluate("document.getElementById('context-left-out').textContent")
+        assert size.startswith("bytes 0 to 1,048,576 of 1,6")
+        assert "--full" in size
+        assert len(page.inner_text("#context-view")) <= 1 << 20
+        page.click("#context-next")
+        page.wait_for_function("document.getElementById('context-left-out').textContent.startsWith('bytes 1,048,576')")
+        assert page.is_hidden("#context-next")  # the last part
+        assert page.inner_text("#context-view").rstrip().endswith('row "}')

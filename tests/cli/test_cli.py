@@ -121,9 +121,9 @@ def test_a_folder_toolctx_did_not_create_is_neither_listed_nor_read(context_dir:
     code, _, err = invoke("ls", "users-folder", "--context-dir", str(context_dir))
     assert code == 3
     assert "users-folder" in err
-    code, out, _ = invoke("ls", "--context-dir", str(context_dir / "absent"))
-    assert code == 0
-    assert "no sessions" in out
+    code, out, err = invoke("ls", "--context-dir", str(context_dir / "absent"))
+    assert (code, out) == (3, "")  # a folder named that does not exist is a mistake, not an empty listing
+    assert f"no folder at --context-dir {str(context_dir / 'absent')!r}" in err
 
 
 def test_gc_removes_the_folder_of_a_crashed_process_and_dry_run_only_names_it(context_dir: Path, kept: str) -> None:

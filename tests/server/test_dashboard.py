@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import socket
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -186,3 +187,54 @@ def test_the_live_feed_checks_token_host_and_origin(memory: MemoryStore) -> None
         own_origin = base  # a page of this very server
         with connect(url, additional_headers={**bearer, "Origin": own_origin}, origin=None) as ws:
             assert _next(ws)["event"] == "hello"
+
+
+def test_a_stored_context_is_read_in_bounded_parts(memory: MemoryStore, context_dir: Path, kept: str) -> None:
+    with TestClient(create_app(memory, context_dir=context_dir), base_url="http://localhost") as client:
+        [pointer] = client.get(f"/api/sessions/{kept}/contexts").json()
+        base = f"/api/sessions/{kept}/contexts/{pointer['id']}"
+        whole = client.get(f"{base}/excerpt").json()
+        assert (whole["offset"], whole["next_offset"]) == (0, None)
+        assert orjson.loads(whole["text"])["result"] == ["uploader.py"]  # a small context comes whole
+        first = client.get(f"{base}/excerpt", params={"length": 10}).json()
+        second = client.get(f"{base}/excerpt", params={"offset": first["next_offset"], "length": 10}).json()
+        assert (first["end"], second["offset"], second["end"]) == (10, 10, 20)
+        assert first["text"] + second["text"] == whole["text"][:20]
+        assert client.get(f"{base}/excerpt", params={"offset": -1}).status_code == 422
+        assert client.get(f"{base}/excerpt", params={"length": 1 << 30}).status_code == 422
+        assert client.get(f"/api/sessions/{kept}/contexts/abcdef00/excerpt").status_code == 404
+
+
+def test_a_two_gigabyte_context_is_never_read_whole(memory: MemoryStore, context_dir: Path) -> None:
+    with session(context_dir, session_id="big", keep=True, threshold=0) as s:
+        s.save_context("dump", {"table": "events"}, "row " * 300_000)
+    [stored] = [p for p in (context_dir / "big").iterdir() if p.name.startswith("dump_")]
+    with stored.open("r+b") as handle:
+        handle.truncate(2 << 30)  # sparse: made at once
+    context_id = stored.stem.rpartition("_")[2]
+    with TestClient(create_app(memory, context_dir=context_dir), base_url="http://localhost") as client:
+        tracemalloc.start()
+        try:
+            part = client.get(f"/api/sessions/big/contexts/{context_id}/excerpt").json()
+            refused = client.get(f"/api/sessions/big/contexts/{context_id}")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert (part["offset"], part["end"], part["size"], part["next_offset"]) == (0, 1 << 20, 2 << 30, 1 << 20)
+    assert part["text"].startswith('{"format"')
+    assert refused.status_code == 422
+    assert f"/api/sessions/big/contexts/{context_id}/excerpt?offset=0" in refused.json()["detail"]
+    assert peak < 64 << 20  # a 2 GiB read would hold 2 GiB
+
+
+def test_stored_text_comes_as_stored_and_the_page_sets_it_as_text_only(memory: MemoryStore, context_dir: Path) -> None:
+    hostile = '<img src=x onerror="alert(1)">\x1b]0;pwned\x07\u202e'
+    with session(context_dir, session_id="hostile", keep=True, threshold=0) as s:
+        s.save_context("search", {"query": hostile}, [hostile])
+    with TestClient(create_app(memory, context_dir=context_dir), base_url="http://localhost") as client:
+        [pointer] = client.get("/api/sessions/hostile/contexts").json()
+        assert pointer["args"] == {"query": hostile}  # the API carries the value exactly; the page escapes it
+        script = client.get("/static/dashboard.js").text
+    assert "innerHTML" not in script
+    assert "insertAdjacentHTML" not in script
+    assert "document.write" not in script

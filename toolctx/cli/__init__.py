@@ -6,7 +6,7 @@ Install with ``pip install 'toolctx[cli]'`` (``toolctx[cli,server]`` for ``toolc
 command                  what it does
 =======================  ==============================================================
 ``toolctx ls [ID]``      kept sessions; with an id, the contexts that session stored
-``toolctx show ID C``    one stored context in full, through a pager on a terminal
+``toolctx show ID C``    one stored context, through a pager; a large one in parts
 ``toolctx stats``        totals of the context directory (and of a memory with --db)
 ``toolctx gc``           remove orphaned session folders (``--dry-run`` to look)
 ``toolctx memory ...``   agents, items by tier, checkpoints, flash save, restore, diff
@@ -14,8 +14,13 @@ command                  what it does
 =======================  ==============================================================
 
 Every command takes ``--json`` for scripts. Exit codes: 0 done, 1 failed, 2 a bad
-value or usage, 3 nothing by that name (session, context, agent, checkpoint, or a
+value or usage (a database that is not a toolctx memory, a file where a folder is
+expected), 3 nothing by that name (session, context, agent, checkpoint, folder, or a
 memory database), 4 the memory database is busy or unreachable.
+
+Stored text (arguments, results, errors, memory items) is printed with control
+characters and direction overrides as escapes (``\\x1b``, ``\\u202e``), never as
+markup; commands that look open the memory database read-only and create nothing.
 """
 
 from __future__ import annotations

@@ -6,11 +6,12 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
-import orjson
 import typer
 
 import toolctx
 from toolctx._defaults import DEFAULT_MAX_BODY_BYTES
+from toolctx._excerpt import SHOW_BYTES
+from toolctx.cli._databases import check_existing_memory
 from toolctx.cli._memory import memory_app
 from toolctx.cli._output import (
     BAD_VALUE,
@@ -22,10 +23,13 @@ from toolctx.cli._output import (
     guarded,
     open_memory,
     out,
+    plain,
+    sessions_folder,
     table,
 )
+from toolctx.cli._show import show_context
 from toolctx.errors import ConfigError
-from toolctx.sessions import list_sessions, read_session_context, session_pointers
+from toolctx.sessions import list_sessions, session_pointers
 
 __all__ = ["app"]
 
@@ -65,6 +69,7 @@ def ls(
     json: JsonOption = False,
 ) -> None:
     """List the session folders (kept, in use, orphaned), or with an id the contexts one session stored."""
+    context_dir = sessions_folder(context_dir)
     if session_id is None:
         sessions = list_sessions(context_dir)
         if json:
@@ -95,36 +100,38 @@ def show(
     context_dir: ContextDirOption = None,
     json: JsonOption = False,
     pager: Annotated[bool, typer.Option(help="Page the output on a terminal.")] = True,
+    full: Annotated[bool, typer.Option("--full", help="Read and print the context whole, however large.")] = False,
+    offset: Annotated[
+        int | None,
+        typer.Option(
+            min=0, help="Print the stored document from this byte on (see the last line of a part).", show_default=False
+        ),
+    ] = None,
+    length: Annotated[int, typer.Option(min=1, help="Bytes printed at most, without --full.")] = SHOW_BYTES,
 ) -> None:
-    """Print one stored context in full: the call, its arguments, and its result or error."""
-    context = read_session_context(session_id, context_id, context_dir)
-    if json:
-        emit_json(context)
-        return
-    body = orjson.dumps(context.result, option=orjson.OPT_INDENT_2).decode()
-    lines = [
-        f"{context.tool_name}: {context.tool_description}",
-        f"id {context.id}   session {context.session_id}   at {context.timestamp:%Y-%m-%d %H:%M:%S} UTC",
-        "arguments: " + orjson.dumps(context.args).decode(),
-    ]
-    if context.error is not None:
-        lines.append(f"error: {context.error.type}: {context.error.message}")
-    if context.notes:
-        lines.append("notes: " + ", ".join(context.notes))
-    lines += ["", body]
-    text = "\n".join(lines)
-    if pager and out.is_terminal:
-        with out.pager():
-            out.print(text, markup=False)
-    else:
-        out.print(text, markup=False)
+    """Print one stored context: the call, its arguments, and its result or error.
+
+    A context over --length bytes is printed in parts: the first part, and a line saying
+    how much was left out and how to read on (--offset) or read it whole (--full). With
+    --json such a part is {session_id, context_id, offset, end, size, text, next_offset}.
+    """
+    show_context(
+        session_id,
+        context_id,
+        sessions_folder(context_dir),
+        json=json,
+        pager=pager,
+        full=full,
+        offset=offset,
+        length=length,
+    )
 
 
 @app.command("stats")
 @guarded
 def stats(context_dir: ContextDirOption = None, db: DbOption = None, json: JsonOption = False) -> None:
     """Totals of the context folder by session state; with --db, of every agent's memory too."""
-    sessions = list_sessions(context_dir)
+    sessions = list_sessions(sessions_folder(context_dir))
     by_state: dict[str, dict[str, int]] = {}
     for s in sessions:
         entry = by_state.setdefault(s.state, {"sessions": 0, "contexts": 0, "bytes": 0, "tokens": 0})
@@ -173,13 +180,15 @@ def gc(
     json: JsonOption = False,
 ) -> None:
     """Remove the folders of sessions whose process died (only files toolctx wrote are deleted)."""
-    removed = toolctx.gc(context_dir, older_than=_seconds(older_than), include_kept=include_kept, dry_run=dry_run)
+    removed = toolctx.gc(
+        sessions_folder(context_dir), older_than=_seconds(older_than), include_kept=include_kept, dry_run=dry_run
+    )
     if json:
         emit_json({"dry_run": dry_run, "removed": [str(p) for p in removed]})
         return
     verb = "would remove" if dry_run else "removed"
     for path in removed:
-        out.print(f"{verb} {path}", markup=False)
+        out.print(plain(f"{verb} {path}"))
     out.print(f"{verb} {len(removed)} session folder{'' if len(removed) == 1 else 's'}")
 
 
@@ -206,6 +215,7 @@ def serve(
     ] = DEFAULT_MAX_BODY_BYTES,
 ) -> None:
     """Serve the HTTP API and the live dashboard (http://127.0.0.1:8765/ by default)."""
+    check_existing_memory(db)  # (a missing file is created; another application's database is refused)
     try:
         from toolctx.server import ServeOptions
         from toolctx.server import serve as serve_until_stopped
@@ -220,6 +230,6 @@ def serve(
         allow_hosts=allow_host or [],
         max_body_bytes=max_body_bytes,
     )
-    code = serve_until_stopped(options, announce=lambda text: out.print(text, markup=False))
+    code = serve_until_stopped(options, announce=lambda text: out.print(plain(text, lines=True)))
     if code:
         raise typer.Exit(BAD_VALUE)

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from toolctx.cli._output import DbOption, JsonOption, emit_json, guarded, open_memory, out, table
+from toolctx.cli._output import DbOption, JsonOption, emit_json, guarded, open_memory, out, plain, table, visible
 from toolctx.errors import ConfigError
 
 __all__ = ["memory_app"]
@@ -84,7 +84,7 @@ def items(
         columns = ["id", "type", "score", "tokens", "accesses", "", "content"]
         out.print(table(f"{name} ({len(group)})", columns, rows))
     if not found:
-        out.print(f"agent {agent_id!r} has no {'' if tier is None else tier.upper() + ' '}items", markup=False)
+        out.print(plain(f"agent {agent_id!r} has no {'' if tier is None else tier.upper() + ' '}items"))
 
 
 def _flags(item: Any) -> str:
@@ -92,7 +92,7 @@ def _flags(item: Any) -> str:
 
 
 def _line(text: str, width: int = 80) -> str:
-    first = " ".join(text.split())
+    first = visible(" ".join(text.split()))
     return first if len(first) <= width else first[: width - 1] + "…"
 
 
@@ -114,7 +114,7 @@ def checkpoints(agent_id: AgentArgument, db: DbOption = None, json: JsonOption =
 @guarded
 def flash_save(agent_id: AgentArgument, db: DbOption = None, json: JsonOption = False) -> None:
     """Checkpoint the working set's HOT and WARM items, archive COLD ones, keep HOT loaded."""
-    with open_memory(db) as store:
+    with open_memory(db, write=True) as store:
         result = _agent(store, agent_id).flash_save()
     if json:
         emit_json(result)
@@ -132,7 +132,7 @@ def restore(
     agent_id: AgentArgument, checkpoint_id: CheckpointArgument, db: DbOption = None, json: JsonOption = False
 ) -> None:
     """Make the agent's working set what a checkpoint recorded."""
-    with open_memory(db) as store:
+    with open_memory(db, write=True) as store:
         result = _agent(store, agent_id).restore(checkpoint_id)
     if json:
         emit_json(result)

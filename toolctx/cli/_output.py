@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
@@ -16,7 +16,10 @@ import typer
 from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from toolctx.cli._databases import CommandRefused, open_memory
+from toolctx.cli._text import plain, visible, visible_json
 from toolctx.errors import ConfigError, NotFoundError, SessionBusyError, SessionNotFoundError, StorageError
 
 __all__ = [
@@ -24,6 +27,7 @@ __all__ = [
     "BUSY",
     "FAILED",
     "NOT_FOUND",
+    "CommandRefused",
     "ContextDirOption",
     "DbOption",
     "JsonOption",
@@ -33,13 +37,17 @@ __all__ = [
     "guarded",
     "open_memory",
     "out",
+    "plain",
+    "sessions_folder",
     "table",
+    "visible",
 ]
 
 FAILED, BAD_VALUE, NOT_FOUND, BUSY = 1, 2, 3, 4
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# No highlighting and no :emoji: codes: what is printed is what was stored (see _text).
+out = Console(highlight=False, soft_wrap=True, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 ContextDirOption = Annotated[
@@ -65,28 +73,55 @@ R = TypeVar("R")
 
 
 def fail(message: str, code: int = FAILED) -> typer.Exit:
-    """Print ``message`` on stderr; the exception to raise to leave with ``code``."""
-    err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    """Print ``message`` on stderr, on one line and as plain text; the exception to raise to leave with ``code``."""
+    err.print(Text.assemble(("error:", "bold red"), " ", visible(message)), markup=False, highlight=False)
     return typer.Exit(code)
 
 
+def sessions_folder(context_dir: Path | None) -> Path | None:
+    """``--context-dir`` checked: a folder this process can read, or a message naming it and an exit code."""
+    if context_dir is None:
+        return None
+    shown = visible(str(context_dir))
+    try:
+        mode = os.stat(context_dir).st_mode
+    except FileNotFoundError:
+        raise NotFoundError(
+            f"no folder at --context-dir '{shown}'; pass the folder the sessions are kept in "
+            "(by default ~/.agent/context)"
+        ) from None
+    except OSError as exc:
+        raise CommandRefused(f"cannot reach --context-dir '{shown}': {exc.strerror}", FAILED) from None
+    if not stat.S_ISDIR(mode):
+        raise ConfigError(f"--context-dir '{shown}' is not a folder; pass the folder the sessions are kept in")
+    if not os.access(context_dir, os.R_OK | os.X_OK):
+        raise CommandRefused(
+            f"cannot read --context-dir '{shown}' (permission denied); run as a user who may read it", FAILED
+        )
+    return context_dir
+
+
 def _code_of(exc: BaseException) -> int | None:
+    if isinstance(exc, CommandRefused):
+        return exc.code
     if isinstance(exc, NotFoundError | SessionNotFoundError):
         return NOT_FOUND
     if isinstance(exc, ConfigError):
         return BAD_VALUE
     if isinstance(exc, SessionBusyError):
         return BUSY
-    if isinstance(exc, StorageError):
+    if isinstance(exc, StorageError | OSError):
         return FAILED
-    try:
-        from sqlalchemy.exc import OperationalError
-        from sqlalchemy.exc import TimeoutError as PoolTimeoutError
-    except ImportError:  # pragma: no cover - without the memory extra no command reaches a database
-        return None
-    if isinstance(exc, OperationalError | PoolTimeoutError):
-        return BUSY
     return None
+
+
+def _message_of(exc: BaseException) -> str:
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    if isinstance(exc, OSError) and exc.strerror and not isinstance(exc, StorageError):
+        where = f" {exc.filename!r}" if exc.filename is not None else ""
+        return f"cannot read{where}: {exc.strerror}"
+    return str(exc)
 
 
 def guarded(command: Callable[P, R]) -> Callable[P, R]:
@@ -102,10 +137,7 @@ def guarded(command: Callable[P, R]) -> Callable[P, R]:
             code = _code_of(exc)
             if code is None:
                 raise
-            text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-            if code == BUSY and not isinstance(exc, SessionBusyError):
-                text = f"the memory database is busy or unreachable; retry shortly ({type(exc).__name__})"
-            raise fail(text.replace("[", "\\["), code) from None
+            raise fail(_message_of(exc), code) from None
 
     return run
 
@@ -120,13 +152,14 @@ def _default(value: Any) -> Any:
 
 def emit_json(value: Any) -> None:
     """``value`` as indented JSON on stdout (pydantic models as their JSON form)."""
-    sys.stdout.write(orjson.dumps(value, default=_default, option=orjson.OPT_INDENT_2).decode() + "\n")
+    encoded = orjson.dumps(value, default=_default, option=orjson.OPT_INDENT_2).decode()
+    sys.stdout.write(visible_json(encoded) + "\n")
     sys.stdout.flush()
 
 
 def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table:
-    """A Rich table; numbers are right-aligned, times shown to the second."""
-    shown = Table(title=title, title_justify="left", show_lines=False)
+    """A Rich table; numbers are right-aligned, times shown to the second, text (and the title) made :func:`visible`."""
+    shown = Table(title=None if title is None else plain(title), title_justify="left", show_lines=False)
     numeric = [bool(rows) and all(isinstance(r[i], int | float) for r in rows) for i in range(len(columns))]
     when = [bool(rows) and all(isinstance(r[i], datetime) for r in rows) for i in range(len(columns))]
     for index, name in enumerate(columns):
@@ -138,48 +171,11 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table
     return shown
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any) -> Text:
     if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
+        return Text(value.strftime("%Y-%m-%d %H:%M:%S"))
     if isinstance(value, float):
-        return f"{value:.3f}"
+        return Text(f"{value:.3f}")
     if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    return "" if value is None else str(value).replace("[", "\\[")
-
-
-def _memory_url(db: str | None) -> str:
-    if db is not None:
-        if not db.strip():
-            raise ConfigError("--db is empty; pass a database URL such as sqlite:///memory.db, or leave it out")
-        return db
-    return os.environ.get("TOOLCTX_MEMORY_URL") or f"sqlite:///{Path('~/.agent/memory.db').expanduser()}"
-
-
-@contextmanager
-def open_memory(db: str | None, *, must_exist: bool = True) -> Iterator[Any]:
-    """The :class:`~toolctx.memory.MemoryStore` at ``db``; a SQLite file that does not exist is refused, not made."""
-    try:
-        from sqlalchemy.engine import make_url
-        from sqlalchemy.exc import ArgumentError
-
-        from toolctx.memory import MemoryStore
-    except ImportError as exc:
-        raise fail(f"memory commands need SQLAlchemy: pip install 'toolctx[cli,memory]' ({exc})") from None
-    url = _memory_url(db)
-    target = url
-    if "://" in url:
-        try:
-            parsed = make_url(url)
-        except ArgumentError:
-            raise ConfigError(
-                f"--db {url!r:.200} is not a database URL; use sqlite:///path.db or postgresql://user@host/db"
-            ) from None
-        target = (parsed.database or "") if parsed.get_backend_name() == "sqlite" else ""
-    if must_exist and target and target != ":memory:" and not Path(target).expanduser().is_file():
-        raise NotFoundError(f"no memory database at {target!r}; pass --db or set $TOOLCTX_MEMORY_URL")
-    store = MemoryStore(url)
-    try:
-        yield store
-    finally:
-        store.close()
+        return Text(f"{value:,}")
+    return Text("") if value is None else plain(value)

@@ -33,6 +33,7 @@ from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, Connection, Engine
 
+from toolctx._database import is_read_only
 from toolctx.memory._config import MemoryConfig
 from toolctx.memory._feed import ChangeEvent, Feed, agent_summaries, read_revision
 from toolctx.memory._results import AgentSummary
@@ -79,7 +80,8 @@ class StoreCore:
         self._shared_connection = self.dialect == "sqlite" and in_memory(self.engine.url)
         self._turn = self._new_turn()
         self._feed = Feed()
-        create_schema(self.engine)
+        if not is_read_only(self.engine):  # (an engine opened only to look: its tables stay as they are)
+            create_schema(self.engine)
         _track(self)
 
     def _new_turn(self) -> AbstractContextManager[Any]:

@@ -3,6 +3,11 @@
 The page and its script, style and icon ship inside the package (``static/``) and
 load nothing from elsewhere; their Content-Security-Policy allows only this server,
 WebSocket included. Every route here reads; none counts as an agent's access.
+
+The JSON carries stored text as it was stored; the page's script sets it as text (never
+as HTML) with control characters and direction overrides shown as escapes. A stored
+context is read in bounded parts (``.../excerpt``): the whole-context route refuses one
+over :data:`WHOLE_BYTES` instead of reading gigabytes into memory.
 """
 
 # No `from __future__ import annotations`: FastAPI reads these annotations at run time.
@@ -15,17 +20,22 @@ from pathlib import Path
 from typing import Annotated
 
 import orjson
-from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from fastapi import APIRouter, HTTPException, Query, WebSocket, WebSocketDisconnect
 from fastapi import Path as PathParam
 from fastapi.responses import Response
 from pydantic import BaseModel
 
+from toolctx._excerpt import SHOW_BYTES, ContextExcerpt, document_size, excerpt_of, locate
 from toolctx.memory import AgentSummary, MemoryStore
 from toolctx.models import ContextPointer, StoredContext
 from toolctx.server._live import LiveFeed
 from toolctx.sessions import SessionSummary, list_sessions, read_session_context, session_pointers
 
-__all__ = ["PAGE_HEADERS", "dashboard_router"]
+__all__ = ["PAGE_HEADERS", "WHOLE_BYTES", "dashboard_router"]
+
+WHOLE_BYTES = 64 << 20
+"""The largest stored context (its document, in bytes) the whole-context route reads; read larger ones in parts."""
+MAX_EXCERPT_BYTES = 16 << 20
 
 PAGE_HEADERS = {
     "Content-Security-Policy": (
@@ -97,8 +107,33 @@ def dashboard_router(store: MemoryStore, feed: LiveFeed, context_dir: str | os.P
 
     @router.get("/api/sessions/{session_id}/contexts/{context_id}")
     def session_context(session_id: SessionId, context_id: ContextId) -> StoredContext:
-        """One stored context in full."""
-        return read_session_context(session_id, context_id, sessions_dir)
+        """One stored context in full; 422 for one over 64 MiB stored (read it in parts with ``.../excerpt``)."""
+        found = locate(session_id, context_id, sessions_dir)
+        if isinstance(found, StoredContext):
+            return found
+        size = document_size(found)
+        if size > WHOLE_BYTES:
+            raise HTTPException(
+                422,
+                detail=f"context {found.id!r} of session {session_id!r} is {size:,} bytes stored, more than the "
+                f"{WHOLE_BYTES:,} read whole; read it in parts: GET /api/sessions/{session_id}/contexts/"
+                f"{found.id}/excerpt?offset=0&length={SHOW_BYTES}",
+            )
+        return read_session_context(session_id, found.id, sessions_dir)
+
+    @router.get("/api/sessions/{session_id}/contexts/{context_id}/excerpt")
+    def session_context_excerpt(
+        session_id: SessionId,
+        context_id: ContextId,
+        offset: Annotated[int, Query(ge=0, description="The first byte of the stored document to return.")] = 0,
+        length: Annotated[int, Query(ge=1, le=MAX_EXCERPT_BYTES, description="Bytes to return at most.")] = SHOW_BYTES,
+    ) -> ContextExcerpt:
+        """Bytes ``offset`` to ``offset + length`` of a stored context's JSON document, whatever its size.
+
+        ``next_offset`` is where the next part starts (None at the end); a document that
+        fits whole (``offset`` 0, ``next_offset`` None) parses as the stored context.
+        """
+        return excerpt_of(locate(session_id, context_id, sessions_dir), offset, length)
 
     @router.websocket("/api/events")
     async def events(socket: WebSocket) -> None:

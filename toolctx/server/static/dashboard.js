@@ -1,16 +1,30 @@
 // toolctx dashboard: agents, their tiers and items, kept sessions; live over a WebSocket.
 // Plain script, no build step and nothing loaded from elsewhere. Text from the server is
-// always set with textContent, never parsed as HTML.
+// always set with textContent, never parsed as HTML, and made visible() first.
 "use strict";
 
 const TIERS = ["HOT", "WARM", "COLD"];
 const COLORS = { HOT: "#ef4444", WARM: "#f59e0b", COLD: "#3b82f6" };
 const $ = (id) => document.getElementById(id);
+const SHOW_BYTES = 1048576;  // bytes of a stored context shown at once, as `toolctx show` does
+
+// Stored text comes from tools and models: control characters (C0, DEL, C1) and the marks
+// that reorder text (U+202E and its kin) are shown as escapes, never acted on. Newlines and
+// tabs stay where a multi-line view asks for them.
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;
+const UNSAFE_KEEPING_LINES = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;
+function visible(value, lines = false) {
+  return String(value ?? "").replace(lines ? UNSAFE_KEEPING_LINES : UNSAFE, (c) => {
+    const code = c.charCodeAt(0);
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
+}
 
 function el(tag, props = {}, children = []) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(props)) {
-    if (key === "text") node.textContent = value;
+    if (key === "text") node.textContent = visible(value);
+    else if (key === "title") node.title = visible(value);
     else if (key === "class") node.className = value;
     else if (key.startsWith("data-") || key.startsWith("aria-")) node.setAttribute(key, value);
     else node[key] = value;
@@ -152,7 +166,7 @@ class ContextPanel {
       do { this.again = false; await this.load(); } while (this.again);
       errors.clear();
     } catch (error) {
-      errors.show(`Could not load the memory: ${error.message}`);
+      errors.show(`Could not load the memory: ${visible(error.message)}`);
     } finally {
       this.busy = false;
     }
@@ -167,7 +181,7 @@ class ContextPanel {
     $("context-panel").hidden = this.selected === null;
     if (this.selected === null) return;
     const agent = agents.find((a) => a.agent_id === this.selected);
-    $("agent-title").textContent = agent.agent_id;
+    $("agent-title").textContent = visible(agent.agent_id);
     this.chart.render(agent);
     const params = new URLSearchParams({ limit: $("limit").value });
     if ($("tier-filter").value) params.set("tier", $("tier-filter").value);
@@ -228,15 +242,16 @@ class SessionsPanel {
       if (this.selected) await this.show(this.selected);
       errors.clear();
     } catch (error) {
-      errors.show(`Could not load the sessions: ${error.message}`);
+      errors.show(`Could not load the sessions: ${visible(error.message)}`);
     }
   }
 
   async show(sessionId) {
     const contexts = await getJSON(`/api/sessions/${encodeURIComponent(sessionId)}/contexts`);
     $("session-panel").hidden = false;
-    $("session-title").textContent = sessionId;
+    $("session-title").textContent = visible(sessionId);
     $("context-view").hidden = true;
+    $("context-more").hidden = true;
     $("context-list").tBodies[0].replaceChildren(...contexts.map((c) => {
       const row = el("tr", { class: "clickable", "data-id": c.id }, [
         el("td", { text: c.id }), el("td", { text: c.tool_name }), el("td", { text: c.tool_description }),
@@ -244,15 +259,35 @@ class SessionsPanel {
         el("td", { text: c.timestamp.replace("T", " ").slice(0, 19) }),
         el("td", { class: "content", text: c.preview }),
       ]);
-      row.addEventListener("click", async () => {
-        try {
-          const full = await getJSON(`/api/sessions/${encodeURIComponent(sessionId)}/contexts/${encodeURIComponent(c.id)}`);
-          $("context-view").textContent = JSON.stringify(full, null, 2);
-          $("context-view").hidden = false;
-        } catch (error) { errors.show(`Could not load context ${c.id}: ${error.message}`); }
-      });
+      row.addEventListener("click", () => this.read(sessionId, c.id, 0));
       return row;
     }));
+  }
+
+  // A stored context in parts of SHOW_BYTES: never the whole of a large one at once.
+  async read(sessionId, contextId, offset) {
+    try {
+      const part = await getJSON(`/api/sessions/${encodeURIComponent(sessionId)}/contexts/` +
+        `${encodeURIComponent(contextId)}/excerpt?offset=${offset}&length=${SHOW_BYTES}`);
+      const whole = part.offset === 0 && part.next_offset === null;
+      let text = part.text;
+      if (whole) { try { text = JSON.stringify(JSON.parse(part.text), null, 2); } catch { /* shown as stored */ } }
+      $("context-view").textContent = visible(text, true);
+      $("context-view").hidden = false;
+      const more = $("context-more");
+      more.hidden = whole;
+      if (whole) return;
+      const leftOut = part.size - (part.end - part.offset);
+      $("context-left-out").textContent =
+        `bytes ${fmt(part.offset)} to ${fmt(part.end)} of ${fmt(part.size)} shown; ${fmt(leftOut)} bytes left out ` +
+        `(the whole context: toolctx show ${visible(sessionId)} ${visible(contextId)} --full)`;
+      const next = $("context-next");
+      next.hidden = part.next_offset === null;
+      next.onclick = () => this.read(sessionId, contextId, part.next_offset);
+      const first = $("context-first");
+      first.hidden = part.offset === 0;
+      first.onclick = () => this.read(sessionId, contextId, 0);
+    } catch (error) { errors.show(`Could not load context ${visible(contextId)}: ${visible(error.message)}`); }
   }
 }
 
