@@ -35,8 +35,9 @@ from sqlalchemy.engine import URL, Connection, Engine
 
 from toolctx.memory._config import MemoryConfig
 from toolctx.memory._feed import ChangeEvent, Feed, agent_summaries, read_revision
+from toolctx.memory._migrations import create_schema
 from toolctx.memory._results import AgentSummary
-from toolctx.memory._schema import agents, create_schema, in_memory, open_engine
+from toolctx.memory._schema import agents, in_memory, open_engine
 
 __all__ = ["StoreCore"]
 
@@ -79,7 +80,12 @@ class StoreCore:
         self._shared_connection = self.dialect == "sqlite" and in_memory(self.engine.url)
         self._turn = self._new_turn()
         self._feed = Feed()
-        create_schema(self.engine)
+        try:
+            create_schema(self.engine)
+        except BaseException:
+            if self._owns_engine:  # (a refused database: close its connections now, not when collected)
+                self.engine.dispose()
+            raise
         _track(self)
 
     def _new_turn(self) -> AbstractContextManager[Any]:
