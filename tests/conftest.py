@@ -11,7 +11,7 @@ from hypothesis import settings
 
 import toolctx.testing
 
-pytest_plugins = ["toolctx._pytest_plugin"]  # here, not by entry point: see addopts in pyproject.toml
+pytest_plugins = ["toolctx_pytest"]  # here, not by entry point: see addopts in pyproject.toml
 
 # Under CI a clean checkout passes or fails the same way every run: examples are
 # derived from the test alone (no random seed, no example database carried over).

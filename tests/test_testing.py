@@ -156,7 +156,7 @@ def test_the_plugin_is_registered_for_pytest_to_find() -> None:
     from importlib.metadata import entry_points
 
     [plugin] = [e for e in entry_points(group="pytest11") if e.name == "toolctx"]
-    assert plugin.value == "toolctx._pytest_plugin"
+    assert plugin.value == "toolctx_pytest"
 
 
 def test_the_fixed_clock_only_moves_forward() -> None:

@@ -47,7 +47,7 @@ def test_the_seed_endpoints(client: TestClient) -> None:
     save(client, "TEST_RESULT", "an old run", importance_score=0.1)
 
     hot = client.get(BASE, params={"tier": "HOT"}).json()["items"]
-    assert [(i["id"], i["type"], i["content"], i["score"], i["tier"]) for i in hot] == [
+    assert [(i["id"], i["item_type"], i["content"], i["importance_score"], i["tier"]) for i in hot] == [
         (task["item_id"], "TASK", "Add retries to the uploader", 1.0, "HOT")
     ]
     assert hot[0]["access_count"] == 0  # looking is not an access

@@ -147,14 +147,14 @@ def test_counting_something_other_than_text_says_what_to_do() -> None:
 
 def test_without_the_extra_the_error_names_the_encoding_and_the_extra() -> None:
     script = (
-        "import sys; sys.modules['rs_bpe'] = None\n"
+        "import sys; sys.modules['rs_bpe'] = None; sys.modules['tiktoken'] = None\n"
         "from toolctx.tokens import get_counter\n"
         "assert get_counter('estimate').count('abcd') >= 1\n"
         "try:\n    get_counter('cl100k_base')\n"
         "except ImportError as e:\n    print(e.name, '|', e)\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
-    assert out.startswith("rs_bpe | counting cl100k_base tokens exactly needs the rs-bpe package")
+    assert out.startswith("rs_bpe | counting cl100k_base tokens exactly needs rs-bpe or tiktoken")
     assert "pip install 'toolctx[tokens]'" in out
 
 

@@ -213,6 +213,14 @@ def serve(
     max_body_bytes: Annotated[
         int, typer.Option(help="Largest request body accepted, in bytes; a larger one is refused with 413.")
     ] = DEFAULT_MAX_BODY_BYTES,
+    item_type: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="NAME:WEIGHT",
+            help="An item type the store accepts besides TASK, PRD_SECTION, CODE, TEST_RESULT and ERROR, "
+            "with its base weight in [0, 1] (or a built-in type's new weight); repeat for more.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API and the live dashboard (http://127.0.0.1:8765/ by default)."""
     check_existing_memory(db)  # (a missing file is created; another application's database is refused)
@@ -229,6 +237,7 @@ def serve(
         token=token,
         allow_hosts=allow_host or [],
         max_body_bytes=max_body_bytes,
+        item_types=item_type or [],
     )
     code = serve_until_stopped(options, announce=lambda text: out.print(plain(text, lines=True)))
     if code:

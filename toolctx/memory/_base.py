@@ -36,8 +36,9 @@ from sqlalchemy.engine import URL, Connection, Engine
 from toolctx._database import is_read_only
 from toolctx.memory._config import MemoryConfig
 from toolctx.memory._feed import ChangeEvent, Feed, agent_summaries, read_revision
+from toolctx.memory._migrations import create_schema
 from toolctx.memory._results import AgentSummary
-from toolctx.memory._schema import agents, create_schema, in_memory, open_engine
+from toolctx.memory._schema import agents, in_memory, open_engine
 
 __all__ = ["StoreCore"]
 
@@ -81,7 +82,12 @@ class StoreCore:
         self._turn = self._new_turn()
         self._feed = Feed()
         if not is_read_only(self.engine):  # (an engine opened only to look: its tables stay as they are)
-            create_schema(self.engine)
+            try:
+                create_schema(self.engine)
+            except BaseException:
+                if self._owns_engine:  # (a refused database: close its connections now, not when collected)
+                    self.engine.dispose()
+                raise
         _track(self)
 
     def _new_turn(self) -> AbstractContextManager[Any]:

@@ -42,16 +42,18 @@ __all__ = [
     "DEFAULT_DB_ENV",
     "MAX_AGENT_ID",
     "MAX_DATABASE_INTEGER",
+    "SCHEMA_VERSION",
     "agents",
     "checkpoints",
     "contents",
-    "create_schema",
     "deleted",
     "in_memory",
     "items",
     "meta",
     "metadata",
     "open_engine",
+    "schema_versions",
+    "tune_planner",
 ]
 
 DEFAULT_DB_ENV = "TOOLCTX_MEMORY_URL"
@@ -83,6 +85,18 @@ meta = Table(
     metadata,
     Column("key", String(64), primary_key=True),
     Column("value", BigInteger, nullable=False),
+)
+
+#: The layout version this release writes (see ``_migrations``); a database records its own in ``context_schema``.
+SCHEMA_VERSION = 5
+
+# One row per layout version the database has been brought to; the highest is its version.
+schema_versions = Table(
+    "context_schema",
+    metadata,
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    Column("applied_at", Double, nullable=False),  # UNIX seconds
+    Column("description", String(200), nullable=False),
 )
 
 items = Table(
@@ -222,64 +236,24 @@ def open_engine(url: str | os.PathLike[str] | URL | Engine | None) -> Engine:
     return open_database(default_url() if url is None else url, "memory stores")
 
 
-def create_schema(engine: Engine) -> None:
-    """Create the tables and indexes that are missing, safely when several processes start at once."""
-    with engine.connect().execution_options(toolctx_write=True) as conn, conn.begin():
-        if engine.dialect.name == "postgresql":
-            # DDL is transactional on PostgreSQL; the lock makes concurrent creators take turns.
-            conn.execute(text("SELECT pg_advisory_xact_lock(7251883301)"))
-        metadata.create_all(conn, checkfirst=True)
-        _upgrade(conn)
-        if engine.dialect.name == "sqlite":
-            _plan_for_large_agents(conn)
-        else:
-            # Tiers are per agent: one agent's few HOT items among another's many new ones.
-            # Without joint statistics the planner multiplies the two selectivities, expects
-            # thousands of rows for "this agent's HOT items" and scans the table instead.
-            conn.execute(
-                text(
-                    "CREATE STATISTICS IF NOT EXISTS st_context_items_agent_tier (mcv) "
-                    "ON agent_id, archived, tier FROM context_items"
-                )
-            )
+def tune_planner(conn: Connection, *, replace: bool = False) -> None:
+    """Give the query planner what it needs for agents with many items (see :func:`_plan_for_large_agents`).
 
-
-_REPLACED_INDEXES = ("ix_context_items_tier", "ix_context_items_revision")
-
-
-def _upgrade(conn: Connection) -> None:
-    """Bring a store created by an earlier version up to this layout, and seed the revision counter."""
-    added = (
-        ("context_agents", "updated_at", "DOUBLE PRECISION"),
-        ("context_agents", "steps", "BIGINT NOT NULL DEFAULT 0"),
-        ("context_items", "last_step", "BIGINT NOT NULL DEFAULT 0"),
-        ("context_items", "pinned", "BOOLEAN NOT NULL DEFAULT false"),
-    )
-    postgres = conn.dialect.name == "postgresql"
-    for table, column, kind in added:
-        # Looked up first: an ALTER TABLE that finds the column still locks the table on PostgreSQL.
-        if column not in _columns(conn, table):
-            conn.exec_driver_sql(
-                f"ALTER TABLE {table} ADD COLUMN {column} {kind if postgres else kind.replace('false', '0')}"
-            )
-    if not conn.dialect.has_index(conn, "context_items", "ix_context_items_active"):
-        # Earlier layouts indexed archived items beside the others, so archiving rewrote entries.
-        for replaced in _REPLACED_INDEXES:
-            conn.exec_driver_sql(f"DROP INDEX IF EXISTS {replaced}")
-        for index in sorted(items.indexes, key=lambda index: str(index.name)):
-            index.create(conn, checkfirst=True)
-    conflict = "ON CONFLICT DO NOTHING" if postgres else "ON CONFLICT (key) DO NOTHING"
-    conn.exec_driver_sql(f"INSERT INTO context_meta (key, value) VALUES ('revision', 0) {conflict}")
-
-
-def _columns(conn: Connection, table: str) -> set[str]:
-    if conn.dialect.name == "postgresql":
-        query = (
-            "SELECT column_name FROM information_schema.columns "
-            "WHERE table_schema = current_schema() AND table_name = %(t)s"
+    Run when the tables are created or their indexes rebuilt (``replace``: statistics
+    recorded for the earlier indexes are replaced).
+    """
+    if conn.dialect.name == "sqlite":
+        _plan_for_large_agents(conn, replace=replace)
+        return
+    # Tiers are per agent: one agent's few HOT items among another's many new ones.
+    # Without joint statistics the planner multiplies the two selectivities, expects
+    # thousands of rows for "this agent's HOT items" and scans the table instead.
+    conn.execute(
+        text(
+            "CREATE STATISTICS IF NOT EXISTS st_context_items_agent_tier (mcv) "
+            "ON agent_id, archived, tier FROM context_items"
         )
-        return {row[0] for row in conn.exec_driver_sql(query, {"t": table})}
-    return {row[1] for row in conn.exec_driver_sql(f"PRAGMA table_info({table})")}
+    )
 
 
 # What ANALYZE would record for a store with many items per agent (see below):
@@ -294,7 +268,7 @@ _SQLITE_STATS = (
 )
 
 
-def _plan_for_large_agents(conn: Connection) -> None:
+def _plan_for_large_agents(conn: Connection, *, replace: bool) -> None:
     """Tell SQLite's query planner that an agent has many items, unless ANALYZE has measured it.
 
     Without statistics SQLite guesses that ``agent_id = ?`` matches about ten rows, so
@@ -304,8 +278,8 @@ def _plan_for_large_agents(conn: Connection) -> None:
     plans; a real ANALYZE later replaces them.
     """
     conn.exec_driver_sql("ANALYZE sqlite_schema")  # creates sqlite_stat1 if it is missing
-    # Keyed on an index of this layout, so a store upgraded from an earlier one gets them too.
-    if conn.exec_driver_sql("SELECT 1 FROM sqlite_stat1 WHERE idx = 'ix_context_items_active'").first() is None:
+    measured = conn.exec_driver_sql("SELECT 1 FROM sqlite_stat1 WHERE idx = 'ix_context_items_active'").first()
+    if replace or measured is None:
         conn.exec_driver_sql("DELETE FROM sqlite_stat1 WHERE tbl LIKE 'context!_%' ESCAPE '!'")
         for table, index, stat in _SQLITE_STATS:
             conn.exec_driver_sql("INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (?, ?, ?)", (table, index, stat))

@@ -1,4 +1,7 @@
-"""``python -m toolctx.server --db URL [--host 127.0.0.1] [--port 8765] [--token TOKEN] [--allow-host NAME]``."""
+"""``python -m toolctx.server --db URL [--host 127.0.0.1] [--port 8765] [--token TOKEN] [--allow-host NAME]``.
+
+Also ``--max-body-bytes N`` and ``--item-type NAME:WEIGHT`` (repeatable), as ``toolctx serve`` takes them.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from collections.abc import Sequence
 from toolctx._checks import whole_number
 from toolctx.errors import ConfigError
 from toolctx.server._guard import DEFAULT_MAX_BODY_BYTES
-from toolctx.server._serve import TOKEN_ENV, allowed_hosts, is_loopback
+from toolctx.server._serve import TOKEN_ENV, allowed_hosts, is_loopback, type_weights
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -40,6 +43,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="N",
         help=f"refuse request bodies over N bytes before reading them (default: {DEFAULT_MAX_BODY_BYTES:,})",
     )
+    parser.add_argument(
+        "--item-type",
+        action="append",
+        default=[],
+        metavar="NAME:WEIGHT",
+        help="an item type the store accepts besides the built-in ones, with its base weight in [0, 1] "
+        "(or a built-in type's new weight); repeat for more",
+    )
     args = parser.parse_args(argv)
     if args.token == "":
         parser.error(f"--token is empty; pass the token itself, or leave it out (and ${TOKEN_ENV} unset) for none")
@@ -48,6 +59,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     try:
         whole_number("--port", args.port, minimum=1, maximum=65535)
         whole_number("--max-body-bytes", args.max_body_bytes, minimum=1, unit="bytes")
+        args.type_weights = type_weights(args.item_type)
     except ConfigError as exc:
         parser.error(str(exc))
     args.allowed_hosts = allowed_hosts(args.host, args.allow_host)
@@ -58,11 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     import uvicorn
 
-    from toolctx.memory import MemoryStore
+    from toolctx.memory import MemoryConfig, MemoryStore
     from toolctx.server import create_app
 
     try:
-        store = MemoryStore(args.db)
+        store = MemoryStore(args.db, config=MemoryConfig(type_weights=args.type_weights))
     except (ConfigError, ImportError) as exc:
         print(f"toolctx.server: {exc}", file=sys.stderr)
         return 2

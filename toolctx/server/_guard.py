@@ -14,6 +14,9 @@ redirect to ``/``. A request signed in by that cookie that writes, and any
 WebSocket handshake, must come from this server's own origin (its ``Origin``
 header naming the very host and port the request was sent to), so another site
 cannot act with the cookie, nor read the live feed.
+
+``GET /health`` alone passes without a token and for any Host: load balancers and
+probes know neither, and it reveals only whether the server and its database are up.
 """
 
 from __future__ import annotations
@@ -30,7 +33,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from toolctx._defaults import DEFAULT_MAX_BODY_BYTES
 from toolctx.errors import ConfigError
 
-__all__ = ["ANY_HOST", "COOKIE_NAME", "DEFAULT_MAX_BODY_BYTES", "LOOPBACK_HOSTS", "Guard", "host_names", "token_bytes"]
+__all__ = [
+    "ANY_HOST",
+    "COOKIE_NAME",
+    "DEFAULT_MAX_BODY_BYTES",
+    "HEALTH_PATH",
+    "LOOPBACK_HOSTS",
+    "Guard",
+    "host_names",
+    "token_bytes",
+]
 
 #: The names a server on loopback answers to unless told otherwise.
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -39,6 +51,9 @@ ANY_HOST = "*"
 #: The dashboard's sign-in cookie: a digest of the token, set by ``GET /?token=<token>``.
 COOKIE_NAME = "toolctx_token"
 _SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+#: Liveness and database reachability: answered without a token and to any Host (probes
+#: know neither), and it tells nothing but whether the server and its database are up.
+HEALTH_PATH = "/health"
 
 
 def host_names(hosts: str | Iterable[str]) -> frozenset[str]:
@@ -118,6 +133,9 @@ class Guard:
         headers: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
             headers.setdefault(name.lower(), value)
+        if scope["type"] == "http" and scope["path"] == HEALTH_PATH and scope["method"] in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
         if scope["type"] == "http" and scope["path"] == "/" and b"token=" in scope.get("query_string", b""):
             await self._sign_in(scope, headers, send)
             return

@@ -1,9 +1,13 @@
-"""Request and response bodies of the HTTP API (the seed's four endpoints, plus diff, restore and more)."""
+"""Request and response bodies of the HTTP API (the seed's four endpoints, plus diff, restore and more).
+
+Fields are named as the Python API names them: an item's ``item_type`` and
+``importance_score`` in requests and responses alike (the seed's response called
+them ``type`` and ``score``; no release served those names).
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -16,7 +20,16 @@ Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 Revision = Annotated[int, Field(ge=0, le=MAX_ID)]
 ContentHash = Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")]
 
-__all__ = ["DiffRequest", "ItemOut", "ItemsResponse", "LoadRequest", "RestoreRequest", "SaveRequest", "SaveResponse"]
+__all__ = [
+    "DeletedResponse",
+    "DiffRequest",
+    "HealthResponse",
+    "ItemsResponse",
+    "LoadRequest",
+    "RestoreRequest",
+    "SaveRequest",
+    "SaveResponse",
+]
 
 
 class _Body(BaseModel):
@@ -36,30 +49,25 @@ class SaveResponse(BaseModel):
     tokens: int
 
 
-class ItemOut(BaseModel):
-    """An item as the seed's API names its fields (``type``, ``score``), plus the rest."""
-
-    id: int
-    type: str
-    content: str
-    score: float
-    tier: Tier
-    tokens: int
-    access_count: int
-    created_at: datetime
-    last_accessed: datetime
-    content_hash: str
-    loaded: bool
-    archived: bool
-
-    @classmethod
-    def of(cls, item: ContextItem) -> ItemOut:
-        same = item.model_dump(exclude={"agent_id", "item_type", "importance_score"})
-        return cls(type=item.item_type, score=item.importance_score, **same)
-
-
 class ItemsResponse(BaseModel):
-    items: list[ItemOut]
+    """Items with the fields and names of :class:`~toolctx.memory.ContextItem` (``item_type``, ``importance_score``)."""
+
+    items: list[ContextItem]
+
+
+class DeletedResponse(BaseModel):
+    """What a DELETE removed: the agent and the ids of its items that are gone."""
+
+    agent_id: str
+    item_ids: list[int]
+
+
+class HealthResponse(BaseModel):
+    """``GET /health``: ``ok`` with the database reachable, ``unavailable`` (HTTP 503) without."""
+
+    status: Literal["ok", "unavailable"]
+    database: Literal["reachable", "unreachable"]
+    detail: str | None = None
 
 
 class LoadRequest(_Body):

@@ -7,11 +7,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolctx._checks import whole_number
+from toolctx._checks import fraction, non_empty_text, whole_number
 from toolctx.errors import ConfigError
+from toolctx.memory import DEFAULT_TYPE_WEIGHTS, MAX_ITEM_TYPE_LENGTH
 from toolctx.server._guard import ANY_HOST, DEFAULT_MAX_BODY_BYTES, LOOPBACK_HOSTS, host_names, token_bytes
 
-__all__ = ["TOKEN_ENV", "ServeOptions", "allowed_hosts", "is_loopback", "serve"]
+__all__ = ["TOKEN_ENV", "ServeOptions", "allowed_hosts", "is_loopback", "item_type", "serve", "type_weights"]
 
 TOKEN_ENV = "TOOLCTX_API_TOKEN"
 _EVERY_INTERFACE = ("0.0.0.0", "::", "")
@@ -37,6 +38,33 @@ def allowed_hosts(host: str, extra: Sequence[str]) -> list[str]:
     return [*LOOPBACK_HOSTS, *([] if host in _EVERY_INTERFACE else [host]), *extra]
 
 
+def item_type(spec: str) -> tuple[str, float]:
+    """``NAME:WEIGHT`` (``--item-type``) as the name and its base weight in [0, 1]."""
+    parts = spec.split(":")
+    if len(parts) > 2:
+        raise ConfigError(
+            f"--item-type {spec!r:.80} has more than NAME:WEIGHT; item types have no time to live: "
+            "items leave the working set by decaying (the scorer's decay_steps and decay_days)"
+        )
+    if len(parts) < 2:
+        raise ConfigError(f"--item-type {spec!r:.80} is not NAME:WEIGHT; write it as NOTE:0.5")
+    name = non_empty_text("the name in --item-type", parts[0].strip(), max_length=MAX_ITEM_TYPE_LENGTH)
+    try:
+        weight = float(parts[1])
+    except ValueError:
+        raise ConfigError(f"the weight in --item-type {spec!r:.80} is not a number; write it as NOTE:0.5") from None
+    return name, fraction(f"the weight in --item-type {spec!r:.80}", weight)
+
+
+def type_weights(specs: Sequence[str]) -> dict[str, float]:
+    """The item types a server's store accepts: the built-in ones, then ``specs`` (``NAME:WEIGHT``) added or changed."""
+    weights = dict(DEFAULT_TYPE_WEIGHTS)
+    for spec in specs:
+        name, weight = item_type(spec)
+        weights[name] = weight
+    return weights
+
+
 @dataclass(frozen=True)
 class ServeOptions:
     """What :func:`serve` (``toolctx serve``) runs with; build it with :meth:`checked`, which checks every value."""
@@ -48,6 +76,8 @@ class ServeOptions:
     hosts: list[str]
     context_dir: Path | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    #: The item types the store accepts and their base weights (``--item-type``); built-in ones by default.
+    item_types: tuple[tuple[str, float], ...] = tuple(DEFAULT_TYPE_WEIGHTS.items())
 
     @classmethod
     def checked(
@@ -60,6 +90,7 @@ class ServeOptions:
         allow_hosts: Sequence[str],
         context_dir: Path | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        item_types: Sequence[str] = (),
     ) -> ServeOptions:
         """The options, or a :class:`~toolctx.ConfigError` naming the first bad one."""
         if token is not None:
@@ -78,7 +109,10 @@ class ServeOptions:
             raise ConfigError("--db is empty; pass a database URL such as sqlite:///memory.db, or leave it out")
         if context_dir is not None and context_dir.exists() and not context_dir.is_dir():
             raise ConfigError(f"--context-dir {str(context_dir)!r} is not a folder")
-        return cls(db, host, port, token, hosts, context_dir, max_body_bytes)
+        if isinstance(item_types, str):
+            raise ConfigError(f"item_types takes a list of NAME:WEIGHT, not the string {item_types!r:.80}")
+        weights = tuple(type_weights(item_types).items())
+        return cls(db, host, port, token, hosts, context_dir, max_body_bytes, weights)
 
 
 def serve(options: ServeOptions, announce: Callable[[str], object] = print) -> int:
@@ -90,11 +124,11 @@ def serve(options: ServeOptions, announce: Callable[[str], object] = print) -> i
     """
     import uvicorn
 
-    from toolctx.memory import MemoryStore
+    from toolctx.memory import MemoryConfig, MemoryStore
     from toolctx.server._app import create_app
 
     try:
-        store = MemoryStore(options.db)
+        store = MemoryStore(options.db, config=MemoryConfig(type_weights=dict(options.item_types)))
     except (ConfigError, ImportError) as exc:
         announce(f"toolctx serve: {exc}")
         return 2

@@ -3,7 +3,7 @@
 * :func:`get_counter` gives a :class:`TokenCounter` by name (``"o200k_base"``,
   ``"cl100k_base"``, ``"estimate"``); :func:`counter_for_model` by model name.
   The exact counters need the ``tokens`` extra (``pip install 'toolctx[tokens]'``),
-  imported on first use.
+  imported on first use: rs-bpe, else tiktoken, with the same counts (:data:`BACKENDS`).
 * :func:`estimate_tokens` is the estimate made when a call is saved: no
   tokenizer, a few microseconds per output; :func:`estimate_tokens_cached`
   remembers it for recent short texts an agent loop estimates again.
@@ -19,10 +19,11 @@ from toolctx.tokens._calibrated import CalibratedCounter
 from toolctx.tokens._chat import count_message, count_request, count_tools
 from toolctx.tokens._counter import EstimateCounter, TokenCounter
 from toolctx.tokens._estimate import estimate_tokens, estimate_tokens_cached, remembers_estimate
-from toolctx.tokens._exact import ENCODINGS, ExactCounter
+from toolctx.tokens._exact import BACKENDS, ENCODINGS, ExactCounter
 from toolctx.tokens._models import counter_for_model, encoding_for_model, get_counter, resolve_counter
 
 __all__ = [
+    "BACKENDS",
     "ENCODINGS",
     "CalibratedCounter",
     "EstimateCounter",

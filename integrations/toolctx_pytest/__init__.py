@@ -1,9 +1,11 @@
-"""toolctx's pytest plugin (entry point ``pytest11``): fixtures for testing agents and tools that use toolctx.
+"""toolctx's pytest plugin (entry point ``pytest11``, name ``toolctx``): fixtures for testing code that uses toolctx.
 
 Every fixture name starts with ``toolctx_`` so that none shadows a fixture of the
-project under test; :mod:`toolctx.testing` documents them. Loading the plugin
-imports nothing but :mod:`toolctx.testing`'s own needs; the memory fixture imports
-:mod:`toolctx.memory` (SQLAlchemy) only when a test asks for it.
+project under test; :mod:`toolctx.testing` documents them. pytest loads this module
+in every project that has toolctx installed, so it lives outside the ``toolctx``
+package (importing any ``toolctx.*`` module first runs ``toolctx/__init__.py``, which
+imports the whole session layer) and imports nothing but pytest at load: each fixture
+imports what it needs when a test asks for it. Switch it off with ``-p no:toolctx``.
 """
 
 from __future__ import annotations
@@ -14,11 +16,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from toolctx.testing import CapturedContexts, FixedClock, fixed_session
-
 if TYPE_CHECKING:
     from toolctx.memory import MemoryStore
     from toolctx.sessions import ContextSession
+    from toolctx.testing import CapturedContexts, FixedClock
 
 __all__ = ["toolctx_clock", "toolctx_contexts", "toolctx_memory", "toolctx_session"]
 
@@ -26,12 +27,16 @@ __all__ = ["toolctx_clock", "toolctx_contexts", "toolctx_memory", "toolctx_sessi
 @pytest.fixture
 def toolctx_clock() -> FixedClock:
     """A clock at 2025-01-01 00:00 UTC that moves only with ``advance()``."""
+    from toolctx.testing import FixedClock
+
     return FixedClock()
 
 
 @pytest.fixture
 def toolctx_session(tmp_path_factory: pytest.TempPathFactory, toolctx_clock: FixedClock) -> Iterator[ContextSession]:
     """A session with fixed ids and clock in a temporary folder, current for the test and deleted after it."""
+    from toolctx.testing import fixed_session
+
     folder = tmp_path_factory.mktemp("toolctx-session")
     with fixed_session(folder, toolctx_clock) as opened:
         yield opened
@@ -40,6 +45,8 @@ def toolctx_session(tmp_path_factory: pytest.TempPathFactory, toolctx_clock: Fix
 @pytest.fixture
 def toolctx_contexts(toolctx_session: ContextSession) -> CapturedContexts:
     """The contexts the test's tools store (in ``toolctx_session``)."""
+    from toolctx.testing import CapturedContexts
+
     return CapturedContexts(toolctx_session)
 
 
