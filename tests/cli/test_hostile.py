@@ -293,7 +293,9 @@ def test_a_toolctx_memory_on_postgresql_is_read_in_read_only_transactions(postgr
 def test_a_memory_of_an_older_layout_is_named_so_and_left_for_a_store_to_upgrade(tmp_path: Path) -> None:
     path = toolctx_memory(tmp_path)
     connection = sqlite3.connect(path)
-    connection.execute("ALTER TABLE context_agents DROP COLUMN updated_at")  # (as an early release wrote it)
+    connection.execute("ALTER TABLE context_agents DROP COLUMN updated_at")  # (as an early release wrote it,
+    connection.execute("DROP TABLE context_schema")  # before layouts had a version table)
+    connection.commit()
     connection.close()
     before = path.read_bytes()
     line = assert_refused(run("memory", "items", "worker", "--db", str(path)), str(path), codes=(2,))
