@@ -4,6 +4,7 @@ import dataclasses
 import datetime as dt
 import enum
 import math
+import sys
 import uuid
 from decimal import Decimal
 from pathlib import PurePosixPath
@@ -217,3 +218,28 @@ def test_a_base_exception_from_a_values_own_code_falls_back_instead_of_escaping(
     listing_type = f"{__name__}.{Listing.__qualname__}"
     assert decoded["listing"] == {"$repr": "<reading it raised _Interrupt>", "$type": listing_type}
     assert any("could not be read" in note for note in notes)
+
+
+# 10**5000 + 7 and its digits, written without str() of an integer past the interpreter's 4,300-digit limit.
+_PAST_LIMIT = 10**5000 + 7
+_PAST_LIMIT_DIGITS = "1" + "0" * 4999 + "7"
+
+
+def test_integers_past_the_digit_limit_are_stored_as_their_exact_decimal_string() -> None:
+    limit = sys.get_int_max_str_digits()
+    data, notes = encode({"n": -_PAST_LIMIT, "in": [_PAST_LIMIT], _PAST_LIMIT: "key"})
+    assert orjson.loads(data) == {"n": "-" + _PAST_LIMIT_DIGITS, "in": [_PAST_LIMIT_DIGITS], _PAST_LIMIT_DIGITS: "key"}
+    assert any("64-bit" in n for n in notes)
+    assert orjson.loads(encode(_PAST_LIMIT)[0]) == _PAST_LIMIT_DIGITS
+    assert sys.get_int_max_str_digits() == limit  # (the process-wide limit is left alone)
+
+
+@given(st.integers(min_value=14_000, max_value=70_000).flatmap(lambda bits: st.integers(-(2**bits), 2**bits)))
+def test_long_integers_keep_every_digit(number: int) -> None:
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)  # (only to compute the expected digits)
+    try:
+        expected = str(number)
+    finally:
+        sys.set_int_max_str_digits(limit)
+    assert orjson.loads(encode([number])[0]) == [number if -(2**63) <= number < 2**64 else expected]

@@ -16,6 +16,8 @@ from typing import Any
 
 import orjson
 
+from toolctx._serialize import encode
+
 __all__ = ["NavigationError", "by_lines", "by_path", "by_search", "line_span", "output_text", "value_at"]
 
 _LINES = re.compile(r"\s*(\d+)\s*(?:-\s*(\d*)\s*)?")
@@ -29,17 +31,23 @@ class NavigationError(ValueError):
 
 
 def output_text(result: Any) -> str:
-    """A tool result as the text a model reads: strings as they are, anything else as JSON."""
+    """A tool result as the text a model reads: strings as they are, anything else as JSON.
+
+    The JSON is the one a stored call holds (toolctx's one encoding), so any value
+    the session stores reads the same, in the fallback form if need be; never raises.
+    """
     if isinstance(result, str):
         return result
-    if isinstance(result, dict) and result.get("type") in _TEXT_BLOCKS and isinstance(result.get("text"), str):
+    if _is_text_block(result) and isinstance(result.get("text"), str):
         return str(result["text"])  # one content block (what an MCP tool's text result becomes)
-    if isinstance(result, list) and all(isinstance(b, dict) and b.get("type") in _TEXT_BLOCKS for b in result):
+    if isinstance(result, list) and all(map(_is_text_block, result)):
         return "".join(str(b.get("text", "")) for b in result)  # chat content blocks (or the Responses API's)
-    try:
-        return orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
-    except TypeError:
-        return str(result)
+    return encode(result)[0].decode()  # (the JSON the session stores; any value, the fallback form included)
+
+
+def _is_text_block(value: Any) -> bool:
+    kind = value.get("type") if isinstance(value, dict) else None
+    return isinstance(kind, str) and kind in _TEXT_BLOCKS  # (a "type" of any other value, a list say, is data)
 
 
 def line_span(text: str, ref: str, spec: str) -> tuple[list[str], int, int]:

@@ -28,6 +28,8 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
+from toolctx._bigint import decimal_digits
+
 __all__ = ["MAX_DEPTH", "Encoded", "clean_text", "encode"]
 
 MAX_DEPTH = 200
@@ -122,7 +124,7 @@ class _Fallback:
         if isinstance(key, (bool, float)) or key is None:
             return orjson.dumps(key).decode()
         if isinstance(key, int):
-            return str(key)
+            return decimal_digits(key)
         if isinstance(key, (dt.date, dt.time)):
             return key.isoformat()
         if isinstance(key, uuid.UUID):
@@ -139,7 +141,7 @@ class _Fallback:
             if _INT_MIN <= obj <= _INT_MAX:
                 return int(obj)
             self.note("integers outside the 64-bit range were stored as decimal strings")
-            return str(obj)
+            return decimal_digits(obj)
         if isinstance(obj, enum.Enum):
             return self.convert(obj.value, depth, active)
         if isinstance(obj, _ORJSON_NATIVE):

@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 import toolctx
@@ -292,3 +294,51 @@ def test_the_first_stand_in_weighs_the_system_prompt_and_tools_it_re_sends(
         assert shown.content == text
     else:
         assert shown.content.startswith("[toolctx stand-in]")
+
+
+class _Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+
+def _nested(levels: int) -> list[Any]:
+    outer: list[Any] = []
+    inner = outer
+    for _ in range(levels):
+        inner.append([])
+        inner = inner[0]
+    return outer
+
+
+@pytest.mark.parametrize(
+    "output",
+    [_nested(1000), _Unprintable(), {"found": [_Unprintable()]}, 10**5000 + 7, [10**5000 + 7], [{"type": ["x"]}]],
+    ids=["deep", "unprintable", "unprintable-inside", "huge-int", "huge-int-inside", "unhashable-block-type"],
+)
+@pytest.mark.parametrize("plugin", [True, False], ids=["stored", "no-plugin"])
+def test_a_tool_result_the_decorator_stores_is_taken_and_shown_as_stored(
+    s: toolctx.ContextSession, output: Any, plugin: bool
+) -> None:
+    @toolctx.persist_context
+    def tool() -> Any:
+        return output
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", toolctx.ToolctxWarning)  # (the fallback form is announced; said elsewhere)
+        tool()
+        [decorated] = s.load_contexts(s.get_all_pointers())
+        ctx = ContextAssembler(
+            session=s,
+            plugins=[ToolOutputPlugin(session=s, max_output_tokens=10**6)] if plugin else [],
+        )
+        ctx.add_message("assistant", "", tool_calls=[{"id": "c1", "name": "tool", "arguments": {}}])
+        message = ctx.add_tool_result("c1", output)
+    assert orjson.loads(message.content) == decorated.result
+    if plugin:
+        [stored] = s.load_contexts([message.metadata["toolctx"]])
+        assert stored.result == decorated.result
+    assert ctx.estimate_tokens(output) > 0
+    assert orphans(run(ctx.prepare()).to_openai()) == 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -12,12 +11,15 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
+import toolctx
 from toolctx import ContextSession
 from toolctx._naming import LOCK_NAME, MANIFEST_NAME, MARKER_NAME, is_temp_name, parse_context_filename
 from toolctx.sessions._records import parse_document
 
 WRITER = Path(__file__).with_name("writer.py")
+CREATOR = Path(__file__).with_name("creator.py")
 KILLS = 20
 
 
@@ -43,7 +45,14 @@ def test_sigkill_at_random_moments_leaves_only_whole_contexts(tmp_path: Path) ->
         threshold = rng.choice([0, 4096, 32 * 1024])
         kill_writer_at_random(tmp_path, session_id, threshold, rng)
         session_dir = tmp_path / session_id
+        if not session_dir.exists():
+            # killed before its directory was in place (it appears with its marker in it): nothing was saved,
+            # and what the kill may have left is a hidden unfinished directory that gc removes
+            toolctx.gc(tmp_path, older_than=0)
+            assert not [name for name in os.listdir(tmp_path) if session_id in name]
+            continue
         names = sorted(p.name for p in session_dir.iterdir())
+        assert MARKER_NAME in names, names
 
         complete: dict[str, str] = {}
         for name in names:
@@ -56,13 +65,6 @@ def test_sigkill_at_random_moments_leaves_only_whole_contexts(tmp_path: Path) ->
             assert context.result == {"i": context.args["i"], "body": "é" * (context.args["i"] % 7 * 1500)}
             complete[context.id] = name
 
-        if MARKER_NAME not in names:
-            # killed between creating the directory and marking it (the marker is the first thing written):
-            # nothing was saved yet, and toolctx will not adopt an unmarked folder, so the test tidies it
-            assert not complete
-            assert all(is_temp_name(name) for name in names), names
-            shutil.rmtree(session_dir)
-            continue
         resumed = ContextSession.resume(session_id, tmp_path, keep=False)
         pointers = resumed.get_all_pointers()
         assert {p.id for p in pointers} == set(complete), f"round {round_}: resume lost or invented contexts"
@@ -76,3 +78,32 @@ def test_sigkill_at_random_moments_leaves_only_whole_contexts(tmp_path: Path) ->
         assert sorted(entry["id"] for entry in manifest) == sorted(complete)  # rewritten whole and consistent
         resumed.close()
         assert not session_dir.exists(), f"round {round_}: {sorted(os.listdir(session_dir))}"
+
+
+@pytest.mark.parametrize("step", ["made", "marked"])
+def test_a_kill_while_the_session_directory_is_made_leaves_only_what_gc_removes(tmp_path: Path, step: str) -> None:
+    session_id = "unfinished-session"
+    (tmp_path / "notes.txt").write_text("mine")
+    foreign = tmp_path / f".{session_id}.0123456789abcdef.new"  # named like one, but holding a file of the user's
+    foreign.mkdir()
+    (foreign / "user.txt").write_text("mine")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    with subprocess.Popen(
+        [sys.executable, str(CREATOR), str(tmp_path), session_id, step], stdout=subprocess.PIPE, env=env
+    ) as child:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == b"stopped"
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    [left] = sorted(set(os.listdir(tmp_path)) - {"notes.txt", foreign.name})  # the directory the kill interrupted
+    assert session_id in left
+
+    assert toolctx.gc(tmp_path) == []  # made a moment ago: spared (it may be being made right now)
+    assert toolctx.gc(tmp_path, older_than=0, dry_run=True) == [tmp_path / left]
+    assert toolctx.gc(tmp_path, older_than=0) == [tmp_path / left]
+    assert sorted(os.listdir(tmp_path)) == [foreign.name, "notes.txt"]
+    assert (foreign / "user.txt").read_text() == "mine"
+    with toolctx.session(tmp_path, session_id=session_id, threshold=0) as s:  # the id is free again
+        s.save_context("t", {}, "x")
+    assert sorted(os.listdir(tmp_path)) == [foreign.name, "notes.txt"]

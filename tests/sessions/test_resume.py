@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
+import orjson
 import pytest
 from structlog.testing import capture_logs
 
@@ -82,6 +85,57 @@ def test_resume_recovers_files_the_manifest_missed_and_drops_missing_ones(contex
     assert len(manifest.read_bytes().splitlines()) == 3  # rewritten whole
     resumed.close()
     assert files_under(context_dir) == []
+
+
+def _kept_session(context_dir: Path, calls: int) -> ContextSession:
+    with session(context_dir, keep=True, threshold=0) as s:
+        for i in range(calls):
+            s.save_context("grep", {"pattern": f"p{i}"}, f"match {i} " * 50)
+    return s
+
+
+def test_reopening_reads_only_the_manifest_and_leaves_it_as_it_was(context_dir: Path) -> None:
+    s = _kept_session(context_dir, 6)
+    manifest = s.session_dir / MANIFEST_NAME
+    lines = manifest.read_bytes().splitlines(keepends=True)
+    listed = b"".join([lines[1], lines[0], *lines[2:]])  # (two threads appended in the other order)
+    manifest.write_bytes(listed)
+    for pointer in s.get_all_pointers():  # outputs no reopening reads: each would be skipped as unreadable
+        assert pointer.filepath is not None
+        Path(pointer.filepath).write_bytes(b"not a context document")
+    resumed = ContextSession.resume(s.session_id, context_dir)
+    assert sorted(p.id for p in resumed.get_all_pointers()) == sorted(p.id for p in s.get_all_pointers())
+    assert manifest.read_bytes() == listed  # nothing changed, nothing written
+    resumed.close()
+
+
+def test_a_manifest_cut_just_before_its_last_newline_is_mended_before_anything_is_appended(
+    context_dir: Path,
+) -> None:
+    s = _kept_session(context_dir, 3)
+    manifest = s.session_dir / MANIFEST_NAME
+    manifest.write_bytes(manifest.read_bytes()[:-1])  # a crash took only the last line's end
+    with ContextSession.resume(s.session_id, context_dir) as resumed:
+        save(resumed, n=3)
+    assert len([orjson.loads(line) for line in manifest.read_bytes().splitlines()]) == 4  # four whole lines
+    with ContextSession.resume(s.session_id, context_dir, keep=False) as reopened:
+        assert len(reopened) == 4
+        assert [c.args for c in reopened.load_contexts(reopened.get_all_pointers())][-1] == {"n": 3}
+    assert files_under(context_dir) == []
+
+
+def test_reopening_holds_about_a_kilobyte_a_call(context_dir: Path) -> None:
+    s = _kept_session(context_dir, 1000)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        resumed = ContextSession.resume(s.session_id, context_dir)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(resumed) == 1000
+    assert held < 2500 * 1000, f"{held / 1000:.0f} bytes a call"  # (each call's arguments once held 4 KB more)
+    resumed.close()
 
 
 def test_resume_errors(context_dir: Path) -> None:

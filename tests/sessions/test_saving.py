@@ -15,7 +15,9 @@ from toolctx import (
     ConfigError,
     ContextSession,
     StorageKind,
+    ToolctxWarning,
     hash_query,
+    persist_context,
     session,
 )
 from toolctx._naming import MANIFEST_NAME
@@ -123,6 +125,27 @@ def test_pointers_are_copies(context_dir: Path) -> None:
         assert s.get_all_pointers()[0].args == {"q": "a"}
         with pytest.raises(Exception, match="frozen"):
             pointer.tool_name = "x"  # type: ignore[misc]
+
+
+def test_an_integer_past_the_digit_limit_is_stored_as_its_exact_decimal_string(context_dir: Path) -> None:
+    # 10**5000 + 7: str() of it raises (the interpreter's 4,300-digit limit); the fallback form promises its digits.
+    huge, digits = 10**5000 + 7, "1" + "0" * 4999 + "7"
+
+    @persist_context
+    def count_everything() -> int:
+        return huge
+
+    with session(context_dir, threshold=0) as s:
+        with pytest.warns(ToolctxWarning, match="fallback form"):
+            pointer = s.save_context("count", {"limit": huge}, huge)
+        with pytest.warns(ToolctxWarning, match="fallback form"):
+            assert count_everything() == huge
+        decorated = s.get_all_pointers()[-1]
+        assert decorated.tool_name == "count_everything"
+        for stored in s.load_contexts([pointer, decorated]):
+            assert stored.result == digits
+            assert any("decimal strings" in note for note in stored.notes)
+        assert s.load_contexts([pointer])[0].args == {"limit": digits}
 
 
 def test_query_and_task_tags(context_dir: Path) -> None:

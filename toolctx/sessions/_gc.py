@@ -12,7 +12,10 @@ and removes what toolctx wrote in them, deciding by the directory's marker and l
   process that died) is kept for ``resume()``: left alone unless
   ``include_kept=True``;
 - anything else is an orphan, removed once nothing in it changed for
-  ``older_than``.
+  ``older_than``;
+- a hidden directory a process was killed while making
+  (``.<session id>.<16 hex>.new``, holding at most its marker) is removed once
+  ``older_than`` has passed since (see :func:`toolctx.storage.remove_unfinished`).
 
 Only files toolctx wrote are deleted, recognised by name and by their first bytes
 (a context document names its id and session first); links, FIFOs, sockets and
@@ -32,7 +35,7 @@ from toolctx._defaults import resolve_context_dir
 from toolctx._internal import DEBUG, log
 from toolctx._naming import HEAD_BYTES, is_own_file, validate_session_id
 from toolctx.errors import ConfigError, SessionError
-from toolctx.storage import LocalStore, is_held, read_marker
+from toolctx.storage import LocalStore, is_held, read_marker, remove_unfinished
 
 __all__ = ["gc"]
 
@@ -78,6 +81,9 @@ def gc(
         try:
             validate_session_id(entry.name)
         except ConfigError:
+            if entry.name.endswith(".new") and _unfinished_removed(Path(entry.path), cutoff, dry_run=dry_run):
+                removed.append(Path(entry.path))
+                log(DEBUG, "gc_removed", directory=entry.path, dry_run=dry_run, unfinished=True)
             continue
         directory = Path(entry.path)
         if not entry.is_dir(follow_symlinks=False):
@@ -97,6 +103,13 @@ def gc(
         removed.append(directory)
         log(DEBUG, "gc_removed", directory=str(directory), dry_run=dry_run)
     return removed
+
+
+def _unfinished_removed(directory: Path, cutoff: float, *, dry_run: bool) -> bool:
+    try:
+        return _last_change(directory) <= cutoff and remove_unfinished(directory, dry_run=dry_run)
+    except (FileNotFoundError, NotADirectoryError):  # (gone meanwhile, or a file of that name)
+        return False
 
 
 def _remove(directory: Path) -> bool:

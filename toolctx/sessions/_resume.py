@@ -4,13 +4,16 @@ The manifest lists every stored context, one JSON line each, appended after the
 file it names was written. A crash can cut the last line short, or come between
 writing a file and listing it, so recovery trusts the files: a listed entry
 whose file is gone is dropped, a file nobody listed is read and added, and an
-unreadable line is skipped (its file, if whole, is found by the scan). A repeated
+unreadable line is skipped (its file, if whole, is found by the scan). Only the
+manifest is read when it matches the files: no stored output is opened, and the
+manifest is rewritten only when recovery changed what it lists. A repeated
 identical call shares the file of the first one, so only the manifest knows it:
 without a manifest line it is not recovered (its output is, under the first call).
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterable
 
 from toolctx._naming import MANIFEST_NAME, parse_context_filename
@@ -32,21 +35,29 @@ def recover(store: BlobStore, session_id: str, skip: Callable[[str, str], None])
     """
     if store.shared:
         return sorted(listed(store, session_id), key=lambda r: (r.timestamp_ns, r.id))
-    present = {name for name in store.list() if parse_context_filename(name) is not None}
+    names = set(store.list())
     records: dict[str, Record] = {}
     try:
         manifest = store.get(MANIFEST_NAME)
     except FileNotFoundError:
         manifest = b""
-    for line in manifest.splitlines():
+    changed = False  # whether the manifest no longer says what the files say: only then is it rewritten
+    for line in io.BytesIO(manifest):  # (one line at a time: no copy of the whole manifest as lines)
         try:
+            if not line.endswith(b"\n"):  # cut short by a crash, if only by its end: the next line would join it
+                raise ValueError("an unfinished line")
             record = parse_manifest_line(line, session_id)
         except Exception:
+            changed = True
             continue  # a line cut short by a crash, or damaged: the file scan below recovers it
-        if record.filename in present:
+        if record.filename in names:
+            changed = changed or record.id in records
             records[record.id] = record
+        else:
+            changed = True  # its file is gone
+    del manifest  # (parsed: not kept while files are read)
     named = {r.filename for r in records.values()}
-    for name in sorted(present - named):
+    for name in sorted(n for n in names - named if parse_context_filename(n) is not None):
         try:
             context = parse_document(store.get(name))
             if context.session_id != session_id:
@@ -56,10 +67,10 @@ def recover(store: BlobStore, session_id: str, skip: Callable[[str, str], None])
             skip(name, f"unreadable context file: {type(exc).__name__}: {exc}")
             continue
         records[found.id] = found
+        changed = True
     ordered = sorted(records.values(), key=lambda r: (r.timestamp_ns, r.id))
-    rebuilt = b"".join(r.manifest_line() for r in ordered)
-    if rebuilt != manifest and not store.shared:  # only when a crash or a missing file changed it
-        store.put(MANIFEST_NAME, [rebuilt])  # (a shared manifest is never rewritten: others append to it)
+    if changed:  # only when a crash or a missing file changed it (a shared manifest never gets here)
+        store.put(MANIFEST_NAME, [b"".join(r.manifest_line() for r in ordered)])
     return ordered
 
 

@@ -2,7 +2,11 @@
 
 - The directory (and any missing parent) is created on the first write, mode
   0700, never before, so a session whose outputs all stay in memory touches no
-  disk. A directory that already exists is never taken over.
+  disk. A directory that already exists is never taken over. It appears with its
+  marker already in it: it is made under a hidden name
+  (``.<session id>.<16 hex>.new``), marked, then renamed, so a process killed
+  meanwhile leaves no unmarked directory behind, only a hidden one that
+  :func:`remove_unfinished` (what ``toolctx.gc`` calls) deletes.
 - The first file written in it is the marker ``.toolctx-session``, one JSON line
   ``{"format": "toolctx-session/1", "session_id": <the directory's name>, "kept": <bool>}``,
   replaced atomically when it changes. Only a directory holding this marker for
@@ -36,6 +40,8 @@ import contextlib
 import errno
 import itertools
 import os
+import re
+import secrets
 import socket
 import stat
 import time
@@ -58,10 +64,12 @@ from toolctx.storage._files import (
 )
 from toolctx.storage._marker import read_marker
 
-__all__ = ["LocalStore"]
+__all__ = ["LocalStore", "remove_unfinished"]
 
 _WRITE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC
 _APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | NOFOLLOW | CLOEXEC
+_UNFINISHED = re.compile(r"\.(?P<session>[A-Za-z0-9][A-Za-z0-9_.-]*)\.[0-9a-f]{16}\.new")
+"""A session directory being made (a session id never starts with a dot, so it is never one)."""
 
 
 class LocalStore(BlobStore):
@@ -137,18 +145,50 @@ class LocalStore(BlobStore):
             if self._closed:
                 raise self._closed_error()
             if not self._created:
-                make_private_dirs(self.directory.parent)
-                os.mkdir(self.directory, 0o700)  # fails if it exists: never adopt a folder we did not make
-                try:
-                    os.chmod(self.directory, 0o700)
-                    self._write_marker(kept=self._keep)  # first: from now on the directory is recognisably ours
-                except BaseException:
-                    with contextlib.suppress(OSError):
-                        os.rmdir(self.directory)
-                    raise
+                self._create()
                 self._created = True
             self._acquire()
             self._ready = True
+
+    def _create(self) -> None:
+        """Make the directory, its marker already in it (the marker is what makes a directory toolctx's).
+
+        Made under a hidden name, marked, then renamed into place: a process killed at
+        any moment leaves no directory, a marked one, or a hidden unfinished one that
+        :func:`remove_unfinished` deletes, never an unmarked one that nothing would.
+        """
+        parent = self.directory.parent
+        make_private_dirs(parent)
+        taken = FileExistsError(errno.EEXIST, "the session directory exists already", str(self.directory))
+        if os.path.lexists(self.directory):  # never adopt (nor replace) a folder we did not make
+            raise taken
+        building = parent / f".{self.directory.name}.{secrets.token_hex(8)}.new"
+        os.mkdir(building, 0o700)
+        marker = os.path.join(building, MARKER_NAME)
+        try:
+            os.chmod(building, 0o700)
+            fd = os.open(marker, _WRITE_NEW, 0o600)
+            try:
+                write_all(fd, [self._marker_line(kept=self._keep)])
+                if self.durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.rename(building, self.directory)  # (a directory made meanwhile holds a marker: not replaced)
+            except OSError as exc:
+                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                    raise taken from None
+                raise
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(marker)
+            with contextlib.suppress(OSError):
+                os.rmdir(building)
+            raise
+        self._marker_kept = self._keep
+        if self.durable:
+            _sync_directory(parent)
 
     def _acquire(self) -> None:
         try:
@@ -168,11 +208,14 @@ class LocalStore(BlobStore):
         owner = orjson.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()})
         overwrite(fd, owner)
 
-    def _write_marker(self, *, kept: bool) -> None:
+    def _marker_line(self, *, kept: bool) -> bytes:
         marker: dict[str, object] = {"format": MARKER_FORMAT, "session_id": self.directory.name, "kept": kept}
         if self._notes is not None:  # (an older marker stays without: what it would have said is unknown)
             marker["notes"] = sorted(self._notes)
-        self._replace(self._prefix + MARKER_NAME, MARKER_NAME, [orjson.dumps(marker) + b"\n"])
+        return orjson.dumps(marker) + b"\n"
+
+    def _write_marker(self, *, kept: bool) -> None:
+        self._replace(self._prefix + MARKER_NAME, MARKER_NAME, [self._marker_line(kept=kept)])
         self._marker_kept = kept
 
     def note(self, word: str) -> None:
@@ -305,7 +348,7 @@ class LocalStore(BlobStore):
                 os.unlink(tmp)
             raise
         if self.durable:
-            self._sync_directory()
+            _sync_directory(self.directory)
 
     def get(self, name: str) -> bytes:
         path = self._prefix + check_name(name)
@@ -367,12 +410,50 @@ class LocalStore(BlobStore):
             if self.durable:
                 os.fsync(fd)
 
-    def _sync_directory(self) -> None:
-        fd = os.open(self.directory, os.O_RDONLY | CLOEXEC)
+
+def _sync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_unfinished(directory: str | os.PathLike[str], *, dry_run: bool = False) -> bool:
+    """Remove a session directory a process was killed while making; whether it was (or, dry, would be) removed.
+
+    Such a directory is named ``.<session id>.<16 hex>.new`` and holds at most the
+    marker :class:`LocalStore` writes before renaming it into place. Anything else
+    is left alone: another name, a link, a directory holding any other file, or a
+    marker that is not toolctx's for that session.
+    """
+    path = Path(directory)
+    found = _UNFINISHED.fullmatch(path.name)
+    if found is None or ".." in found["session"] or not stat.S_ISDIR(os.lstat(path).st_mode):
+        return False
+    with os.scandir(path) as entries:
+        names = [entry.name for entry in entries]
+    if names not in ([], [MARKER_NAME]):
+        return False
+    marker = os.path.join(path, MARKER_NAME)
+    if names:
         try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            head = read_regular_file(marker, HEAD_BYTES)
+        except OSError:  # gone meanwhile, or not a regular file
+            return False
+        if head and not is_own_file(MARKER_NAME, head, found["session"]):  # (empty: killed before its first byte)
+            return False
+    if dry_run:
+        return True
+    try:
+        if names:
+            os.unlink(marker)
+        os.rmdir(path)
+    except FileNotFoundError:  # (removed meanwhile: nothing left to do)
+        pass
+    except OSError:  # something was put in it meanwhile: left alone
+        return False
+    return True
 
 
 _PROBE_WAIT = 0.25  # seconds: a check that a directory is in use (gc, list_sessions) holds its lock for an instant
