@@ -32,6 +32,7 @@ from toolctx.compaction._settings import READ_CONTEXT
 from toolctx.errors import ConfigError
 from toolctx.models import CallMetadata
 from toolctx.sessions import ContextSession, argument_text, stored_text
+from toolctx.telemetry import events
 from toolctx.tokens import estimate_tokens
 
 __all__ = [
@@ -205,6 +206,7 @@ READ_CONTEXT_DEFINITION: dict[str, Any] = {
 """``read_context`` as an OpenAI chat-completions tool definition."""
 
 
+@events.read_back
 def read_context(
     session: ContextSession,
     ref: str,
