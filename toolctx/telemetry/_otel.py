@@ -28,6 +28,11 @@ def _version() -> str:
         return "0.0.0"
 
 
+def _qualified(kind: type) -> str:
+    """An exception class's fully-qualified name, as ``error.type`` and the exception event name it."""
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
 class OtelSink:
     """Sends each event as a span and to the instruments, through the providers given or the global ones."""
 
@@ -87,7 +92,7 @@ class OtelSink:
         """One failure toolctx carried on from: a span with an error status and the exception as its event."""
         attributes = {"toolctx.failure.reason": reason}
         if exc is not None:
-            attributes["error.type"] = type(exc).__qualname__
+            attributes["error.type"] = _qualified(type(exc))
         span = self._span(f"toolctx.{operation}", None, {**attributes, "toolctx.failure.message": message})
         if exc is not None:
             span.record_exception(exc)

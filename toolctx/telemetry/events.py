@@ -140,15 +140,17 @@ def saved(record: S, threshold: int, shared: bool) -> S:
     """A call's output was kept (returns ``record``). Where it went: its storage, or object storage for an
     output at least ``threshold`` bytes long in a ``shared`` store (its upload may still run in the background).
     An output that could not be written (storage ``none``) was counted by :func:`store_failed` instead."""
-    storage = record.storage
-    if storage is _NONE:
-        return record
-    size = record.size
+    storage, size = record.storage, record.size
     try:  # (cells(), inlined: this runs on every save)
         counts: list[int] = _local.cells
     except AttributeError:
         counts = cells()
-    if shared and (storage is _DISK or size >= threshold):
+    if storage is _MEMORY and not shared:  # (the usual case first)
+        counts[_SAVES_MEMORY] += 1
+        where = "memory"
+    elif storage is _NONE:
+        return record
+    elif shared and (storage is _DISK or size >= threshold):
         counts[_SAVES_OBJECT] += 1
         where = "object"
     elif storage is _DISK:
