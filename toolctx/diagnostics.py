@@ -16,7 +16,22 @@
 
 from __future__ import annotations
 
+from toolctx._counters import Counters, reset, snapshot
 from toolctx._internal import DEBUG, ERROR, WARNING, internal_error, log
-from toolctx.telemetry import Counters, counters, reset_counters
 
 __all__ = ["DEBUG", "ERROR", "WARNING", "Counters", "counters", "internal_error", "log", "reset_counters"]
+
+
+def counters() -> Counters:
+    """The counts of what toolctx did in this process, since it started or since :func:`reset_counters`.
+
+    Always kept, with no dependency, whether or not :mod:`toolctx.telemetry` sends
+    spans and metrics (its instruments add up to the same numbers). Cheap enough
+    for a health endpoint: it sums one short list per thread that ever counted.
+    """
+    return snapshot()
+
+
+def reset_counters() -> None:
+    """Count from zero again, in this process (a test that asserts counts calls this first)."""
+    reset()

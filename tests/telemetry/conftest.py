@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from toolctx import telemetry
+from toolctx.diagnostics import reset_counters
 
 
 @dataclass
@@ -44,7 +45,7 @@ class Otel:
 @pytest.fixture(autouse=True)
 def _counting_from_zero() -> Iterator[None]:
     telemetry.disable()
-    telemetry.reset_counters()
+    reset_counters()
     yield
     telemetry.disable()
 

@@ -4,11 +4,11 @@ When storing an output or compacting a conversation fails, toolctx logs and warn
 and carries on (the tool's result and the prompt go out unchanged). These doors
 make that visible:
 
-- :func:`counters` (also :func:`toolctx.diagnostics.counters`): a snapshot of
-  per-process counts (saves by where they went, bytes stored, save failures by
-  reason, stand-ins shown, tokens freed, compaction batches, cache breaks and the
-  tokens they re-send uncached, read-backs, handle refusals), always on, with no
-  dependency; :func:`reset_counters` counts from zero again (for tests);
+- :func:`toolctx.diagnostics.counters`: a snapshot of per-process counts (saves by
+  where they went, bytes stored, save failures by reason, stand-ins shown, tokens
+  freed, compaction batches, cache breaks and the tokens they re-send uncached,
+  read-backs, handle refusals), always on, with no dependency;
+  :func:`toolctx.diagnostics.reset_counters` counts from zero again (for tests);
 - :func:`enable` / :func:`disable`: spans and metrics through the OpenTelemetry
   API (``pip install 'toolctx[otel]'``), to the providers given or the global
   ones; or set ``TOOLCTX_OTEL=1`` before the first event. Off (the default),
@@ -22,44 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from toolctx.telemetry import events
-from toolctx.telemetry._counters import (
-    HANDLE_REASONS,
-    READ_REASONS,
-    SAVE_REASONS,
-    STORAGES,
-    Counters,
-    reset,
-    snapshot,
-)
 
-__all__ = [
-    "HANDLE_REASONS",
-    "READ_REASONS",
-    "SAVE_REASONS",
-    "STORAGES",
-    "Counters",
-    "counters",
-    "disable",
-    "enable",
-    "enabled",
-    "events",
-    "reset_counters",
-]
-
-
-def counters() -> Counters:
-    """The counts of what toolctx did in this process (since it started or since :func:`reset_counters`).
-
-    Cheap enough for a health endpoint: it sums one short list per thread that ever
-    counted. The counts are kept whether or not OpenTelemetry is enabled, and are
-    the same numbers the OpenTelemetry instruments add up.
-    """
-    return snapshot()
-
-
-def reset_counters() -> None:
-    """Count from zero again, in this process (a test that asserts counts calls this first)."""
-    reset()
+__all__ = ["disable", "enable", "enabled", "events"]
 
 
 def enable(tracer_provider: Any = None, meter_provider: Any = None) -> None:
@@ -70,7 +34,7 @@ def enable(tracer_provider: Any = None, meter_provider: Any = None) -> None:
     ``opentelemetry.metrics``' ``set_*_provider``), as they are when an event
     comes. Calling it again replaces the providers. Raises ImportError (install
     ``toolctx[otel]``) if the OpenTelemetry API is not installed. The counts of
-    :func:`counters` are kept either way.
+    :func:`toolctx.diagnostics.counters` are kept either way.
     """
     try:
         from toolctx.telemetry._otel import OtelSink

@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
+from toolctx._counters import HANDLE_REASONS, SAVE_REASONS, cells, per_thread, slot
 from toolctx._internal import internal_error
 from toolctx.errors import HandleError
 from toolctx.models import StorageKind
-from toolctx.telemetry._counters import HANDLE_REASONS, SAVE_REASONS, cells, per_thread, slot
 
 if TYPE_CHECKING:
     from toolctx.telemetry._otel import OtelSink
@@ -39,11 +39,9 @@ __all__ = [
     "refusals",
     "save_failed",
     "saved",
-    "sink",
     "spill_failed",
     "stood_in",
     "store_failed",
-    "use",
 ]
 
 ENVIRONMENT_VARIABLE = "TOOLCTX_OTEL"
@@ -166,8 +164,8 @@ def saved(record: S, threshold: int, shared: bool) -> S:
 
 
 def save_failed(reason: str, message: str, exc: BaseException | None = None, **fields: Any) -> None:
-    """A save failed for ``reason`` (one of :data:`~toolctx.telemetry.SAVE_REASONS`); logged and warned as
-    :func:`~toolctx.diagnostics.internal_error` would."""
+    """A save failed for ``reason`` (a key of :class:`~toolctx.diagnostics.Counters`' ``save_failures``);
+    logged and warned as :func:`~toolctx.diagnostics.internal_error` would."""
     cells()[_SAVE_FAILED[reason]] += 1
     if _sink is not None:
         _sink.failed("save", reason, message, exc)
@@ -210,25 +208,11 @@ def batch_started(shown: int) -> tuple[int, int]:
     return (time.time_ns() if _sink is not None else 0), shown
 
 
-class _Edit(Protocol):
-    """What :func:`compacted` reads of one edit of a batch."""
-
-    @property
-    def call_id(self) -> str | None: ...
-    @property
-    def result(self) -> str | None: ...
-    @property
-    def args(self) -> Any: ...
-    @property
-    def position(self) -> int: ...
-    @property
-    def call_position(self) -> int: ...
-
-
-def compacted(started: tuple[int, int], edits: Sequence[_Edit], sizes: Sequence[int], shown: int) -> None:
+def compacted(started: tuple[int, int], edits: Sequence[Any], sizes: Sequence[int], shown: int) -> None:
     """A batch made ``edits`` (none: no batch), leaving ``shown`` tokens in a conversation whose items now
     take ``sizes`` tokens each. The cache break's cost is every item from the first one changed on (the
-    system prompt and tools before them are read from the cache still)."""
+    system prompt and tools before them are read from the cache still). An edit is read for its ``result``,
+    ``args``, ``position`` and ``call_position`` (:class:`toolctx.compaction.Edit`)."""
     if not edits:
         return
     items, first = 0, len(sizes)

@@ -68,9 +68,10 @@ def _count_map(totals: list[int], prefix: str, keys: tuple[str, ...]) -> Mapping
 
 @dataclass(frozen=True)
 class Counters:
-    """What toolctx did in this process since it started (or since :func:`reset_counters`), at one moment.
+    """What toolctx did in this process since it started (or since
+    :func:`toolctx.diagnostics.reset_counters`), at one moment.
 
-    Taken by :func:`counters`; every number only grows until a reset. Failures are
+    Taken by :func:`toolctx.diagnostics.counters`; every number only grows until a reset. Failures are
     those toolctx logged and warned about (``internal_error``) and carried on from:
     the prompt went out unchanged, or the output was shown whole.
 
