@@ -289,7 +289,7 @@ class ToolContextMiddleware(AgentMiddleware):
             given = call.get("args")
             text = read_back(session, given if isinstance(given, Mapping) else {}, task)
         except Exception as exc:
-            internal_error("read_context could not read the session", exc)
+            events.read_back_failed("read_context could not read the session", exc)
             text = "read_context could not read the stored outputs just now; go on without them."
         return ToolMessage(content=text, tool_call_id=call.get("id") or "", name=READ_CONTEXT)
 

@@ -13,6 +13,7 @@ import pytest
 
 import toolctx
 from toolctx import telemetry
+from toolctx.compaction import answer_read_context
 from toolctx.diagnostics import counters, reset_counters
 from toolctx.storage import DictStore
 
@@ -60,6 +61,17 @@ def test_the_counts_are_the_same_without_opentelemetry_installed(tmp_path: Path)
     )
     assert json.loads(out.stdout.splitlines()[-1]) == here  # (asked for, OpenTelemetry missing: counted only)
     assert "TOOLCTX_OTEL=1 but OpenTelemetry could not be set up" in out.stderr
+
+
+def test_a_models_read_context_call_counts_once_and_bad_arguments_count_as_invalid(tmp_path: Path) -> None:
+    with toolctx.session(tmp_path) as s:
+        pointer = s.save_context("t", {}, "x" * 50_000)
+        assert answer_read_context(s, {"id": pointer.handle, "limit": 10}).endswith("x" * 10)
+        assert answer_read_context(s, {"id": pointer.handle, "colour": "red"}).startswith("read_context takes")
+        assert answer_read_context(s, ["not", "an", "object"]).startswith("read_context takes")  # type: ignore[arg-type]
+    snapshot = counters()
+    assert snapshot.read_backs == 3
+    assert dict(snapshot.read_back_failures) == {"unknown": 0, "invalid": 2, "error": 0}
 
 
 def test_reset_counts_from_zero_and_each_snapshot_stands_still(tmp_path: Path) -> None:

@@ -171,6 +171,7 @@ model)."""
 _READ_ARGUMENTS = tuple(READ_CONTEXT_PARAMETERS["properties"])
 
 
+@events.read_back
 def answer_read_context(
     session: ContextSession, given: Mapping[str, Any], *, scope: int | str | tuple[int | str | None, ...] | None = None
 ) -> str:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from toolctx._counters import HANDLE_REASONS, SAVE_REASONS, cells, per_thread, slot
@@ -36,6 +37,7 @@ __all__ = [
     "handle_unreadable",
     "manifest_failed",
     "read_back",
+    "read_back_failed",
     "refusals",
     "save_failed",
     "saved",
@@ -247,25 +249,47 @@ def compaction_failed(message: str, exc: BaseException | None = None, **fields: 
 # -- reading back -------------------------------------------------------------------------------
 
 
+_reading: ContextVar[bool] = ContextVar("toolctx_reading_back", default=False)
+_raised: ContextVar[BaseException | None] = ContextVar("toolctx_read_back_raised", default=None)
+
+
 def read_back(function: Callable[P, str]) -> Callable[P, str]:
     """Count (and, on, trace) each call of ``function``, a ``read_context`` body taking the session, then the
-    handle. An answer that does not show stored text (it starts with ``[``, as every page does) is a failure:
-    ``unknown`` for a handle it did not find, else ``invalid``; an exception is ``error``."""
+    handle (or the model's arguments, holding it as ``id``). An answer that does not show stored text (it
+    starts with ``[``, as every page does) is a failure: ``unknown`` for a handle it did not find, else
+    ``invalid``; an exception is ``error``. One body calling another counts once."""
 
     @functools.wraps(function)
     def reading(*args: P.args, **kwargs: P.kwargs) -> str:
+        if _reading.get():
+            return function(*args, **kwargs)
         start = time.time_ns() if _sink is not None else 0
-        ref = args[1] if len(args) > 1 else kwargs.get("ref")
+        ref = args[1] if len(args) > 1 else kwargs.get("ref", kwargs.get("given"))
+        ref = ref.get("id") if isinstance(ref, Mapping) else ref
+        token = _reading.set(True)
         try:
             answer = function(*args, **kwargs)
         except Exception as exc:
             _read(start, ref, "error", exc)
+            _raised.set(exc)  # (counted: read_back_failed, for the same exception, does not count it again)
             raise
+        finally:
+            _reading.reset(token)
         reason = None if answer.startswith("[") else "unknown" if answer.startswith(_MISSING) else "invalid"
         _read(start, ref, reason, None)
         return answer
 
     return reading
+
+
+def read_back_failed(message: str, exc: BaseException) -> None:
+    """A ``read_context`` call failed before it could read (its session could not be found, say): counted as
+    a read-back that failed (``error``), unless the read-back itself raised it (counted then), and logged and
+    warned as internal_error would."""
+    if _raised.get() is not exc:
+        _read(time.time_ns() if _sink is not None else 0, None, "error", exc)
+    _raised.set(None)
+    internal_error(message, exc)
 
 
 def _read(start: int, ref: object, reason: str | None, exc: BaseException | None) -> None:
