@@ -64,6 +64,8 @@ public_api_modules = [
     "toolctx.server",
     "toolctx.testing",
     "toolctx.diagnostics",
+    "toolctx.telemetry",
+    "toolctx.telemetry.events",
     "toolctx_langchain",
     "toolctx_openai_agents",
 ]

@@ -69,6 +69,8 @@ PUBLIC_MODULES = {
     "toolctx.server.__main__",
     "toolctx.sessions",
     "toolctx.storage",
+    "toolctx.telemetry",
+    "toolctx.telemetry.events",
     "toolctx.testing",
     "toolctx.tokens",
 }

@@ -16,10 +16,10 @@ import typing
 from collections.abc import Callable, Collection
 from typing import Any
 
-from toolctx._internal import internal_error
 from toolctx._naming import HANDLE_PREFIX
 from toolctx.errors import ConfigError, HandleError
 from toolctx.sessions import Call, host_scope, resolve_arguments
+from toolctx.telemetry import events
 
 __all__ = ["ByReference", "is_text_annotation"]
 
@@ -105,7 +105,7 @@ class ByReference:
         except HandleError:
             raise
         except Exception as exc:
-            internal_error(f"could not resolve a handle passed to tool {self.tool!r}", exc)
+            events.handle_unreadable(f"could not resolve a handle passed to tool {self.tool!r}", exc)
             raise HandleError(
                 f"the handle passed to {self.tool} could not be looked up ({type(exc).__name__}: {exc!s:.200}); "
                 "pass the value itself.",

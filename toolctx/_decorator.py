@@ -43,6 +43,7 @@ from toolctx._serialize import clean_text, encode
 from toolctx.errors import ConfigError, HandleError, SessionClosedError
 from toolctx.redaction import REDACTED
 from toolctx.sessions import Call, ContextSession, SavePath, current_session
+from toolctx.telemetry import events
 
 __all__ = ["persist_context"]
 
@@ -196,7 +197,9 @@ class _Tool:
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # even a BaseException from the arguments' own code stays in here
-            internal_error(f"could not capture the arguments of tool {self.name!r}; this call is not stored", exc)
+            events.save_failed(
+                "arguments", f"could not capture the arguments of tool {self.name!r}; this call is not stored", exc
+            )
             return None
 
     def referenced(
@@ -250,7 +253,7 @@ class _Tool:
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a result's or exception's own code may raise anything
-            internal_error(f"could not store a call of tool {self.name!r}", exc)
+            events.save_failed("store", f"could not store a call of tool {self.name!r}", exc)
 
     def sync_wrapper(
         self, wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]

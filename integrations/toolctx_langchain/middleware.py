@@ -42,6 +42,7 @@ from toolctx.compaction import (
 )
 from toolctx.compaction import before_model_call as run_hook
 from toolctx.diagnostics import internal_error
+from toolctx.telemetry import events
 from toolctx_langchain._messages import MessageAdapter, as_sent, model_arguments, stand_in_metadata
 from toolctx_langchain.tools import read_back, read_context_tool, thread_and_task
 
@@ -233,7 +234,7 @@ class ToolContextMiddleware(AgentMiddleware):
         except HandleError as exc:
             return self._refused(request, exc, ()), (), ()
         except Exception as exc:  # (the conversation could not be told: said, and the tool does not run blind)
-            internal_error(f"could not resolve the handles passed to tool {call['name']!r}", exc)
+            events.handle_unreadable(f"could not resolve the handles passed to tool {call['name']!r}", exc)
             failure = HandleError(
                 f"the handles passed to {call['name']} could not be looked up ({type(exc).__name__}); "
                 "pass the values themselves.",
@@ -288,7 +289,7 @@ class ToolContextMiddleware(AgentMiddleware):
             given = call.get("args")
             text = read_back(session, given if isinstance(given, Mapping) else {}, task)
         except Exception as exc:
-            internal_error("read_context could not read the session", exc)
+            events.read_back_failed("read_context could not read the session", exc)
             text = "read_context could not read the stored outputs just now; go on without them."
         return ToolMessage(content=text, tool_call_id=call.get("id") or "", name=READ_CONTEXT)
 
@@ -296,7 +297,7 @@ class ToolContextMiddleware(AgentMiddleware):
         try:
             self._save(self._where(request), request, None, error, notes)
         except Exception as exc:
-            internal_error(f"could not store the failed call of tool {request.tool_call['name']!r}", exc)
+            events.save_failed("store", f"could not store the failed call of tool {request.tool_call['name']!r}", exc)
 
     def _finished(
         self, request: ToolCallRequest, result: ToolMessage | Command[Any], notes: tuple[str, ...] = ()
@@ -318,7 +319,7 @@ class ToolContextMiddleware(AgentMiddleware):
                     return dataclasses.replace(result, update={**result.update, "messages": shown})
             self._save(where, request, result, None, notes)
         except Exception as exc:
-            internal_error(f"could not store a call of tool {request.tool_call['name']!r}", exc)
+            events.save_failed("store", f"could not store a call of tool {request.tool_call['name']!r}", exc)
         return result
 
     def _message(
@@ -393,7 +394,7 @@ class ToolContextMiddleware(AgentMiddleware):
                 return request, changed  # the usual call once compacted forms are written back: no copy
             return request.override(messages=messages, tools=tools), changed
         except Exception as exc:  # compaction is an optimisation: never break the model call
-            internal_error("could not compact the conversation; sending it unchanged", exc)
+            events.compaction_failed("could not compact the conversation; sending it unchanged", exc)
             return request, []
 
     def _written_back(self, response: Any, changed: list[AnyMessage]) -> Any:

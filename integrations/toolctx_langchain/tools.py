@@ -25,7 +25,7 @@ from toolctx.compaction import (
     output_text,
     session_resolver,
 )
-from toolctx.diagnostics import internal_error
+from toolctx.telemetry import events
 from toolctx_langchain._messages import model_arguments
 
 __all__ = ["READ_CONTEXT", "persist_tool", "read_back", "read_context_tool", "thread_and_task", "thread_of"]
@@ -171,7 +171,7 @@ class _PersistedTool:
                 shown_as_text=stand_in,
             )
         except Exception as exc:  # a session that cannot be opened, say: the model gets the output whole
-            internal_error(f"could not store a call of tool {tool.name!r}", exc)
+            events.save_failed("store", f"could not store a call of tool {tool.name!r}", exc)
             return text if error is None else None
         if error is not None or not stand_in:
             return None

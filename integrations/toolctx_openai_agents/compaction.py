@@ -26,7 +26,7 @@ from toolctx.compaction import (
     session_resolver,
 )
 from toolctx.compaction import before_model_call as run_hook
-from toolctx.diagnostics import internal_error
+from toolctx.telemetry import events
 from toolctx.tokens import estimate_tokens_cached as estimated
 from toolctx_openai_agents._tokens import tool_definition
 from toolctx_openai_agents.tools import Run, _Arguments, arguments_json, run_of
@@ -189,7 +189,7 @@ def compact_tool_outputs(
             run_hook(before_model_call, session)
             return ModelInputData(input=shown, instructions=original.instructions)
         except Exception as exc:  # compaction is an optimisation: never break the run
-            internal_error("could not compact the model input; sending it unchanged", exc)
+            events.compaction_failed("could not compact the model input; sending it unchanged", exc)
             return original
 
     def compact(data: CallModelData[Any]) -> ModelInputData | Awaitable[ModelInputData]:

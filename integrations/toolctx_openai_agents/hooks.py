@@ -17,7 +17,7 @@ from toolctx.compaction import (
     persist_call,
     session_resolver,
 )
-from toolctx.diagnostics import internal_error
+from toolctx.telemetry import events
 from toolctx_openai_agents.tools import _Persisted, conversation_of, parse_arguments
 
 __all__ = ["ToolContextHooks"]
@@ -56,4 +56,4 @@ class ToolContextHooks(RunHooks[Any]):
                 # compact_tool_outputs shows this output as a stand-in: offer read_context in the same model call
                 notes(session).offer_read_context = True
         except Exception as exc:  # observing never breaks the run
-            internal_error(f"could not store a call of tool {tool.name!r}", exc)
+            events.save_failed("store", f"could not store a call of tool {tool.name!r}", exc)

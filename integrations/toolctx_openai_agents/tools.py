@@ -37,6 +37,7 @@ from toolctx.compaction import (
     session_resolver,
 )
 from toolctx.diagnostics import WARNING, internal_error, log
+from toolctx.telemetry import events
 
 __all__ = [
     "conversation_of",
@@ -347,7 +348,7 @@ class _Persisted:
         except HandleError as exc:
             return exc
         except Exception as exc:  # (the run could not be told: said, and the tool does not run blind)
-            internal_error(f"could not resolve the handles passed to tool {self.name!r}", exc)
+            events.handle_unreadable(f"could not resolve the handles passed to tool {self.name!r}", exc)
             return HandleError(
                 f"the handles passed to {self.name} could not be looked up ({type(exc).__name__}); "
                 "pass the values themselves.",
@@ -374,7 +375,7 @@ class _Persisted:
             group = conversation_of(ctx, session)
             text = output_text(output)
         except Exception as exc:
-            internal_error(f"could not store a call of tool {self.name!r}", exc)
+            events.save_failed("store", f"could not store a call of tool {self.name!r}", exc)
             return None
         return at_tool_time(
             self.settings,

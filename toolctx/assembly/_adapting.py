@@ -7,6 +7,7 @@ from typing import Any
 
 from toolctx._internal import internal_error
 from toolctx.assembly._assembler import ContextAssembler
+from toolctx.telemetry import events
 
 __all__ = ["reset_after_failed_prepare"]
 
@@ -31,4 +32,4 @@ def reset_after_failed_prepare(
     except Exception as cleared:
         internal_error("could not clear the assembler's history", cleared)
     if last_try:
-        internal_error("could not assemble the model's input; sending it as it is", exc)
+        events.compaction_failed("could not assemble the model's input; sending it as it is", exc)

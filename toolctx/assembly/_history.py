@@ -16,12 +16,12 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from toolctx._internal import internal_error
 from toolctx.assembly._measure import Measure
 from toolctx.assembly._pairing import blocks
 from toolctx.assembly._types import HistoryMessage
 from toolctx.compaction import STAND_IN_MARK
 from toolctx.sessions import ContextSession
+from toolctx.telemetry import events
 
 __all__ = ["HISTORY_TOOL", "MARKER_BOUND", "HistorySpan", "make_span", "marker", "merge_spans", "shown_with_spans"]
 
@@ -146,7 +146,7 @@ def _store(messages: Sequence[HistoryMessage], session: Callable[[], ContextSess
             task_id=task,
         )
     except Exception as exc:  # the messages stay in the prompt: nothing leaves it without a stored copy
-        internal_error("could not store old messages to compact the history; they stay in the prompt", exc)
+        events.compaction_failed("could not store old messages to compact the history; they stay in the prompt", exc)
         return None
     return pointer.handle if pointer.stored else None
 

@@ -24,7 +24,6 @@ from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from toolctx._internal import internal_error
 from toolctx.compaction._conversation import Conversation
 from toolctx.compaction._decisions import (
     Decisions,
@@ -55,6 +54,7 @@ from toolctx.compaction._tooltime import (
     unstored_text,
 )
 from toolctx.sessions import CallParts, ContextSession, SavedCall
+from toolctx.telemetry import events
 from toolctx.tokens import estimate_tokens_cached as estimated
 
 __all__ = ["Compactor"]
@@ -331,8 +331,10 @@ class Compactor(Generic[T]):
                 session_notes.offer_read_context = True
                 return []
         chosen = choose(conversation, wanted, held)
+        started = events.batch_started(conversation.shown)
         edits = [edit for position in chosen if (edit := self._edit(conversation, session, position)) is not None]
         self._apply(conversation, edits)
+        events.compacted(started, edits, conversation.sizes, conversation.shown)
         return edits
 
     def _candidate(self, conversation: Conversation, position: int, gain: int) -> bool:
@@ -393,7 +395,7 @@ class Compactor(Generic[T]):
             if stored is None or stored.error is not None:
                 return None
         except Exception as exc:  # compaction is an optimisation: never break the model call
-            internal_error(f"could not read the stored call {call.id!r} back; it stays as it is", exc)
+            events.compaction_failed(f"could not read the stored call {call.id!r} back; it stays as it is", exc)
             return None
         text = stored_text(stored)
         marker = result_marker(stored.id, call.name or result.tool or stored.tool_name, text, settings.preview_chars)
@@ -423,7 +425,7 @@ class Compactor(Generic[T]):
         try:
             stored = stored_said(session, conversation.task, said)
         except Exception as exc:  # compaction is an optimisation: never break the model call
-            internal_error("could not store old assistant text to compact it; it stays as it is", exc)
+            events.compaction_failed("could not store old assistant text to compact it; it stays as it is", exc)
             return None
         if stored is None:
             return None

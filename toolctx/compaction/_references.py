@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from toolctx._internal import internal_error
 from toolctx.errors import ConfigError, HandleError
 from toolctx.sessions import ContextSession, Scope, resolve_arguments
+from toolctx.telemetry import events
 
 __all__ = ["HandleParameters", "is_text_schema"]
 
@@ -106,7 +106,7 @@ class HandleParameters:
         except HandleError:
             raise
         except Exception as exc:
-            internal_error(f"could not resolve a handle passed to tool {tool!r}", exc)
+            events.handle_unreadable(f"could not resolve a handle passed to tool {tool!r}", exc)
             raise HandleError(
                 f"the handle passed to {tool} could not be looked up ({type(exc).__name__}: {exc!s:.200}); "
                 "pass the value itself.",

@@ -32,6 +32,7 @@ from toolctx.compaction._settings import READ_CONTEXT
 from toolctx.errors import ConfigError
 from toolctx.models import CallMetadata
 from toolctx.sessions import ContextSession, argument_text, stored_text
+from toolctx.telemetry import events
 from toolctx.tokens import estimate_tokens
 
 __all__ = [
@@ -170,6 +171,7 @@ model)."""
 _READ_ARGUMENTS = tuple(READ_CONTEXT_PARAMETERS["properties"])
 
 
+@events.read_back
 def answer_read_context(
     session: ContextSession, given: Mapping[str, Any], *, scope: int | str | tuple[int | str | None, ...] | None = None
 ) -> str:
@@ -205,6 +207,7 @@ READ_CONTEXT_DEFINITION: dict[str, Any] = {
 """``read_context`` as an OpenAI chat-completions tool definition."""
 
 
+@events.read_back
 def read_context(
     session: ContextSession,
     ref: str,

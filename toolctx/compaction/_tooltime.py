@@ -27,6 +27,7 @@ from toolctx.compaction._settings import CompactionSettings, pays_for_cache_brea
 from toolctx.compaction._standins import ASSISTANT_TEXT, handle_of, stand_in, stored_text
 from toolctx.models import ContextPointer, ErrorInfo
 from toolctx.sessions import CallParts, ContextSession, SavedCall
+from toolctx.telemetry import events
 from toolctx.tokens import estimate_tokens_cached, remembers_estimate
 
 __all__ = [
@@ -110,7 +111,9 @@ def at_tool_time(
             session.save_path.settle(ids=(done.saved.id,))  # (its handle goes out with the tool's result)
             landed = session.unstored(done.saved.id) is None  # (a failed upload is said and counted already)
         except Exception as exc:
-            internal_error(f"could not tell whether an output of tool {tool_name!r} is stored; shown whole", exc)
+            events.compaction_failed(
+                f"could not tell whether an output of tool {tool_name!r} is stored; shown whole", exc
+            )
             landed = False
         return done if landed else ToolTime(None, done.saved)
     return _at_tool_time(settings, session, tool_name, args, output, text, *how)
@@ -142,7 +145,7 @@ def _at_tool_time(
                 tool_name, args, text, task_id, query_id, call_id=None if call_id is None else str(call_id)
             )
         except Exception as exc:
-            internal_error(f"could not store a call of tool {tool_name!r}", exc)
+            events.save_failed("store", f"could not store a call of tool {tool_name!r}", exc)
         return _QUEUED
     saved = persist_call(
         session, tool_name, args, output, error=error, call_id=call_id, task_id=task_id, argument_notes=argument_notes
@@ -152,7 +155,9 @@ def _at_tool_time(
     try:
         shown = shown_output(settings, session, saved, text)
     except Exception as exc:  # (never in the way of the tool's output)
-        internal_error(f"could not make a stand-in for a call of tool {tool_name!r}; the model gets it whole", exc)
+        events.compaction_failed(
+            f"could not make a stand-in for a call of tool {tool_name!r}; the model gets it whole", exc
+        )
         shown = None
     return ToolTime(shown, saved)
 
@@ -196,7 +201,7 @@ def persist_call(
             argument_notes=argument_notes,
         )
     except Exception as exc:
-        internal_error(f"could not store a call of tool {tool_name!r}", exc)
+        events.save_failed("store", f"could not store a call of tool {tool_name!r}", exc)
         return None
 
 
@@ -226,7 +231,7 @@ def queue_call(
         )
         return True
     except Exception as exc:
-        internal_error(f"could not store a call of tool {tool_name!r}", exc)
+        events.save_failed("store", f"could not store a call of tool {tool_name!r}", exc)
         return False
 
 
@@ -300,10 +305,11 @@ def shown_output(
     try:
         found = session.load_contexts([pointer.id])
     except Exception as exc:
-        internal_error(f"could not read {pointer.handle} back; the model gets the whole output", exc)
+        events.compaction_failed(f"could not read {pointer.handle} back; the model gets the whole output", exc)
         return None
     if not found:
         return None
+    events.stood_in(found[0].tool_name, freed, 0 if session_notes.offer_read_context else broken)
     session_notes.offer_read_context = True
     return stand_in(found[0], stored_text(found[0]), settings.head_chars, settings.tail_chars)
 

@@ -7,7 +7,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from toolctx._internal import internal_error
+from toolctx.telemetry import events
 
 __all__ = ["LaterSaves"]
 
@@ -54,7 +54,9 @@ class LaterSaves(deque[Later]):
                     try:
                         context.run(save)
                     except Exception as exc:
-                        internal_error("could not store a queued tool call; the model was shown it whole", exc)
+                        events.save_failed(
+                            "queue", "could not store a queued tool call; the model was shown it whole", exc
+                        )
                     finally:
                         self.popleft()
             finally:

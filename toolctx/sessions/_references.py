@@ -44,6 +44,7 @@ from toolctx.models import StoredContext
 from toolctx.sessions._current import current_session
 from toolctx.sessions._records import CallParts
 from toolctx.sessions._tags import current_tags
+from toolctx.telemetry import events
 
 if TYPE_CHECKING:
     from toolctx.sessions._session import ContextSession
@@ -256,6 +257,7 @@ def _read(session: ContextSession, ref: Reference, scopes: tuple[Any, ...] | Non
     return value
 
 
+@events.refusals
 def resolve_arguments(
     session: ContextSession,
     args: Mapping[str, Any],

@@ -45,6 +45,7 @@ from toolctx.sessions._screening import CallScreen
 from toolctx.sessions._tags import current_tags
 from toolctx.sessions._uploads import Uploads, deferred, deferring
 from toolctx.storage import BlobStore
+from toolctx.telemetry import events
 from toolctx.tokens import estimate_tokens
 
 __all__ = ["SavePath"]
@@ -214,7 +215,7 @@ class SavePath(Holding):
                     + "; ".join(notes[len(call.args_notes) :]),
                     id=record.id,
                 )
-            return record
+            return events.saved(record, threshold, self.store.shared)
         finally:
             saving.pop()
             if (self._closing or self.closed) and not saving:
@@ -289,7 +290,8 @@ class SavePath(Holding):
         except Exception as exc:
             record.storage = _NONE
             self.failed_writes += 1
-            internal_error(
+            events.store_failed(
+                self.store.shared,
                 f"could not store the output of tool {record.call.tool_name!r} in {self._where!r}; "
                 "the tool's result was returned unchanged but is not stored",
                 exc,
@@ -333,7 +335,7 @@ class SavePath(Holding):
             if shared := self.store.shared:
                 record.storage = _NONE
                 self.failed_writes += 1
-            internal_error(
+            events.manifest_failed(
                 f"could not add context {record.id} to the session manifest; "
                 + ("its output is shown whole" if shared else "resume() will find it only by scanning the directory"),
                 exc,
@@ -356,7 +358,7 @@ class SavePath(Holding):
                             break
             except Exception as exc:
                 failed.append(record)
-                internal_error(f"could not spill context {record.id} to {self._where!r}; it stays in memory", exc)
+                events.spill_failed(f"could not spill context {record.id} to {self._where!r}; it stays in memory", exc)
                 continue
             self._append_manifest(record)
             self._emit(DEBUG, "spilled", id=record.id, size=record.size)
