@@ -1,7 +1,9 @@
 """Secret redaction, applied to arguments and results before anything is stored.
 
 On by default; ``session(redact=False)`` turns it off and ``session(redact=Redactor(...))``
-changes the rules. Each secret found is replaced by ``[REDACTED]`` (the ``replacement``);
+changes the rules. The same rules keep secrets out of memory items
+(``MemoryConfig(redact=...)``) and out of toolctx's own log records, warnings and exception
+messages (:func:`redact_messages`). Each secret found is replaced by ``[REDACTED]`` (the ``replacement``);
 the tool's caller still gets the real value. Sessions redact each call with
 :meth:`Redactor.redact_call_with_id`; a :class:`Redactor` also redacts any JSON, text,
 bytes or value on its own.
@@ -22,6 +24,7 @@ The rules follow.
 from __future__ import annotations
 
 from toolctx.redaction import _rules
+from toolctx.redaction._messages import redact_messages
 from toolctx.redaction._redactor import Redactor, default_redactor, resolve_redactor
 from toolctx.redaction._rules import DEFAULT_KEYS, DEFAULT_PATTERNS, REDACTED, SecretPattern
 
@@ -32,6 +35,7 @@ __all__ = [
     "Redactor",
     "SecretPattern",
     "default_redactor",
+    "redact_messages",
     "resolve_redactor",
 ]
 

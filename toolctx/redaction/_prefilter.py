@@ -22,12 +22,13 @@ screens whose literal occurred run. Each pass is linear in the data.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolctx._internal import WARNING, log
+from toolctx._internal import DEBUG, WARNING, log
 
 __all__ = ["Prefilter", "Screen"]
 
@@ -168,7 +169,7 @@ class Prefilter:
                 self.engine = "hyperscan"
                 return
             except Exception as exc:  # ImportError, or hyperscan refusing this CPU
-                log(WARNING, "slow_secret_scan", reason=f"{type(exc).__name__}: {exc}")
+                _fell_back(exc)
         as_given: list[tuple[Hashable, bytes]] = [(f, _needle(f)) for f in self.exact]
         lowered: list[tuple[Hashable, bytes]] = [(f, f.lower().encode()) for f in self.caseless]
         # Small data: one alternation for each kind. Large data: one pass for each first
@@ -310,6 +311,24 @@ def _record(fragment_id: int, start: int, end: int, flags: int, hits: _Hits) -> 
 
 
 _NOTHING: frozenset[Any] = frozenset()
+_told: set[bool] = set()  # whether the fallback to ``re`` was logged, by whether Hyperscan is installed
+
+
+def _fell_back(exc: Exception) -> None:
+    """Say once per process that scans use ``re``: a warning only when Hyperscan is installed and failed to load.
+
+    A core install (no ``toolctx[fast]``) has asked for nothing faster: that is logged at
+    debug level, so a default install warns about nothing.
+    """
+    try:
+        installed = importlib.util.find_spec("hyperscan") is not None
+    except (ImportError, ValueError):  # a stand-in without a spec
+        installed = False
+    if installed in _told:
+        return
+    _told.add(installed)
+    level = WARNING if installed else DEBUG
+    log(level, "slow_secret_scan", reason=f"{type(exc).__name__}: {exc}", fast_extra_installed=installed)
 
 
 def _stop(*_: object) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from toolctx._scrub import shown
 from toolctx.errors import ConfigError
 from toolctx.redaction._compile import BLOB_MARK, FOLD, Rule, compile_rules
 from toolctx.redaction._forms import Folded, Lowered, splice, whole_spans
@@ -390,5 +391,5 @@ def resolve_redactor(redact: object) -> Redactor | None:
     if isinstance(redact, Redactor):
         return redact
     raise ConfigError(
-        f"redact must be True (the default rules), False (off) or a toolctx.redaction.Redactor, got {redact!r:.80}"
+        f"redact must be True (the default rules), False (off) or a toolctx.redaction.Redactor, got {shown(redact)}"
     )
