@@ -18,9 +18,10 @@ import orjson
 from toolctx._scrub import shown
 from toolctx.errors import ConfigError
 from toolctx.redaction._compile import BLOB_MARK, FOLD, Rule, compile_rules
+from toolctx.redaction._encoded import encoded_runs
 from toolctx.redaction._forms import Folded, Lowered, splice, whole_spans
 from toolctx.redaction._json import BLOB_HEAD, from_base64, replace_in_string, string_text
-from toolctx.redaction._keys import assigned_span, words
+from toolctx.redaction._keys import assigned_span, second_meaning, words
 from toolctx.redaction._placeholders import is_masked, is_placeholder
 from toolctx.redaction._rules import DEFAULT_KEYS, DEFAULT_PATTERNS, REDACTED, SecretPattern
 
@@ -181,12 +182,23 @@ class Redactor:
             out = {}
             changed = False
             for k, v in value.items():
-                if keys and v is not None and v != self.replacement and self._is_secret_key(k):
+                if (
+                    keys
+                    and v is not None
+                    and v != self.replacement
+                    and self._is_secret_key(k)
+                    and not second_meaning(k, v)
+                ):
                     new = self.replacement
                 else:
                     new = self._walk(v, keys, rules, fold, blobs)
                 changed = changed or new is not v
-                out[k] = new
+                name = k
+                if rules or fold:  # a key can be a secret itself: ``{"sk-live-...": 1}``
+                    named = self._text(k, None, rules, fold)
+                    if named is not k:
+                        name, changed = _free_key(named, out, value), True
+                out[name] = new
             return out if changed else value
         if kind is list:
             items = [self._walk(v, keys, rules, fold, blobs) for v in value]
@@ -264,6 +276,9 @@ class Redactor:
         for rule in rules:
             regex = rule.regex
             starts = None if located is None else _starts(rule, *located)
+            if rule.encoded:  # base64 runs holding a fragment: each decoded, and redacted whole if it holds a secret
+                spans += encoded_runs(data, regex, self._holds_secret, starts)
+                continue
             matches: list[re.Match[bytes]] = []
             if starts is None:  # left to right, each search resuming where the last match ended
                 matches += regex.finditer(lowered.whole() if rule.caseless else data)
@@ -284,6 +299,9 @@ class Redactor:
                 if span is not None:
                     spans.append(span)
         return spans
+
+    def _holds_secret(self, data: bytes) -> bool:
+        return bool(self._secret_spans(data, None, None, text=False))
 
     # -- keys, bytes values, whole values ----------------------------------------------------------
 
@@ -344,13 +362,28 @@ class Redactor:
             if raw is not None:
                 redacted = self.redact_bytes(raw)
                 return value if redacted == raw else {"$bytes": base64.b64encode(redacted).decode("ascii")}
-            return {
-                k: self.replacement if v is not None and self.is_secret_key(k) else self.redact_value(v)
-                for k, v in value.items()
-            }
+            out: dict[str, Any] = {}
+            for k, v in value.items():
+                new = (
+                    self.replacement
+                    if v is not None and self.is_secret_key(k) and not second_meaning(k, v)
+                    else self.redact_value(v)
+                )
+                named = self.redact_text(k) if isinstance(k, str) else k
+                out[k if named == k else _free_key(named, out, value)] = new
+            return out
         if isinstance(value, list):
             return [self.redact_value(v) for v in value]
         return value
+
+
+def _free_key(key: str, taken: dict[str, Any], original: dict[str, Any]) -> str:
+    """``key`` (a redacted dict key), numbered when two keys redact alike: ``[REDACTED]``, ``[REDACTED] (2)``."""
+    name, number = key, 1
+    while name in taken or name in original:
+        number += 1
+        name = f"{key} ({number})"
+    return name
 
 
 def _secret_span(match: re.Match[bytes], placeholder: Callable[[bytes], bool]) -> tuple[int, int] | None:
