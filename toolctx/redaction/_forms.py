@@ -25,9 +25,9 @@ word joiner, the byte order mark, the soft hyphen): ``pass\u200bword`` reads ``p
 # What reads as another character, or as none: a full-width form as UTF-8 or as a JSON escape (``json.dumps``
 # writes ``\uff50``), an invisible character (as UTF-8 or escaped), or a JSON escape of an ASCII letter, digit
 # or one of ``+-./:=@_`` (``\u0068unter2``), never of a quote or a backslash, which would change what is quoted.
-_ESCAPED_ASCII = rb"\\u00(?:2[bdefBDEF]|3[0-9aAdD]|4[0-9a-fA-F]|5[0-9aAfF]|6[1-9a-fA-F]|7[0-9aA])"
+_ESCAPED_ASCII = rb"\\{1,2}u00(?:2[bdefBDEF]|3[0-9aAdD]|4[0-9a-fA-F]|5[0-9aAfF]|6[1-9a-fA-F]|7[0-9aA])"
 _INVISIBLE = (
-    rb"\xe2(?:\x80[\x8b-\x8d]|\x81\xa0)|\xef\xbb\xbf|\xc2\xad|\\u(?:200[bBcCdD]|2060|[fF][eE][fF][fF]|00[aA][dD])"
+    rb"\xe2(?:\x80[\x8b-\x8d]|\x81\xa0)|\xef\xbb\xbf|\xc2\xad|\\{1,2}u(?:200[bBcCdD]|2060|[fF][eE][fF][fF]|00[aA][dD])"
 )
 _WIDE = (
     rb"(?:\xef(?:\xbc[\x81-\xbf]|\xbd[\x80-\x9e])|\xe3\x80\x80"
@@ -45,7 +45,7 @@ _READ = {**FULL_WIDTH, **{c: c for c in range(0x21, 0x7F)}, **INVISIBLE}
 
 def _wide_before(data: bytes, end: int) -> int:
     """The length of the full-width form that ends at ``end`` (0 if none)."""
-    for width in (2, 3, 6):
+    for width in (2, 3, 7, 6):  # (an escape is 7 bytes in JSON held in a string: ``\\\\u0068``)
         if end >= width and _WIDE_ONE.fullmatch(data, end - width, end) is not None:
             return width
     return 0
@@ -134,7 +134,7 @@ def _utf8_around(data: bytes, start: int, end: int) -> bool:
 
 
 def _code(form: bytes) -> int:
-    return int(form[2:], 16) if form.startswith(b"\\") else ord(form.decode())
+    return int(form.lstrip(b"\\")[1:], 16) if form.startswith(b"\\") else ord(form.decode())
 
 
 class Lowered:

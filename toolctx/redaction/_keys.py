@@ -46,10 +46,10 @@ _LINE_WORDS = frozenset({b"authorization", b"cookie"})
 # The screen of a key word: the same up to the operator, also in JSON-escaped text.
 _SCREEN_TAIL = rb"(?:\\{0,9}[\"'`]|%2[27])?(?:[ \t]|\\t){0,8}(?:[:=]|\xef\xbc[\x9a\x9d]|\\{1,2}u[fF][fF]1[aAdD]|%3[ad])"
 # URL-encoded (``password%3Dhunter2``, ``%22token%22%3A%22...``): the value ends where an encoded space, quote,
-# ``&``, ``,``, ``;``, ``]``, ``}`` or control character does, as it would decoded.
+# ``&``, ``,``, ``;`` or control character does (``%7Bpassword%7D`` is then judged as ``{password}``).
 _ENCODED_VALUE = (
     rb"(?P<eop>%3[aAdD])(?:%2[27])?+"
-    rb"(?P<enc>(?:[^\s\"'`,;&<>()\[\]{}\\%]++|%(?![01]|2[0267cC]|3[bB]|5[dD]|7[dD])[0-9a-fA-F]{2})++)"
+    rb"(?P<enc>(?:[^\s\"'`,;&<>()\[\]{}\\%]++|%(?![01]|2[0267cC]|3[bB])[0-9a-fA-F]{2})++)"
 )
 _AFTER_BARE = frozenset([b"", *(bytes([c]) for c in b" \t\n\r\x0b\x0c\"'`,;&<>)]}\\")])
 _AFTER_CLOSING = frozenset(bytes([c]) for c in b" \t),;]}+.")

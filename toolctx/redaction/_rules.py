@@ -41,7 +41,7 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
     (``token = tokenizer(text)`` is a call, not a value).
   - after a URL-encoded ``=`` or ``:`` (``%3D``, ``%3A``, and an encoded quote ``%22`` or
     ``%27`` after it or closing the key): up to whitespace, one of ``"'`,;&<>()[]{}\\`` or
-    an encoded space, quote, ``&``, ``,``, ``;``, ``]``, ``}`` or control character
+    an encoded space, quote, ``&``, ``,``, ``;`` or control character
     (``next=%2Flogin%3Fpassword%3D[REDACTED]%26x%3D1``).
 
   A string literal's prefix (``b'...'``, ``r"..."``, ``f"..."``) is not part of the value.
