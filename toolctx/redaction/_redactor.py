@@ -179,7 +179,7 @@ class Redactor:
                 blob = self._blob(value)
                 if blob is not None:
                     return blob
-            out = {}
+            out: dict[Any, Any] = {}
             changed = False
             for k, v in value.items():
                 if (
