@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from toolctx.errors import ConfigError
 from toolctx.redaction._encoded import encoded_fragments
-from toolctx.redaction._keys import key_assignments, key_test, words
-from toolctx.redaction._prefilter import Prefilter, Screen
+from toolctx.redaction._keys import KeyAssignment, key_assignments, key_test, words
+from toolctx.redaction._prefilter import Prefilter, Screen, needle_alternation
 from toolctx.redaction._rules import STARTS_AT_ANCHOR, SecretPattern
 
 __all__ = ["BLOB_MARK", "FOLD", "CompiledRules", "Rule", "compile_rules"]
@@ -62,6 +62,11 @@ class CompiledRules:
     prefilter: Prefilter
 
 
+def _found_as(key: KeyAssignment) -> Hashable:
+    """The fragment a key's literal is found as: text in any case, or bytes as written."""
+    return key.literal.decode() if key.caseless else key.literal
+
+
 def compile_rules(keys: Sequence[str], patterns: Sequence[SecretPattern]) -> CompiledRules:
     """Compile ``keys`` (lower case) and ``patterns``; a :class:`ConfigError` names a pattern that is not valid."""
     key_words = sorted({words(k) for k in keys} - {""}, key=len, reverse=True)
@@ -98,16 +103,22 @@ def compile_rules(keys: Sequence[str], patterns: Sequence[SecretPattern]) -> Com
         [k.literal for k in assignments if not k.caseless] + [a for p in patterns if not p.caseless for a in p.anchors],
     )
     if fragments:
-        alternation = b"|".join(re.escape(f) for f in sorted(fragments, key=len, reverse=True))
-        ordered = tuple(sorted(fragments))
-        rules.append(Rule("base64", re.compile(alternation), False, frozenset(fragments), ordered, encoded=True))
-        exact.update(fragments)
+        alternation = re.compile(needle_alternation(fragments))
+        rules.append(Rule("base64", alternation, False, frozenset(fragments), encoded=True))
     placed = {literal for rule in rules for literal in rule.literals}
     return CompiledRules(
         rules=tuple(rules),
         unanchored=tuple(r for r in rules if not r.triggers),
-        # Any key word, wherever it is, may be part of a dict key: is_secret_key() judges those.
-        key_words=frozenset(k.literal.decode() if k.caseless else k.literal for k in assignments),
+        # Any key word, wherever it is, may be part of a dict key: is_secret_key() judges those. A one-word key
+        # that begins longer ones (``pass``: ``passengers``, ``password``) counts only where its screen matched
+        # (the screen reads any key ending with it, closed by a quote and a colon, as JSON writes keys).
+        key_words=frozenset(
+            k.name
+            if k.literal.decode("utf-8", "replace") in key_words
+            and any(o.literal.startswith(k.literal) for o in assignments if o is not k)
+            else _found_as(k)
+            for k in assignments
+        ),
         key_test=key_test(key_words),
-        prefilter=Prefilter(caseless, exact, screens=screens, place=placed),
+        prefilter=Prefilter(caseless, exact, screens=screens, place=placed, encoded=fragments),
     )

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import base64
 import binascii
-import bisect
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
+
+from toolctx.redaction._prefilter import SHORTEST_BASE64_RUN, base64_runs
 
 __all__ = ["encoded_fragments", "encoded_runs"]
 
 _SHORTEST = 4  # characters of a fragment: shorter ones occur by chance in any base64
-_RUN = re.compile(rb"[A-Za-z0-9+/_\-]*+=*+")  # the rest of a run, and its padding
-_BACK = re.compile(rb"[A-Za-z0-9+/_\-]*+")  # matched on the reversed text before a fragment
 _URL_SAFE = bytes.maketrans(b"-_", b"+/")
-_SHORTEST_RUN = 12  # characters of the shortest run worth decoding (9 bytes)
-_LONGEST_RUN = 1 << 20  # characters read on each side of a fragment
 
 
 def _fragments(literal: bytes) -> set[bytes]:
@@ -70,7 +67,7 @@ def _decoded(run: bytes, fragment_at: int) -> list[tuple[int, bytes]]:
     for skip in sorted(starts, reverse=True):
         body = run[skip:]
         body = body[: len(body) - 1] if len(body) % 4 == 1 else body + b"=" * (-len(body) % 4)
-        if len(body) >= _SHORTEST_RUN:
+        if len(body) >= SHORTEST_BASE64_RUN:
             try:
                 found.append((skip, binascii.a2b_base64(body)))
             except (binascii.Error, ValueError):
@@ -79,33 +76,20 @@ def _decoded(run: bytes, fragment_at: int) -> list[tuple[int, bytes]]:
 
 
 def encoded_runs(
-    data: bytes,
-    fragments: re.Pattern[bytes],
-    holds_secret: Callable[[bytes], bool],
-    starts: Sequence[int] | None = None,
+    data: bytes, fragments: re.Pattern[bytes], holds_secret: Callable[[bytes], bool]
 ) -> list[tuple[int, int]]:
-    """The spans of the base64 runs in ``data`` that hold a ``fragments`` match and whose bytes, decoded,
-    ``holds_secret`` (with any ``=`` padding after them). A run is read up to 1 MiB on either side of its
-    fragment. ``starts``: the only places a fragment can start (None: search all of ``data``)."""
+    """The spans of the runs of base64 in ``data`` (:func:`base64_runs`, with any ``=`` padding after them)
+    that hold a ``fragments`` match and whose bytes, decoded, ``holds_secret``."""
     spans: list[tuple[int, int]] = []
-    at = 0
-    while (hit := _next(data, fragments, at, starts)) is not None:
-        before = data[max(at, hit.start() - _LONGEST_RUN) : hit.start()][::-1]
-        start = hit.start() - _BACK.match(before).end()  # type: ignore[union-attr]
-        end = _RUN.match(data, hit.end(), start + _LONGEST_RUN).end()  # type: ignore[union-attr]
+    for start, run_end in base64_runs(data):
+        hit = fragments.search(data, start, run_end)
+        if hit is None:
+            continue
+        end = run_end
+        while end < len(data) and data[end] == 0x3D:  # padding
+            end += 1
         for skip, raw in _decoded(data[start:end], hit.start() - start):
             if holds_secret(raw):
                 spans.append((start + skip, end))
                 break
-        at = max(end, hit.end())
     return spans
-
-
-def _next(data: bytes, fragments: re.Pattern[bytes], at: int, starts: Sequence[int] | None) -> re.Match[bytes] | None:
-    if starts is None:
-        return fragments.search(data, at)
-    for start in starts[bisect.bisect_left(starts, at) :]:
-        hit = fragments.match(data, start)
-        if hit is not None:
-            return hit
-    return None

@@ -69,6 +69,9 @@ class Redactor:
         # are remembered, never a value found to be a secret.
         self._placeholders: set[bytes] = set()
         self._rules_for = functools.lru_cache(maxsize=256)(self._select)
+        # What a scan can find that makes redaction look further: a rule's trigger, a key word, a form to read
+        # or a bytes value. (A screen's literal alone, ``pass`` of ``passengers``, says nothing.)
+        self._telling = frozenset(t for r in self._rules for t in r.triggers) | self._key_words | FOLD | {BLOB_MARK}
 
     def __repr__(self) -> str:
         return f"Redactor(keys={list(self.keys)}, patterns={[p.name for p in self.patterns]})"
@@ -126,7 +129,7 @@ class Redactor:
             if call_id is not None:
                 joined += b"\n" + call_id.encode("utf-8", "surrogatepass")
             found = self._prefilter.found(joined)
-            if not found and not self._unanchored:
+            if (not found or (not self._custom and found.isdisjoint(self._telling))) and not self._unanchored:
                 return args_json, result_json, self.redact_text(call_id) if call_id and self._custom else call_id
             # Something is there: a scan of the (small) arguments says if it is in them.
             args = self._redact_json(args_json, self._prefilter.found(args_json))[0]
@@ -277,7 +280,7 @@ class Redactor:
             regex = rule.regex
             starts = None if located is None else _starts(rule, *located)
             if rule.encoded:  # base64 runs holding a fragment: each decoded, and redacted whole if it holds a secret
-                spans += encoded_runs(data, regex, self._holds_secret, starts)
+                spans += encoded_runs(data, regex, self._holds_secret)
                 continue
             matches: list[re.Match[bytes]] = []
             if starts is None:  # left to right, each search resuming where the last match ended
