@@ -134,9 +134,8 @@ def needle_alternation(needles: Iterable[bytes]) -> bytes:
 _SMALL = 1024
 SHORTEST_BASE64_RUN = 12
 """Characters in the shortest run of base64 worth decoding (9 bytes): fragments elsewhere are not reported."""
-_UPPER = bytes(1 if 65 <= b <= 90 else 0 for b in range(256))
-_LOWER = bytes(1 if 97 <= b <= 122 else 0 for b in range(256))
-_DIGIT = bytes(1 if 48 <= b <= 57 else 0 for b in range(256))
+_CHUNK = 1 << 16
+_KINDS = bytes((2 if 65 <= b <= 90 else 4 if 97 <= b <= 122 else 8 if 48 <= b <= 57 else 0) for b in range(256))
 _BASE64_CLASS = bytes(1 if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "+/_-") else 0 for b in range(256))
 
 
@@ -149,25 +148,24 @@ def base64_runs(data: bytes) -> Iterator[tuple[int, int]]:
     character) rather than a regex trying each byte in turn: a clean output costs a few passes at memory speed.
     """
     marks = data.translate(_BASE64_CLASS)  # 1 for a base64 character, else 0
-    ones = int.from_bytes(marks, "little")
-    upper = int.from_bytes(data.translate(_UPPER), "little")
-    lower = int.from_bytes(data.translate(_LOWER), "little")
-    digit = int.from_bytes(data.translate(_DIGIT), "little")
-    for shift in (8, 16, 32, 32):  # at each byte: the 2, 4, 8, then 12 characters from there on
-        ones &= ones >> shift  # all base64
-        upper |= upper >> shift  # any upper-case letter
-        lower |= lower >> shift  # any lower-case letter
-        digit |= digit >> shift  # any digit
-    ones &= upper & lower & digit
-    if not ones:
-        return
-    windows = ones.to_bytes(len(marks), "little")
     at = 0
-    while (window := windows.find(1, at)) >= 0:
-        end = marks.find(0, window)
-        end = len(data) if end < 0 else end
-        yield marks.rfind(0, 0, window) + 1, end
-        at = end
+    for offset in range(0, len(data), _CHUNK):  # in pieces, so that the integers stay small
+        piece = slice(offset, offset + _CHUNK + SHORTEST_BASE64_RUN - 1)
+        ones = int.from_bytes(marks[piece], "little")
+        kinds = int.from_bytes(data[piece].translate(_KINDS), "little")  # 2 upper-case, 4 lower-case, 8 digit
+        for shift in (8, 16, 32, 32):  # at each byte: the 2, 4, 8, then 12 characters from there on
+            ones &= ones >> shift  # all base64
+            kinds |= kinds >> shift  # the kinds of character among them
+        ones &= (kinds >> 1) & (kinds >> 2) & (kinds >> 3)  # (only each byte's lowest bit is kept)
+        if not ones:
+            continue
+        windows = ones.to_bytes(_CHUNK + SHORTEST_BASE64_RUN, "little")[:_CHUNK]
+        while (window := windows.find(1, max(0, at - offset))) >= 0:
+            window += offset
+            end = marks.find(0, window)
+            end = len(data) if end < 0 else end
+            yield marks.rfind(0, 0, window) + 1, end
+            at = end
 
 
 def _by_first_byte(members: Sequence[tuple[Hashable, bytes]], place: frozenset[Hashable]) -> list[_Needles]:
