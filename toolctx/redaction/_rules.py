@@ -216,6 +216,14 @@ replaced by those of the replacement, and the result is stored as base64 again. 
 value keeps its ``$bytes`` form and decodes to the original bytes with the secrets replaced
 (so its length changes); the secret itself is never stored. The base64 text is not read.
 
+**Base64 in text.** A run of base64 characters (``A-Z a-z 0-9 + /``, or ``- _`` for URL-safe
+base64, then any ``=`` padding) that has 12 characters in a row holding an upper-case
+letter, a lower-case letter and a digit, and that holds the base64 of a rule's literal (a
+key word in lower case, upper case or capitalised, or a pattern's anchor: ``cGFzc3dvcmQ``
+for ``password``, ``QUtJQ`` for ``AKIA``), is decoded, from its start or from after one of
+its last ``/ + - _`` before that literal (``/tmp/QUtJQ...``); when the decoded bytes hold a
+secret by the rules above, the run is replaced whole from where it decoded.
+
 **Text as it shows.** A run of full-width forms (U+FF01-U+FF5E and U+3000, as UTF-8 or as
 the JSON escape ``\\uff50`` that ``json.dumps`` writes) that holds a full-width letter or
 digit is read as the ASCII it stands for, so ``ｐａｓｓｗｏｒｄ＝hunter2`` is
