@@ -3,9 +3,9 @@
 Base64 writes each 3 bytes as 4 characters, so a literal of the rules (``password``,
 ``AKIA``, ``-----BEGIN``) encodes to one of three fixed strings, by where it falls in its
 group of 3 (``cGFzc3dvcmQ``, ``Bhc3N3b3Jk``, ``wYXNzd29yZ``). Those strings are found by
-the same scan as the literals themselves; only where one occurs is the run of base64
-around it decoded and its bytes redacted by the rules, and a run found to hold a secret is
-replaced whole.
+the same scan as the literals themselves (by ``re``, only inside runs that may be base64);
+only where one occurs is the run of base64 around it decoded and its bytes redacted by the
+rules, and a run found to hold a secret is replaced whole.
 """
 
 from __future__ import annotations
