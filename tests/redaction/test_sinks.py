@@ -85,6 +85,10 @@ def test_the_http_api_shows_memory_items_redacted(memory_db: str) -> None:
         refused = client.post(f"{base}/save", json={"item_type": f"password={SECRET}", "content": "x"})
         assert refused.status_code == 422
         assert SECRET not in refused.text  # the refused value is echoed back, redacted
+        invalid = client.post(f"{base}/save", json={"item_type": "TASK", "content": "x", "importance_score": TEXT})
+        assert invalid.status_code == 422
+        assert "staging database" in invalid.text  # a value the schema refused is echoed back too, redacted
+        assert SECRET not in invalid.text
 
 
 def test_the_memory_command_shows_items_redacted(memory_db: str) -> None:
