@@ -16,8 +16,8 @@ the usual case, cost that one scan (with ``re``, plus a pass of whole-buffer ope
 finds the runs of base64 in which the base64 of a literal is looked for). Every default
 rule runs in time linear in its input: each starts with a literal, looks back a bounded
 number of characters, and its repeats are bounded or run possessively to the end of a
-character class, so no match is retried from inside another; in texts of 1 MiB or more a rule is tried only where its literal occurs,
-when that is rare enough.
+character class, so no match is retried from inside another; in texts of 1 MiB or more a
+rule is tried only where its literal occurs, when that is rare enough.
 
 The rules follow.
 """
