@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from toolctx.redaction import default_redactor
 from toolctx.redaction._forms import Folded, splice
 from toolctx.redaction._prefilter import Prefilter, Screen
 
@@ -188,6 +189,7 @@ def test_a_core_install_without_hyperscan_warns_about_nothing(
 ) -> None:
     from toolctx.redaction import _prefilter
 
+    default_redactor()  # (built first, as it is in use: the log record below goes through it)
     monkeypatch.setattr(_prefilter, "_told", set())
     monkeypatch.setitem(sys.modules, "hyperscan", None)  # as in an install without toolctx[fast]
     with caplog.at_level(logging.DEBUG, logger="toolctx"), warnings.catch_warnings():
@@ -210,6 +212,7 @@ def test_hyperscan_installed_but_failing_is_a_warning(
             def __init__(self, mode: int) -> None:
                 raise RuntimeError("this CPU lacks SSSE3")
 
+    default_redactor()  # (built first, as it is in use: the log record below goes through it)
     monkeypatch.setattr(_prefilter, "_told", set())
     monkeypatch.setitem(sys.modules, "hyperscan", Refusing)
     monkeypatch.setattr(_prefilter.importlib.util, "find_spec", lambda name: object())
