@@ -1,7 +1,7 @@
 """The checks every public entry point runs on the values it is given.
 
 One function per kind of value, each raising :class:`~toolctx.errors.ConfigError`
-(a ``ValueError``) that names the option, shows the value and says what to pass.
+(a ``ValueError``) that names the option, shows the value (secrets redacted) and says what to pass.
 ``bool`` is refused wherever a number is expected: ``True`` is an ``int`` in
 Python, but never a sensible count, size or score.
 """
@@ -12,6 +12,7 @@ import math
 import re
 from typing import Literal
 
+from toolctx._scrub import shown
 from toolctx.errors import ConfigError
 
 __all__ = ["fraction", "non_empty_text", "output_limit", "real_number", "safe_name", "whole_number"]
@@ -32,7 +33,7 @@ def whole_number(
         return value
     bounds = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
     counted = f"whole number of {unit}" if unit else "whole number"
-    raise ConfigError(f"{name} must be a {counted} {bounds}, got {value!r:.80}")
+    raise ConfigError(f"{name} must be a {counted} {bounds}, got {shown(value)}")
 
 
 def real_number(
@@ -51,7 +52,7 @@ def real_number(
     ):
         bound = f" > {above:g}" if above is not None else "" if minimum is None else f" >= {minimum:g}"
         counted = f"finite number of {unit}" if unit else "finite number"
-        raise ConfigError(f"{name} must be a {counted}{bound}, got {value!r:.80}")
+        raise ConfigError(f"{name} must be a {counted}{bound}, got {shown(value)}")
     return float(value)
 
 
@@ -60,7 +61,7 @@ def fraction(name: str, value: object, *, zero: bool = True) -> float:
     ok = not isinstance(value, bool) and isinstance(value, int | float) and 0.0 <= value <= 1.0
     if not ok or (not zero and value == 0.0):
         interval = "[0, 1]" if zero else "(0, 1]"
-        raise ConfigError(f"{name} must be a number in {interval}, got {value!r:.80}")
+        raise ConfigError(f"{name} must be a number in {interval}, got {shown(value)}")
     return float(value)  # type: ignore[arg-type]
 
 
@@ -68,7 +69,7 @@ def non_empty_text(name: str, value: object, *, max_length: int | None = None) -
     """``value`` if it is a ``str`` with something other than whitespace in it (and not too long)."""
     if not isinstance(value, str) or not value.strip() or (max_length is not None and len(value) > max_length):
         limit = "" if max_length is None else f" of up to {max_length} characters"
-        raise ConfigError(f"{name} must be a non-empty string{limit}, got {value!r:.80}")
+        raise ConfigError(f"{name} must be a non-empty string{limit}, got {shown(value)}")
     return value
 
 
@@ -82,7 +83,7 @@ def output_limit(name: str, value: object) -> int | Literal["never", "always"]:
         return value
     raise ConfigError(
         f"{name} must be a whole number of tokens >= 1, 'never' (the output is never replaced by a stand-in) "
-        f"or 'always' (a stand-in whenever it is shorter than the output), got {value!r:.80}"
+        f"or 'always' (a stand-in whenever it is shorter than the output), got {shown(value)}"
     )
 
 
@@ -94,7 +95,7 @@ def safe_name(what: str, value: object, *, max_length: int) -> str:
     """
     if not isinstance(value, str) or len(value) > max_length or _SAFE_NAME.fullmatch(value) is None or ".." in value:
         raise ConfigError(
-            f"{what} {value!r:.100} is not allowed: use 1-{max_length} ASCII letters, digits, '_', '-' or '.', "
+            f"{what} {shown(value, 100)} is not allowed: use 1-{max_length} ASCII letters, digits, '_', '-' or '.', "
             "starting with a letter or digit and without '..'"
         )
     return value

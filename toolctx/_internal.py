@@ -25,6 +25,7 @@ from typing import Any
 
 import structlog
 
+from toolctx._scrub import scrubbed, scrubbed_fields
 from toolctx.errors import ToolctxWarning
 
 __all__ = ["DEBUG", "ERROR", "WARNING", "describe_error", "escalated", "internal_error", "log", "log_enabled"]
@@ -63,10 +64,12 @@ def log(level: int, event: str, **fields: Any) -> None:
 
     Never raises: an event the application's logging cannot take (a closed
     stream, a broken pipe, a failing processor) is dropped, not passed on to the
-    tool call that caused it.
+    tool call that caused it. The event and its fields are redacted first (as
+    :func:`toolctx.redaction.redact_messages` says), only when the event goes somewhere.
     """
     with contextlib.suppress(Exception):  # logging must never break the call it describes
         if log_enabled(level):
+            event, fields = scrubbed_fields(event, fields)
             getattr(_logger(), _METHODS[level])(event, **fields)
 
 
@@ -83,7 +86,7 @@ def internal_error(message: str, exc: BaseException | None = None, **fields: Any
     if exc is not None:
         fields["error"] = f"{type(exc).__name__}: {describe_error(exc)}"
     log(WARNING, "internal_error", message=message, **fields)
-    text = message if exc is None else f"{message} ({fields['error']})"
+    text = scrubbed(message if exc is None else f"{message} ({fields['error']})")
     try:
         warnings.warn(text, ToolctxWarning, stacklevel=_outside_toolctx())
     except Warning:  # the caller's filters escalated it: never raise into the tool call

@@ -22,6 +22,8 @@ matching builtin so existing ``except ValueError`` blocks keep working::
 
 from __future__ import annotations
 
+from toolctx._scrub import scrubbed
+
 __all__ = [
     "ConfigError",
     "HandleError",
@@ -40,7 +42,15 @@ __all__ = [
 
 
 class ToolctxError(Exception):
-    """Root of every exception toolctx raises."""
+    """Root of every exception toolctx raises.
+
+    Its message never holds a secret: text arguments go through the same redaction as
+    stored outputs (on by default; see :func:`toolctx.redaction.redact_messages`), so an
+    error that quotes a bad value (``password=...``) shows it redacted.
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(scrubbed(arg) if isinstance(arg, str) else arg for arg in args))
 
 
 class ConfigError(ToolctxError, ValueError):

@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+import logging
 import re
+import sys
 import threading
+import warnings
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from toolctx.redaction import default_redactor
 from toolctx.redaction._forms import Folded, splice
 from toolctx.redaction._prefilter import Prefilter, Screen
 
@@ -178,3 +182,42 @@ def test_only_the_literals_worth_placing_are_placed(use_hyperscan: bool) -> None
     found, positions = prefilter.locate(data, 4)
     assert found == {"AKIA", "sk-", "token", "password"}
     assert positions == {"AKIA": [0, 28], "token": [9]}
+
+
+def test_a_core_install_without_hyperscan_warns_about_nothing(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from toolctx.redaction import _prefilter
+
+    default_redactor()  # (built first, as it is in use: the log record below goes through it)
+    monkeypatch.setattr(_prefilter, "_told", set())
+    monkeypatch.setitem(sys.modules, "hyperscan", None)  # as in an install without toolctx[fast]
+    with caplog.at_level(logging.DEBUG, logger="toolctx"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        first, second = Prefilter(CASELESS, EXACT), Prefilter(CASELESS, EXACT)
+    assert (first.engine, second.engine) == ("re", "re")
+    told = [r for r in caplog.records if "slow_secret_scan" in r.getMessage()]
+    assert [r.levelno for r in told] == [logging.DEBUG]  # once, and only for whoever reads debug
+
+
+def test_hyperscan_installed_but_failing_is_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from toolctx.redaction import _prefilter
+
+    class Refusing:
+        HS_FLAG_SINGLEMATCH = HS_FLAG_CASELESS = HS_MODE_BLOCK = 0
+
+        class Database:
+            def __init__(self, mode: int) -> None:
+                raise RuntimeError("this CPU lacks SSSE3")
+
+    default_redactor()  # (built first, as it is in use: the log record below goes through it)
+    monkeypatch.setattr(_prefilter, "_told", set())
+    monkeypatch.setitem(sys.modules, "hyperscan", Refusing)
+    monkeypatch.setattr(_prefilter.importlib.util, "find_spec", lambda name: object())
+    with caplog.at_level(logging.DEBUG, logger="toolctx"):
+        assert Prefilter(CASELESS, EXACT).engine == "re"
+    [told] = [r for r in caplog.records if "slow_secret_scan" in r.getMessage()]
+    assert told.levelno == logging.WARNING
+    assert "SSSE3" in told.getMessage()

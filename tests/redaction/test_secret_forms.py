@@ -133,6 +133,40 @@ FORMS: list[tuple[str, str, str]] = [
     ("telegram bot", "bot 123456789:AA" + _fake(MIXED, 33), _fake(MIXED, 33)),
 ]
 
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+PEM = b"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"
+
+# Forms once stored raw: keys named ``pass`` and ``pwd``, JSON escapes, URL encoding, base64 and invisible
+# characters hiding a key or a secret. (A secret used as a dict key has its own test below.)
+HIDDEN_FORMS: list[tuple[str, str, str]] = [
+    ("pwd in JSON text", '{"user": "ada", "pwd": "hunter2x"}', "hunter2x"),
+    ("pass assignment", "pass=hunter2x", "hunter2x"),
+    ("DB_PASS setting", "DB_PASS: hunter2x", "hunter2x"),
+    ("quoted pass", "pass: 'hunter2x'", "hunter2x"),
+    ("escaped value", '{"password": "\\u0068unter2x"}', "unter2x"),
+    ("escaped key", '{"\\u0070assword": "hunter2x"}', "hunter2x"),
+    ("escaped operator", "password\\u003dhunter2x", "hunter2x"),
+    ("url-encoded assignment", "q=password%3Dhunter2x&y=1", "hunter2x"),
+    ("url-encoded in a redirect", "next=%2Flogin%3Fpassword%3Dhunter2x%26x%3D1", "hunter2x"),
+    ("url-encoded JSON", "data=%7B%22token%22%3A%22abc123def456%22%7D", "abc123def456"),
+    ("url-encoded value in a URL", "https://x.example/cb?token=abc%2Fdef123&x=1", "abc%2Fdef123"),
+    ("base64 of an AWS key id", "blob " + _b64(b"AKIAIOSFODNN7EXAMPLE"), _b64(b"AKIAIOSFODNN7EXAMPLE")),
+    ("base64 after a path", "/tmp/x/" + _b64(b"id: AKIAIOSFODNN7EXAMPLE"), _b64(b"id: AKIAIOSFODNN7EXAMPLE")),
+    ("url-safe base64", base64.urlsafe_b64encode(b"\xfb\xff token=hunter2x").decode(), "-_8gdG9rZW49aHVudGVyMng"),
+    ("base64 of an assignment", "Basic-ish " + _b64(b"password=hunter2x"), _b64(b"password=hunter2x")),
+    ("base64 of a PEM key", "key: " + _b64(PEM), _b64(PEM)[:40]),
+    ("zero-width space in a key", "pass\u200bword=hunter2x", "hunter2x"),
+    ("zero-width joiner in a key", "api_\u200dkey: hunter2x", "hunter2x"),
+    ("zero-width space in a token", "AKIA\u200bIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE"),
+    ("soft hyphen in a key", "pass\u00adword=hunter2x", "hunter2x"),
+    ("escaped zero-width in a key", "pass\\u200bword=hunter2x", "hunter2x"),
+]
+
+
 # Ordinary text that must come out exactly as it went in.
 ORDINARY: list[str] = [
     "token = tokenizer(text)",
@@ -166,6 +200,15 @@ ORDINARY: list[str] = [
     "AIza is how a Google key starts",
     "xoxo, see you",
     "全角の句読点，「ですます」。",
+    "PASS: NonFilterableExpression raised nothing",
+    "Pass: True; pass: 10; PASS: test_parse_args",
+    "PWD=/testbed OLDPWD=/root; pwd: ~/src; pwd=../work",
+    "bypass=abcdefgh123 compass: north-north-east",
+    '{"html": "\\u003cb\\u003ebold\\u003c/b\\u003e", "esc": "\\u001b[31mred"}',
+    "\ufeffname,score\nada,10",
+    "see docs: password%3D%7Bpassword%7D and token%3Dtest",
+    "blob " + _b64(b"password: see below, the token is fine"),
+    "sha256:" + _b64(bytes(range(32))),
 ]
 
 ORDINARY_KEYS = ["max_tokens", "token_count", "tokens", "secret_name", "author", "keyword", "password_hint", "key"]
@@ -254,3 +297,42 @@ def test_uuids_and_hashes_under_a_secret_key_are_redacted(redactor: Redactor) ->
     value = {"token": "123e4567-e89b-12d3-a456-426614174000", "sha": "3f786850e387550fdab836ed7e6dc881de23001b"}
     assert stored_result(redactor, value) == {"token": REDACTED, "sha": value["sha"]}
     assert redactor.redact_text(f"token={value['token']}") == f"token={REDACTED}"
+
+
+@pytest.mark.parametrize("context", sorted(CONTEXTS))
+@pytest.mark.parametrize(("form", "text", "secret"), HIDDEN_FORMS, ids=[form for form, _, _ in HIDDEN_FORMS])
+def test_hidden_forms_are_redacted_wherever_they_sit(
+    redactor: Redactor, context: str, form: str, text: str, secret: str
+) -> None:
+    assert secret in text
+    stored = CONTEXTS[context](redactor, f"before {text} after")
+    assert secret not in stored
+    assert REDACTED in stored
+    assert stored.startswith("before ")
+
+
+def test_a_secret_used_as_a_dict_key_is_redacted(redactor: Redactor) -> None:
+    token = "sk-live-" + _fake(MIXED, 24)
+    other = "sk-live-" + _fake(HEX, 24)
+    stored = stored_result(redactor, {token: 1, other: 2, "nested": [{f"password={token}": 3}], "plain": 4})
+    assert token not in str(stored)
+    assert other not in str(stored)
+    assert stored == {REDACTED: 1, f"{REDACTED} (2)": 2, "nested": [{f"password={REDACTED}": 3}], "plain": 4}
+    assert stored_args(redactor, {"headers": {token: "x"}}) == {"headers": {REDACTED: "x"}}
+    assert redactor.redact_value({token: 1}) == {REDACTED: 1}
+
+
+def test_a_secret_key_with_an_invisible_character_is_still_a_secret_key(redactor: Redactor) -> None:
+    assert stored_result(redactor, {"pass\u200bword": "hunter2x", "pwd": "hunter2x"}) == {
+        "pass\u200bword": REDACTED,
+        "pwd": REDACTED,
+    }
+    assert redactor.is_secret_key("DB_\ufeffPASSWORD")
+
+
+def test_the_second_meanings_of_pass_and_pwd_are_kept(redactor: Redactor) -> None:
+    verdicts = {"pass": 10, "fail": 0, "results": [{"pass": True}], "pwd": "/home/ada", "PWD": "~/src"}
+    assert stored_result(redactor, verdicts) == verdicts
+    assert stored_args(redactor, {"pwd": "C:\\work"}) == {"pwd": "C:\\work"}
+    secrets = {"pass": "hunter2x", "pwd": "hunter2x", "db_pass": 123456}
+    assert stored_result(redactor, secrets) == dict.fromkeys(secrets, REDACTED)

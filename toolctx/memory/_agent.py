@@ -211,7 +211,7 @@ class AgentMemory:
         Rewriting an item is a use of it (see :meth:`use`), and one step of the agent.
         """
         positive("item_id", item_id)
-        _saving.check_content(content, self.config.max_content_bytes)
+        content = self.config.redacted(_saving.check_content(content, self.config.max_content_bytes))
         tokens = self.config.count_tokens(content)
         with self._write("saved", step=True) as write:
             _saving.replace_content(

@@ -12,6 +12,7 @@ from toolctx._checks import fraction, non_empty_text, whole_number
 from toolctx.errors import ConfigError
 from toolctx.memory._items import DEFAULT_TYPE_WEIGHTS, MAX_ITEM_TYPE_LENGTH
 from toolctx.memory._scoring import ImportanceScorer, Scorer, ScoreState, TierThresholds
+from toolctx.redaction import Redactor, resolve_redactor
 from toolctx.tokens import TokenCounter, resolve_counter
 
 __all__ = ["MAX_CONTENT_BYTES", "MemoryConfig"]
@@ -38,6 +39,11 @@ class MemoryConfig:
     ``"cl100k_base"``, ``"estimate"``), or None for the exact ``o200k_base`` counter
     when its tokenizer is installed (``toolctx[tokens]``), else the estimate. Items
     keep the count made when they were saved or last rewritten.
+
+    ``redact`` keeps secrets out of what the store saves, as sessions do: True (the
+    default rules), False (off) or a :class:`~toolctx.redaction.Redactor`. An item's
+    content is redacted before it is hashed, counted and stored, so every reader (the
+    HTTP API, the dashboard, the CLI, checkpoints) sees ``[REDACTED]``, never the secret.
     """
 
     type_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS))
@@ -48,6 +54,7 @@ class MemoryConfig:
     max_content_bytes: int = MAX_CONTENT_BYTES
     clock: Callable[[], float] = time.time
     counter: TokenCounter | str | None = None
+    redact: bool | Redactor | None = True
 
     def __post_init__(self) -> None:
         weights: dict[str, float] = {}
@@ -65,6 +72,11 @@ class MemoryConfig:
         object.__setattr__(self, "pinned_types", frozenset(self.pinned_types))
         whole_number("max_content_bytes", self.max_content_bytes, minimum=1, unit="bytes")
         object.__setattr__(self, "counter", resolve_counter(self.counter))
+        object.__setattr__(self, "redact", resolve_redactor(self.redact))
+
+    def redacted(self, content: str) -> str:
+        """``content`` as the store saves it: with its secrets replaced, unless redaction is off."""
+        return content if not isinstance(self.redact, Redactor) else self.redact.redact_text(content)
 
     def count_tokens(self, content: str) -> int:
         """The tokens ``content`` costs, with the store's counter."""

@@ -67,7 +67,7 @@ def item_row(
     ``pinned=None`` pins the item if its type is one of ``config.pinned_types``.
     """
     type_weight = config.weight_of(item_type)
-    check_content(content, config.max_content_bytes)
+    content = config.redacted(check_content(content, config.max_content_bytes))
     weight = None if importance_score is None else fraction("importance_score", importance_score)
     score = type_weight if weight is None else weight
     return {

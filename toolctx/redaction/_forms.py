@@ -19,33 +19,58 @@ __all__ = ["FULL_WIDTH", "Folded", "Lowered", "splice", "whole_spans"]
 
 FULL_WIDTH = {**{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}, 0x3000: 0x20}
 """``str.translate`` table from the full-width forms of ASCII (U+FF01-U+FF5E, U+3000) to ASCII."""
-# A full-width form as UTF-8 or as a JSON escape (``json.dumps`` writes ``\uff50``).
+INVISIBLE = dict.fromkeys((0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD))
+"""``str.translate`` table deleting the characters that show as nothing (zero-width spaces and joiners, the
+word joiner, the byte order mark, the soft hyphen): ``pass\u200bword`` reads ``password``."""
+# What reads as another character, or as none: a full-width form as UTF-8 or as a JSON escape (``json.dumps``
+# writes ``\uff50``), an invisible character (as UTF-8 or escaped), or a JSON escape of an ASCII letter, digit
+# or one of ``+-./:=@_`` (``\u0068unter2``), never of a quote or a backslash, which would change what is quoted.
+_ESCAPED_ASCII_CODE = rb"00(?:2[bdefBDEF]|3[0-9aAdD]|4[0-9a-fA-F]|5[0-9aAfF]|6[1-9a-fA-F]|7[0-9aA])"  # (after ``\\u``)
+_ESCAPED_ASCII = rb"\\\\?u" + _ESCAPED_ASCII_CODE
+_INVISIBLE_ESCAPED = rb"200[bBcCdD]|2060|[fF][eE][fF][fF]|00[aA][dD]"  # (after ``\\u``)
+_INVISIBLE = rb"\xe2(?:\x80[\x8b-\x8d]|\x81\xa0)|\xef\xbb\xbf|\xc2\xad|\\\\?u(?:" + _INVISIBLE_ESCAPED + b")"
 _WIDE = (
     rb"(?:\xef(?:\xbc[\x81-\xbf]|\xbd[\x80-\x9e])|\xe3\x80\x80"
-    rb"|\\u(?:[fF]{2}(?:0[1-9a-fA-F]|[1-4][0-9a-fA-F]|5[0-9a-eA-E])|3000))"
+    rb"|\\\\?u(?:[fF]{2}(?:0[1-9a-fA-F]|[1-4][0-9a-fA-F]|5[0-9a-eA-E])|3000)|"
+    + _ESCAPED_ASCII
+    + b"|"
+    + _INVISIBLE
+    + b")"
 )
 _WIDE_ONE = re.compile(_WIDE)
 _WIDE_RUN = re.compile(_WIDE + b"++")
-_WIDE_ALNUM = (  # ０-９, Ａ-Ｚ, ａ-ｚ: a run holding one may spell a key
-    re.compile(rb"\xef(?:\xbc[\x90-\x99\xa1-\xba]|\xbd[\x81-\x9a])"),
-    re.compile(rb"\\u[fF]{2}(?:1[0-9]|2[1-9a-fA-F]|3[0-9aA]|4[1-9a-fA-F]|5[0-9aA])"),
+# A run holding one of these is read: ０-９, Ａ-Ｚ, ａ-ｚ (UTF-8, escaped), escaped ASCII, invisibles. Each regex
+# starts with one literal byte, so ``re`` skips to it at memory speed (an alternation of several is far slower).
+_WIDE_ALNUM = (
+    re.compile(rb"\xef(?:\xbc[\x90-\x99\xa1-\xba]|\xbd[\x81-\x9a]|\xbb\xbf)"),
+    re.compile(
+        rb"\\\\?u(?:[fF]{2}(?:1[0-9]|2[1-9a-fA-F]|3[0-9aA]|4[1-9a-fA-F]|5[0-9aA])|"
+        + _ESCAPED_ASCII_CODE
+        + b"|"
+        + _INVISIBLE_ESCAPED
+        + b")"
+    ),
+    re.compile(rb"\xe2(?:\x80[\x8b-\x8d]|\x81\xa0)"),
+    re.compile(rb"\xc2\xad"),
 )
+_READ = {**FULL_WIDTH, **{c: c for c in range(0x21, 0x7F)}, **INVISIBLE}
 
 
 def _wide_before(data: bytes, end: int) -> int:
     """The length of the full-width form that ends at ``end`` (0 if none)."""
-    for width in (3, 6):
+    for width in (2, 3, 7, 6):  # (an escape is 7 bytes in JSON held in a string: ``\\\\u0068``)
         if end >= width and _WIDE_ONE.fullmatch(data, end - width, end) is not None:
             return width
     return 0
 
 
 class Folded:
-    """``data`` with each run of full-width forms that holds a letter or digit read as ASCII.
+    """``data`` as it reads: runs of full-width forms that hold a letter or digit as ASCII, JSON escapes of
+    ASCII letters and digits as those, and invisible characters as nothing.
 
-    ``ｐａｓｓｗｏｒｄ：hunter2`` reads ``password:hunter2``, and so does the JSON escape
-    ``\\uff50\\uff41...``: :attr:`data` is that reading, and :meth:`original` maps spans found
-    in it back to the input.
+    ``ｐａｓｓｗｏｒｄ：hunter2`` reads ``password:hunter2``, and so do the JSON escapes
+    ``\\uff50\\uff41...``, ``\\u0070assword`` and ``pass\\u200bword``: :attr:`data` is that
+    reading, and :meth:`original` maps spans found in it back to the input.
     """
 
     def __init__(self, data: bytes, *, text: bool = True) -> None:
@@ -78,13 +103,13 @@ class Folded:
             for start, end in self._found:
                 forms = data[start:end]
                 places: list[int] | int
-                if b"\\" not in forms:  # all UTF-8, three bytes each
-                    run, places = forms.decode().translate(FULL_WIDTH).encode(), 3
-                elif forms.isascii():  # all JSON escapes, six bytes each
-                    run, places = forms.decode("unicode_escape").translate(FULL_WIDTH).encode(), 6
-                else:  # both: one by one
-                    each = list(_WIDE_ONE.finditer(data, start, end))
-                    run, places = bytes(FULL_WIDTH[_code(m.group())] for m in each), [m.start() for m in each] + [end]
+                text = None if b"\\" in forms else forms.decode("utf-8", "replace")
+                if text is not None and all(ord(c) in FULL_WIDTH for c in text):  # all full-width: 3 bytes each
+                    run, places = text.translate(FULL_WIDTH).encode(), 3
+                else:  # one by one: escapes are 6 bytes, and invisible characters read as none
+                    read = [(_READ[_code(m.group())], m.start()) for m in _WIDE_ONE.finditer(data, start, end)]
+                    run = bytes(code for code, _ in read if code is not None)
+                    places = [at for code, at in read if code is not None] + [end]
                 parts += (data[last:start], run)
                 size += start - last
                 self._runs.append((size, start, len(run), places))
@@ -122,7 +147,7 @@ def _utf8_around(data: bytes, start: int, end: int) -> bool:
 
 
 def _code(form: bytes) -> int:
-    return int(form[2:], 16) if form.startswith(b"\\") else ord(form.decode())
+    return int(form.lstrip(b"\\")[1:], 16) if form.startswith(b"\\") else ord(form.decode())
 
 
 class Lowered:

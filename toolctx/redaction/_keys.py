@@ -12,13 +12,14 @@ import re
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from toolctx.redaction._forms import FULL_WIDTH
+from toolctx.redaction._forms import FULL_WIDTH, INVISIBLE
 from toolctx.redaction._prefilter import Screen
 
-__all__ = ["KeyAssignment", "assigned_span", "key_assignments", "key_test", "words"]
+__all__ = ["KeyAssignment", "assigned_span", "key_assignments", "key_test", "second_meaning", "words"]
 
+_AS_SHOWN = {**FULL_WIDTH, **INVISIBLE}  # full-width forms as ASCII, invisible characters as none
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_PERCENT = re.compile(r"%(?:5[fF]|2[dDeE0])")
+_PERCENT = re.compile(r"%[0-9a-fA-F]{2}")  # any URL-encoded character: ``api%5Fkey``, ``%22token%22``
 _SEPARATORS = re.compile(r"[\W_]+")
 
 # Assignments in text (``KEY = value``). The key is found by its longest word, the words after
@@ -27,7 +28,7 @@ _SEPARATORS = re.compile(r"[\W_]+")
 _KEY_BEFORE = re.compile(rb"[A-Za-z0-9_.%\-\x80-\xff]*")  # matched on the reversed text before the word
 _WORD_GAP = rb"(?:[-_. ]|%5f|%2d|%2e|%20)*"  # between two words of a key, in lowered text
 _KEY_END = rb"(?:[-_.]|%5f|%2d|%2e)*"  # separators that may trail a key (``__api_key__``)
-_CLOSE = rb"(?:\\{0,4}[\"'`])?+[ \t]{0,8}+"
+_CLOSE = rb"(?:\\{0,4}[\"'`]|%2[27])?+[ \t]{0,8}+"
 _OPERATOR = rb"(?P<op>[:=]|\xef\xbc[\x9a\x9d]|\\u[fF][fF]1[aAdD])[=>]?[ \t]{0,8}+"
 _VALUE = (  # a string literal's prefix (``b'...'``, ``r"..."``) is not part of its value
     rb"(?:\[(?P<list>[^\[\]{}\r\n]++)\]|(?:[bBrRuUfF]{1,2}(?=[\"']))?+\\{0,4}\"(?P<dq>[^\"\\\r\n]++)"
@@ -43,7 +44,13 @@ _LINE_VALUE = (
 )
 _LINE_WORDS = frozenset({b"authorization", b"cookie"})
 # The screen of a key word: the same up to the operator, also in JSON-escaped text.
-_SCREEN_TAIL = rb"(?:\\{0,9}[\"'`])?(?:[ \t]|\\t){0,8}(?:[:=]|\xef\xbc[\x9a\x9d]|\\{1,2}u[fF][fF]1[aAdD])"
+_SCREEN_TAIL = rb"(?:\\{0,9}[\"'`]|%2[27])?(?:[ \t]|\\t){0,8}(?:[:=]|\xef\xbc[\x9a\x9d]|\\{1,2}u[fF][fF]1[aAdD]|%3[ad])"
+# URL-encoded (``password%3Dhunter2``, ``%22token%22%3A%22...``): the value ends where an encoded space, quote,
+# ``&``, ``,``, ``;`` or control character does (``%7Bpassword%7D`` is then judged as ``{password}``).
+_ENCODED_VALUE = (
+    rb"(?P<eop>%3[aAdD])(?:%2[27])?+"
+    rb"(?P<enc>(?:[^\s\"'`,;&<>()\[\]{}\\%]++|%(?![01]|2[0267cC]|3[bB])[0-9a-fA-F]{2})++)"
+)
 _AFTER_BARE = frozenset([b"", *(bytes([c]) for c in b" \t\n\r\x0b\x0c\"'`,;&<>)]}\\")])
 _AFTER_CLOSING = frozenset(bytes([c]) for c in b" \t),;]}+.")
 _BARE = re.compile(rb"[ \t]*+[^\s\"'`,;&<>()\[\]{}\\]*+")
@@ -52,7 +59,7 @@ _CODE = re.compile(rb"[(){}\[\]|]")  # in no credential, token or cookie a heade
 _LETTERS_NAME = re.compile(rb"[A-Za-z_]++")
 _ANNOTATION_END = re.compile(rb"[ \t]*+(?:\||=(?!=)|\)|\])")
 _FIELD_LIST = re.compile(rb":(?:param|parameter|arg|argument|key|keyword|type|var|ivar|cvar)[ \t]++[\w.\[\], |]*+$")
-_COLONS = (b":", b"\xef\xbc\x9a", b"\\uff1a")
+_COLONS = (b":", b"\xef\xbc\x9a", b"\\uff1a", b"%3a")
 _NOT_SECRET = frozenset(
     b"none null nil true false undefined str string bytes int integer bool boolean float number any object "
     b"optional required secretstr continue function nonlocal".split()
@@ -61,12 +68,29 @@ _NOT_SECRET_LENGTH = max(map(len, _NOT_SECRET))
 _NAME = re.compile(rb"[$@]?[A-Za-z_][A-Za-z0-9_\-]*")
 _DOTTED_NAME = re.compile(rb"[$@]?[A-Za-z_]{1,32}(?:\.[A-Za-z_]{1,32})++")
 _WORDY = re.compile(rb"[A-Za-z0-9\x80-\xff]")
+_PATH = re.compile(rb"~?/|\.\.?/|[A-Za-z]:[\\/]")  # a working directory: ``/home/ada``, ``C:\\work``
+
+
+def second_meaning(key: str, value: object) -> bool:
+    """Whether ``value`` under secret ``key`` (in a JSON object) is what the key's other meaning holds.
+
+    ``pass`` alone is also a verdict or a count (``{"pass": 10}``); ``pwd`` also names the
+    working directory (``{"pwd": "/home/ada"}``).
+    """
+    if isinstance(value, bool | int | float):
+        return words(key) == "pass"
+    return (
+        isinstance(value, str)
+        and _PATH.match(value.encode("utf-8", "surrogatepass")) is not None
+        and (words(key).endswith(("_pwd", "_pwds")) or words(key) in ("pwd", "pwds"))
+    )
 
 
 def words(key: str) -> str:
-    """``key`` as lower-case snake-case words: ``X-Api-Key``, ``apiKey``, ``api%5Fkey`` and ``ａｐｉ＿ｋｅｙ`` alike."""
+    """``key`` as lower-case snake-case words: ``X-Api-Key``, ``apiKey``, ``api%5Fkey``, ``ａｐｉ＿ｋｅｙ`` and
+    ``api_\u200bkey`` (an invisible character in it) alike."""
     if not key.isascii():
-        key = key.translate(FULL_WIDTH)
+        key = key.translate(_AS_SHOWN)
     if "%" in key:
         key = _PERCENT.sub("_", key)
     return _SEPARATORS.sub("_", _CAMEL.sub("_", key)).lower().strip("_")
@@ -125,7 +149,7 @@ def key_assignments(words_: Iterable[str]) -> list[KeyAssignment]:
         longest_first = sorted(set(rests), key=lambda pair: len(pair[0]), reverse=True)
         rest = b"(?:" + b"|".join(r for r, _ in longest_first) + b")"
         screen = b"(?:" + b"|".join(r for _, r in longest_first) + b")"
-        value = _OPERATOR + _VALUE
+        value = b"(?:" + _OPERATOR + _VALUE + b"|" + _ENCODED_VALUE + b")"
         if literal in _LINE_WORDS:
             value = b"(?:" + _LINE_VALUE + b"|" + value + b")"
         regex = re.compile(re.escape(literal) + b"(?P<rest>" + rest + b")" + _CLOSE + value)
@@ -157,14 +181,15 @@ def assigned_span(
     value = data[value_start:value_end]
     if replacement in (value, data[value_start - 1 : value_end + 1]):
         return None  # already redacted
-    colon = kind == "line" or match["op"].lower() in _COLONS
+    op = "eop" if kind == "enc" else "op"
+    colon = kind == "line" or match[op].lower() in _COLONS
     if kind == "line" and match["rest"].rstrip(b"-_.%25fde").endswith(b"s"):
         # ``cookies:`` names no header (``Cookie:``, ``Set-Cookie:`` do): its value is the first word, as for
         # any key (``cookies: RequestsCookieJar | None`` is a type)
         kind = "bare"
         value_end = _BARE.match(data, value_start).end()  # type: ignore[union-attr]
         value = data[value_start:value_end]
-    if _SENTENCE_END.search(data, match.start(), match.start("op") if kind != "line" else value_start):
+    if _SENTENCE_END.search(data, match.start(), match.start(op) if kind != "line" else value_start):
         return None  # ``... the session cookie. :pr:`2607```: a sentence ended before the colon
     if kind == "line":
         first = value.split(None, 1)[0] if value.strip() else b""
@@ -203,4 +228,9 @@ def assigned_span(
         return None  # ``:param cookies: Dictionary or CookieJar``: a parameter described, not assigned
     if placeholder(value):
         return None  # ``password='test'``, ``SECRET_KEY = '{secret}'``, ``'Change password: %s'``
+    key = words(data[begin : match.end("rest")].decode("utf-8", "replace"))
+    if key == "pass" and colon and kind == "bare":
+        return None  # a test's verdict or count: ``PASS: test_parse``, ``pass: 10``
+    if (key in ("pwd", "pwds") or key.endswith(("_pwd", "_pwds"))) and _PATH.match(value):
+        return None  # the working directory: ``PWD=/home/ada``
     return value_start, value_end

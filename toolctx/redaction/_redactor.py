@@ -15,11 +15,13 @@ from typing import Any
 
 import orjson
 
+from toolctx._scrub import shown
 from toolctx.errors import ConfigError
 from toolctx.redaction._compile import BLOB_MARK, FOLD, Rule, compile_rules
+from toolctx.redaction._encoded import encoded_runs
 from toolctx.redaction._forms import Folded, Lowered, splice, whole_spans
 from toolctx.redaction._json import BLOB_HEAD, from_base64, replace_in_string, string_text
-from toolctx.redaction._keys import assigned_span, words
+from toolctx.redaction._keys import assigned_span, second_meaning, words
 from toolctx.redaction._placeholders import is_masked, is_placeholder
 from toolctx.redaction._rules import DEFAULT_KEYS, DEFAULT_PATTERNS, REDACTED, SecretPattern
 
@@ -67,6 +69,9 @@ class Redactor:
         # are remembered, never a value found to be a secret.
         self._placeholders: set[bytes] = set()
         self._rules_for = functools.lru_cache(maxsize=256)(self._select)
+        # What a scan can find that makes redaction look further: a rule's trigger, a key word, a form to read
+        # or a bytes value. (A screen's literal alone, ``pass`` of ``passengers``, says nothing.)
+        self._telling = frozenset(t for r in self._rules for t in r.triggers) | self._key_words | FOLD | {BLOB_MARK}
 
     def __repr__(self) -> str:
         return f"Redactor(keys={list(self.keys)}, patterns={[p.name for p in self.patterns]})"
@@ -124,7 +129,7 @@ class Redactor:
             if call_id is not None:
                 joined += b"\n" + call_id.encode("utf-8", "surrogatepass")
             found = self._prefilter.found(joined)
-            if not found and not self._unanchored:
+            if (not found or (not self._custom and found.isdisjoint(self._telling))) and not self._unanchored:
                 return args_json, result_json, self.redact_text(call_id) if call_id and self._custom else call_id
             # Something is there: a scan of the (small) arguments says if it is in them.
             args = self._redact_json(args_json, self._prefilter.found(args_json))[0]
@@ -177,15 +182,26 @@ class Redactor:
                 blob = self._blob(value)
                 if blob is not None:
                     return blob
-            out = {}
+            out: dict[Any, Any] = {}
             changed = False
             for k, v in value.items():
-                if keys and v is not None and v != self.replacement and self._is_secret_key(k):
+                if (
+                    keys
+                    and v is not None
+                    and v != self.replacement
+                    and self._is_secret_key(k)
+                    and not second_meaning(k, v)
+                ):
                     new = self.replacement
                 else:
                     new = self._walk(v, keys, rules, fold, blobs)
                 changed = changed or new is not v
-                out[k] = new
+                name = k
+                if rules or fold:  # a key can be a secret itself: ``{"sk-live-...": 1}``
+                    named = self._text(k, None, rules, fold)
+                    if named is not k:
+                        name, changed = _free_key(named, out, value), True
+                out[name] = new
             return out if changed else value
         if kind is list:
             items = [self._walk(v, keys, rules, fold, blobs) for v in value]
@@ -263,6 +279,9 @@ class Redactor:
         for rule in rules:
             regex = rule.regex
             starts = None if located is None else _starts(rule, *located)
+            if rule.encoded:  # base64 runs holding a fragment: each decoded, and redacted whole if it holds a secret
+                spans += encoded_runs(data, regex, self._holds_secret)
+                continue
             matches: list[re.Match[bytes]] = []
             if starts is None:  # left to right, each search resuming where the last match ended
                 matches += regex.finditer(lowered.whole() if rule.caseless else data)
@@ -283,6 +302,9 @@ class Redactor:
                 if span is not None:
                     spans.append(span)
         return spans
+
+    def _holds_secret(self, data: bytes) -> bool:
+        return bool(self._secret_spans(data, None, None, text=False))
 
     # -- keys, bytes values, whole values ----------------------------------------------------------
 
@@ -343,13 +365,28 @@ class Redactor:
             if raw is not None:
                 redacted = self.redact_bytes(raw)
                 return value if redacted == raw else {"$bytes": base64.b64encode(redacted).decode("ascii")}
-            return {
-                k: self.replacement if v is not None and self.is_secret_key(k) else self.redact_value(v)
-                for k, v in value.items()
-            }
+            out: dict[str, Any] = {}
+            for k, v in value.items():
+                new = (
+                    self.replacement
+                    if v is not None and self.is_secret_key(k) and not second_meaning(k, v)
+                    else self.redact_value(v)
+                )
+                named = self.redact_text(k) if isinstance(k, str) else k
+                out[k if named == k else _free_key(named, out, value)] = new
+            return out
         if isinstance(value, list):
             return [self.redact_value(v) for v in value]
         return value
+
+
+def _free_key(key: str, taken: dict[str, Any], original: dict[str, Any]) -> str:
+    """``key`` (a redacted dict key), numbered when two keys redact alike: ``[REDACTED]``, ``[REDACTED] (2)``."""
+    name, number = key, 1
+    while name in taken or name in original:
+        number += 1
+        name = f"{key} ({number})"
+    return name
 
 
 def _secret_span(match: re.Match[bytes], placeholder: Callable[[bytes], bool]) -> tuple[int, int] | None:
@@ -390,5 +427,5 @@ def resolve_redactor(redact: object) -> Redactor | None:
     if isinstance(redact, Redactor):
         return redact
     raise ConfigError(
-        f"redact must be True (the default rules), False (off) or a toolctx.redaction.Redactor, got {redact!r:.80}"
+        f"redact must be True (the default rules), False (off) or a toolctx.redaction.Redactor, got {shown(redact)}"
     )

@@ -6,19 +6,25 @@ key and pattern is listed, in order.
 
 **Secret keys.** A key is secret when, split into words, it ends with one of
 :data:`DEFAULT_KEYS` (``api_key``, ``apikey``, ``token``, ``password``, ``passwd``,
-``passphrase``, ``secret``, ``secret_key``, ``authorization``, ``private_key``,
+``passphrase``, ``pass``, ``pwd``, ``secret``, ``secret_key``, ``authorization``, ``private_key``,
 ``access_key``, ``account_key``, ``credential``, ``cookie``), or with one of them plus
 ``s`` (``api_keys``, ``cookies``; but ``tokens`` is not secret). Words are split at every
 run of characters that are not letters or digits (``_``, ``-``, ``.``, spaces, repeated or
-not), at URL-encoded ``%5F``, ``%2D``, ``%2E`` and ``%20``, and where a lower-case letter or
+not), at each URL-encoded character (``%5F``, ``%2D``, ``%22``, ...), and where a lower-case letter or
 a digit meets an upper-case one; letter case is ignored, and full-width forms read as
 ASCII. So ``access_token``, ``X-Api-Key``, ``clientSecret``, ``DB_PASSWORD``,
 ``SECRET_KEY``, ``api--key``, ``api%5Fkey``, ``Set-Cookie`` and ``ｐａｓｓｗｏｒｄ`` are
-secret; ``max_tokens``, ``token_count``, ``secret_name``, ``password_hint`` and ``key`` are
-not.
+secret; ``max_tokens``, ``token_count``, ``secret_name``, ``password_hint``, ``bypass``,
+``OLDPWD`` and ``key`` are not. Two key words have a second meaning, which is kept: ``pass``
+alone is also a test's verdict or count (after ``:`` a bare value is kept, ``PASS: test_x``,
+``pass: 10``, and in a JSON object a number or boolean), and ``pwd`` also names the working
+directory (a value that is a path, starting with ``/``, ``~/``, ``./``, ``../`` or a drive
+such as ``C:\\``, is kept: ``PWD=/home/ada``).
 
 - In a JSON object (a dict, or a call's arguments by name) the whole value under a secret
   key is replaced, whatever it is (string, number, list or object); ``null`` stays ``null``.
+  A key that holds a secret itself (``{"sk-live-...": 1}``) is redacted as text is; keys
+  that then read alike are numbered: ``[REDACTED]``, ``[REDACTED] (2)``.
 - In text, an assignment to a secret key: the key (letters, digits, ``_``, ``.``, ``-``,
   ``%`` and non-ASCII characters, up to 64 of them before its longest word, and not the
   ``n``, ``r`` or ``t`` of an escaped line end ``\\n``; between its own words spaces are
@@ -33,6 +39,10 @@ not.
   - else bare: one or more characters up to whitespace or one of ``"'`,;&<>()[]{}\\``,
     and only if whitespace, one of ``"'`,;&<>)]}\\`` or the end follows
     (``token = tokenizer(text)`` is a call, not a value).
+  - after a URL-encoded ``=`` or ``:`` (``%3D``, ``%3A``, and an encoded quote ``%22`` or
+    ``%27`` after it or closing the key): up to whitespace, one of ``"'`,;&<>()[]{}\\`` or
+    an encoded space, quote, ``&``, ``,``, ``;`` or control character
+    (``next=%2Flogin%3Fpassword%3D[REDACTED]%26x%3D1``).
 
   A string literal's prefix (``b'...'``, ``r"..."``, ``f"..."``) is not part of the value.
   The value is kept when it cannot be a secret: a type or a literal (``str``, ``string``,
@@ -206,11 +216,24 @@ replaced by those of the replacement, and the result is stored as base64 again. 
 value keeps its ``$bytes`` form and decodes to the original bytes with the secrets replaced
 (so its length changes); the secret itself is never stored. The base64 text is not read.
 
-**Full-width forms.** A run of full-width forms (U+FF01-U+FF5E and U+3000, as UTF-8 or as
+**Base64 in text.** A run of base64 characters (``A-Z a-z 0-9 + /``, or ``- _`` for URL-safe
+base64, then any ``=`` padding) that has 12 characters in a row holding an upper-case
+letter, a lower-case letter and a digit, and that holds the base64 of a rule's literal (a
+key word in lower case, upper case or capitalised, or a pattern's anchor: ``cGFzc3dvcmQ``
+for ``password``, ``QUtJQ`` for ``AKIA``), is decoded, from its start or from after one of
+its last ``/ + - _`` before that literal (``/tmp/QUtJQ...``); when the decoded bytes hold a
+secret by the rules above, the run is replaced whole from where it decoded.
+
+**Text as it shows.** A run of full-width forms (U+FF01-U+FF5E and U+3000, as UTF-8 or as
 the JSON escape ``\\uff50`` that ``json.dumps`` writes) that holds a full-width letter or
 digit is read as the ASCII it stands for, so ``ｐａｓｓｗｏｒｄ＝hunter2`` is
-``password=hunter2``; the secret's characters are replaced in the original text. In bytes,
-a run counts where the 16 bytes on each side of it are UTF-8.
+``password=hunter2``; a JSON escape of an ASCII letter, digit or one of ``+-./:=@_`` is read
+as that character (``"\\u0070assword": "\\u0068unter2"``; never an escaped quote or
+backslash, which would change what is quoted); and invisible characters (U+200B-U+200D,
+U+2060, U+FEFF, the soft hyphen U+00AD, as UTF-8 or escaped) are read as nothing, so
+``pass\\u200bword=hunter2`` and ``AKIA\\u200bIOSFODNN7EXAMPLE`` are found. The secret's
+characters are replaced in the original text. In bytes, a run counts where the 16 bytes on
+each side of it are UTF-8.
 
 A secret format's match is kept when it is masked (six or more ``x`` in a row, as in
 ``ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx``); where the table names the part replaced
@@ -263,6 +286,8 @@ DEFAULT_KEYS: tuple[str, ...] = (
     "password",
     "passwd",
     "passphrase",
+    "pass",
+    "pwd",
     "secret",
     "secret_key",
     "authorization",

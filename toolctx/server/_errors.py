@@ -18,6 +18,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException
 
 from toolctx._internal import WARNING, log
+from toolctx._scrub import scrubbed
 from toolctx.errors import ConfigError, NotFoundError, SessionNotFoundError
 
 __all__ = ["install_error_handlers", "shown"]
@@ -28,6 +29,7 @@ _BODY_UNREADABLE = "There was an error parsing the body"  # FastAPI's words for 
 
 
 def _text(value: str) -> str:
+    value = scrubbed(value)  # a refused value may be a secret: shown redacted, as stored text is
     cut = value if len(value) <= _LONGEST else value[:_LONGEST] + "…"
     return cut.encode("utf-8", "backslashreplace").decode("utf-8")
 
