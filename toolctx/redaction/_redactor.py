@@ -67,6 +67,7 @@ class Redactor:
         # are remembered, never a value found to be a secret.
         self._placeholders: set[bytes] = set()
         self._rules_for = functools.lru_cache(maxsize=256)(self._select)
+        self._inert = functools.lru_cache(maxsize=256)(self._nothing_to_apply)
 
     def __repr__(self) -> str:
         return f"Redactor(keys={list(self.keys)}, patterns={[p.name for p in self.patterns]})"
@@ -124,7 +125,8 @@ class Redactor:
             if call_id is not None:
                 joined += b"\n" + call_id.encode("utf-8", "surrogatepass")
             found = self._prefilter.found(joined)
-            if not found and not self._unanchored:
+            if not self._unanchored and (not found or (not self._custom and self._inert(found))):
+                # Nothing found, or only fragments no rule acts on alone (the ``://`` of a plain link, say).
                 return args_json, result_json, self.redact_text(call_id) if call_id and self._custom else call_id
             # Something is there: a scan of the (small) arguments says if it is in them.
             args = self._redact_json(args_json, self._prefilter.found(args_json))[0]
@@ -166,6 +168,16 @@ class Redactor:
 
     def _select(self, found: frozenset[Hashable]) -> tuple[Rule, ...]:
         return tuple(r for r in self._rules if not r.triggers or not r.triggers.isdisjoint(found))
+
+    def _nothing_to_apply(self, found: frozenset[Hashable]) -> bool:
+        """Whether JSON in which the scan found ``found`` is left as it is (no rule, key word, blob or full-width
+        form among them): :meth:`_redact_json` would return it unchanged, and so would :meth:`redact_text`."""
+        return (
+            not self._rules_for(found)
+            and found.isdisjoint(FOLD)
+            and BLOB_MARK not in found
+            and found.isdisjoint(self._key_words)
+        )
 
     def _walk(self, value: Any, keys: bool, rules: tuple[Rule, ...], fold: bool, blobs: bool) -> Any:
         """``value`` with secrets replaced; the very same object where nothing changed."""
