@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import io
 import datetime as dt
 import enum
+import io
 import uuid
 from collections.abc import Mapping
 from decimal import Decimal

@@ -238,7 +238,7 @@ class SavePath(Holding):
     def _keep_on_disk(self, record: Record, payload: Payload, indexed: str) -> None:
         # Written apart, read from memory meanwhile: uploads to a shared store, and any write asked for on an
         # event loop's thread (an async tool or hook), which would stall every other task while the disk works.
-        if (self.background or deferring()) and self.store.shared or on_event_loop():
+        if ((self.background or deferring()) and self.store.shared) or on_event_loop():
             record.payload, record.storage = payload, _MEMORY
             with self.lock:
                 self._records[record.id] = record
