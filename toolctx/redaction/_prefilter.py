@@ -115,6 +115,7 @@ class _Needles:
 
 
 _SMALL = 1024
+_SETS_KEPT = 4096
 
 
 def _by_first_byte(members: Sequence[tuple[Hashable, bytes]], place: frozenset[Hashable]) -> list[_Needles]:
@@ -153,6 +154,7 @@ class Prefilter:
         self.engine = "none"
         self._pool: list[Any] = []  # Hyperscan scratch spaces not in use
         self._every_pool: list[Any] = []
+        self._sets: dict[tuple[int, ...], frozenset[Hashable]] = {}  # what found() answered for these matches
         self._database: Any = None
         self._every: Any = None
         # Literals whose places locate() reports (all by default); 0 marks the others.
@@ -240,7 +242,17 @@ class Prefilter:
                 database.scan(data, match_event_handler=_collect, context=ids, scratch=scratch)
             finally:
                 self._release(scratch)
-            return frozenset(map(self.fragments.__getitem__, ids)) if ids else _NOTHING
+            if not ids:
+                return _NOTHING
+            # The same few matches recur call after call: one shared set each (its hash kept, for the caches
+            # keyed by it), not a new one per scan.
+            key = tuple(ids)
+            found = self._sets.get(key)
+            if found is None:
+                found = frozenset(map(self.fragments.__getitem__, ids))
+                if len(self._sets) < _SETS_KEPT:
+                    self._sets[key] = found
+            return found
         return self._search(data, None, 0)
 
     def locate(self, data: bytes, cap: int) -> tuple[frozenset[Hashable], dict[Hashable, list[int]]]:
