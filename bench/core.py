@@ -225,7 +225,7 @@ def peak_memory(megabytes: int, base: str, rounds: int) -> list[float]:
     ratios = []
     for _ in range(rounds):
         done = subprocess.run(
-            [sys.executable, "-c", _PEAK, str(size), base], capture_output=True, text=True, check=True
+            [sys.executable, "-c", _PEAK, str(size), base], cwd=base, capture_output=True, text=True, check=True
         )
         ratios.append(int(done.stdout.split()[-1]) / size)
     return ratios
