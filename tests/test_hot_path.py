@@ -197,3 +197,42 @@ def test_a_sync_tool_still_writes_its_large_output_before_returning(
         export("sales")
         assert writers == [threading.current_thread()]
         assert current.get_all_pointers()[0].storage is StorageKind.DISK
+
+
+def test_the_agents_sdk_hooks_write_a_large_output_off_the_event_loop(
+    context_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agents = pytest.importorskip("agents")
+    testing = pytest.importorskip("agents.testing")
+    from toolctx_openai_agents import ToolContextHooks
+
+    writers: list[threading.Thread] = []
+    put = LocalStore.put
+
+    def recording_put(store: LocalStore, name: str, chunks: Any) -> None:
+        writers.append(threading.current_thread())
+        put(store, name, chunks)
+
+    monkeypatch.setattr(LocalStore, "put", recording_put)
+    report = "".join(f"line {i}: quarterly revenue figures for region {i % 7}\n" for i in range(2000))
+
+    @agents.function_tool
+    def fetch_report(region: str) -> str:
+        """Fetch the revenue report of a region."""
+        return report
+
+    model = testing.ScriptedModel(
+        [
+            [testing.function_call("fetch_report", {"region": "emea"}, call_id="h1")],
+            [testing.assistant_message("ok")],
+        ]
+    )
+    agent = agents.Agent(name="a", model=model, tools=[fetch_report])
+    config = agents.RunConfig(tracing_disabled=True)
+    with session(context_dir) as current:
+        asyncio.run(agents.Runner.run(agent, "go", hooks=ToolContextHooks(), run_config=config))
+        [pointer] = current.get_all_pointers()
+        assert current.load_contexts([pointer])[0].result == report
+        assert current.save_path.settle(timeout=60)
+    assert writers, "the output was never written"
+    assert threading.main_thread() not in writers  # (asyncio.run ran the loop on this thread)
