@@ -237,11 +237,15 @@ class Prefilter:
         database = self._database
         if database is not None:
             ids: list[int] = []
-            scratch = self._scratch()
+            pool = self._pool  # (_scratch and _release, written out: this runs on every stored call)
+            try:
+                scratch = pool.pop()
+            except IndexError:
+                scratch = self._scratch_type(database)
             try:
                 database.scan(data, match_event_handler=_collect, context=ids, scratch=scratch)
             finally:
-                self._release(scratch)
+                pool.append(scratch)
             if not ids:
                 return _NOTHING
             # The same few matches recur call after call: one shared set each (its hash kept, for the caches
