@@ -2,6 +2,7 @@
 
     python bench/core.py                       # tmpfs (/dev/shm) and the normal disk
     python bench/core.py --rounds 7 --json out.json
+    python bench/core.py --peak-mb 200 --tmpfs '' --disk ''   # only the peak memory of a 200 MB string
 
 For results of about 200 B, 4 KiB, 64 KiB and 1 MiB (search hits with non-ASCII
 text) it times, in one run and interleaved round by round:
@@ -21,6 +22,10 @@ text) it times, in one run and interleaved round by round:
 Each contender runs batches sized to take about ``--batch-seconds``; a round runs
 every contender once on a fresh directory; the figure is the median per-call time
 over the rounds, with the min-max range across rounds.
+
+``--peak-mb N``: the peak memory (tracemalloc, in a fresh process, the string
+made before measuring) of persisting one string of N MB, which goes to disk, as
+a multiple of its size: the floor is holding its JSON once (1.0x).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -193,6 +199,38 @@ def measure(base: Path, rounds: int, seconds: float, only: list[str]) -> dict[st
     return results
 
 
+_PEAK = """
+import gc, sys, tempfile, tracemalloc
+import toolctx
+
+size = int(sys.argv[1])
+text = ("quarterly revenue grew by 4% in the north region; " * (size // 50 + 1))[:size]
+
+@toolctx.persist_context
+def fetch(n: int) -> str:
+    return text
+
+with tempfile.TemporaryDirectory(dir=sys.argv[2]) as directory, toolctx.session(directory):
+    fetch(0)
+    gc.collect()
+    tracemalloc.start()
+    fetch(1)
+    print(tracemalloc.get_traced_memory()[1])
+"""
+
+
+def peak_memory(megabytes: int, base: str, rounds: int) -> list[float]:
+    """Peak traced memory of persisting a ``megabytes`` MB string, over its size, once per round."""
+    size = megabytes * 1_000_000
+    ratios = []
+    for _ in range(rounds):
+        done = subprocess.run(
+            [sys.executable, "-c", _PEAK, str(size), base], cwd=base, capture_output=True, text=True, check=True
+        )
+        ratios.append(int(done.stdout.split()[-1]) / size)
+    return ratios
+
+
 def table(title: str, results: dict[str, dict[str, list[float]]], ranges: bool) -> str:
     def cell(values: list[float]) -> str:
         text = f"{statistics.median(values):,.1f}"
@@ -236,6 +274,7 @@ def main() -> None:
     )
     parser.add_argument("--json", help="also write the raw figures to this file")
     parser.add_argument("--sizes", nargs="*", default=[], choices=list(SIZES), help="only these result sizes")
+    parser.add_argument("--peak-mb", type=int, default=0, help="also the peak memory of persisting a string this big")
     options = parser.parse_args()
     report: dict[str, Any] = {}
     output = []
@@ -254,6 +293,14 @@ def main() -> None:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         output.append(table(f"{title} ({where})", report[title], ranges))
+    if options.peak_mb:
+        ratios = peak_memory(options.peak_mb, tempfile.gettempdir(), options.rounds)
+        report["peak"] = {f"{options.peak_mb} MB": ratios}
+        output.append(
+            f"### Peak memory, one {options.peak_mb} MB string\n\n"
+            f"Traced peak over the string's size: median {statistics.median(ratios):.2f}x "
+            f"({min(ratios):.2f}–{max(ratios):.2f}x over {len(ratios)} runs); the floor is 1.00x.\n"
+        )
     print()
     print("\n".join(output))
     if options.json:

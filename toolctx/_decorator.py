@@ -418,7 +418,9 @@ def persist_context(
     SDK's ``RunContextWrapper`` and ``ToolContext``.
     ``threshold``: bytes from which this tool's results go to disk rather than
     memory, overriding the session's (where they are stored; the model is shown
-    the same either way).
+    the same either way). Called on an event loop's thread (an async tool), a
+    result over it is written by a pool thread, so the loop goes on: it is read
+    from memory until its file lands, and the session's end waits for that.
     ``max_output_tokens``: what the model is shown, with an adapter
     (``ToolContextMiddleware``, ``persist_tools``, the assembler): this tool's own
     limit, tokens over which its output reaches the model as a stand-in with a

@@ -19,6 +19,7 @@ import base64
 import dataclasses
 import datetime as dt
 import enum
+import io
 import uuid
 from collections.abc import Mapping
 from decimal import Decimal
@@ -43,6 +44,10 @@ _SORTED = _OPTIONS | orjson.OPT_SORT_KEYS
 _NON_STR = orjson.OPT_NON_STR_KEYS
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 _ORJSON_NATIVE = (dt.datetime, dt.date, dt.time, uuid.UUID)
+# orjson reserves about ten bytes per character of a string it encodes (and keeps them): a
+# string this long is encoded a slice at a time, so its JSON is held once, near its size.
+_LONG_TEXT = 1 << 20
+_SLICE = 1 << 18
 
 
 Encoded = tuple[bytes, tuple[str, ...]]
@@ -84,6 +89,10 @@ def encode(obj: Any, *, sort_keys: bool = False) -> Encoded:
     (``memoryview(data).tobytes()``) before keeping them around.
     """
     option = _SORTED if sort_keys else _OPTIONS
+    if type(obj) is str and len(obj) >= _LONG_TEXT:
+        data = _long_text(obj)
+        if data is not None:
+            return data, ()
     try:
         return orjson.dumps(obj, default=_default, option=option), ()
     except KeyboardInterrupt:
@@ -99,6 +108,23 @@ def encode(obj: Any, *, sort_keys: bool = False) -> Encoded:
     notes: dict[str, None] = {}
     safe = _Fallback(notes).convert(obj, 0, set())
     return orjson.dumps(safe, option=option), tuple(notes)
+
+
+def _long_text(text: str) -> bytes | None:
+    """``orjson.dumps(text)`` built a slice at a time, in one buffer of about its size (None: a lone surrogate).
+
+    Characters are escaped one by one, so the slices' JSON put together is the whole's.
+    """
+    out = io.BytesIO()
+    out.write(b'"')
+    for start in range(0, len(text), _SLICE):
+        try:
+            part = orjson.dumps(text[start : start + _SLICE])
+        except orjson.JSONEncodeError:
+            return None
+        out.write(memoryview(part)[1:-1])
+    out.write(b'"')
+    return out.getvalue()  # (the buffer itself, trimmed to size: not a copy)
 
 
 class _Fallback:

@@ -166,6 +166,7 @@ def base64_runs(data: bytes) -> Iterator[tuple[int, int]]:
             end = len(data) if end < 0 else end
             yield marks.rfind(0, 0, window) + 1, end
             at = end
+_SETS_KEPT = 4096
 
 
 def _by_first_byte(members: Sequence[tuple[Hashable, bytes]], place: frozenset[Hashable]) -> list[_Needles]:
@@ -208,6 +209,7 @@ class Prefilter:
         self.engine = "none"
         self._pool: list[Any] = []  # Hyperscan scratch spaces not in use
         self._every_pool: list[Any] = []
+        self._sets: dict[tuple[int, ...], frozenset[Hashable]] = {}  # what found() answered for these matches
         self._database: Any = None
         self._every: Any = None
         # Literals whose places locate() reports (all by default); 0 marks the others.
@@ -295,12 +297,26 @@ class Prefilter:
         database = self._database
         if database is not None:
             ids: list[int] = []
-            scratch = self._scratch()
+            pool = self._pool  # (_scratch and _release, written out: this runs on every stored call)
+            try:
+                scratch = pool.pop()
+            except IndexError:
+                scratch = self._scratch_type(database)
             try:
                 database.scan(data, match_event_handler=_collect, context=ids, scratch=scratch)
             finally:
-                self._release(scratch)
-            return frozenset(map(self.fragments.__getitem__, ids)) if ids else _NOTHING
+                pool.append(scratch)
+            if not ids:
+                return _NOTHING
+            # The same few matches recur call after call: one shared set each (its hash kept, for the caches
+            # keyed by it), not a new one per scan.
+            key = tuple(ids)
+            found = self._sets.get(key)
+            if found is None:
+                found = frozenset(map(self.fragments.__getitem__, ids))
+                if len(self._sets) < _SETS_KEPT:
+                    self._sets[key] = found
+            return found
         return self._search(data, None, 0)
 
     def locate(self, data: bytes, cap: int) -> tuple[frozenset[Hashable], dict[Hashable, list[int]]]:

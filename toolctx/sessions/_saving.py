@@ -3,13 +3,10 @@
 A :class:`SavePath` belongs to one session and holds its records. A result under
 the threshold is kept in memory, within the memory budget; the oldest in-memory
 outputs are spilled to the store when the budget is exceeded; larger results are
-written to the store at once. In a kept session every document that reaches the
-store is also listed in the manifest (the others never resume, and recovery reads
-unlisted files anyway).
-
-Closing refuses new calls and waits, a bounded time, for those being saved, so
-a session that ends while other threads still save has them land before it
-cleans up (or, kept, before it lists them).
+written to the store at once (asked on an event loop's thread, by a pool thread,
+read from memory until it lands). A kept session lists every stored document in
+the manifest. Closing refuses new calls and waits, a bounded time, for those
+being saved, so they land before the session cleans up (or, kept, lists them).
 
 Per call it serialises the result once, screens the arguments and result for
 secrets (one scan when both are small), hashes the redacted arguments once and
@@ -43,7 +40,7 @@ from toolctx.sessions._queue import LaterSaves
 from toolctx.sessions._records import Call, Payload, Record, error_info, preview_of, result_spans
 from toolctx.sessions._screening import CallScreen
 from toolctx.sessions._tags import current_tags
-from toolctx.sessions._uploads import Uploads, deferred, deferring
+from toolctx.sessions._uploads import Uploads, deferred, deferring, on_event_loop
 from toolctx.storage import BlobStore
 from toolctx.telemetry import events
 from toolctx.tokens import estimate_tokens
@@ -240,7 +237,9 @@ class SavePath(Holding):
             self.spill(evicted)
 
     def _keep_on_disk(self, record: Record, payload: Payload, indexed: str) -> None:
-        if self.store.shared and (self.background or deferring()):  # (uploaded apart, read from memory meanwhile)
+        # Written apart, read from memory meanwhile: uploads to a shared store, and any write asked for on an
+        # event loop's thread (an async tool or hook), which would stall every other task while the disk works.
+        if ((self.background or deferring()) and self.store.shared) or on_event_loop():
             record.payload, record.storage = payload, _MEMORY
             with self.lock:
                 self._records[record.id] = record

@@ -37,29 +37,24 @@ class CallScreen:
         return redacted_args, data, echoes
 
     def _fields(self, call: Call, echoes: tuple[str, ...]) -> None:
-        """Redact the call's name, tags and description, the other places a secret can hide (the id is done).
-
-        Names and tags repeat from call to call: each distinct one is redacted once.
-        """
-        seen = self._names
-        redactor = self.redactor
-
-        def redact(text: str) -> str:
-            clean = seen.get(text)
-            if clean is None:
-                clean = redactor.redact_text(text)
-                if len(seen) < _NAMES_KEPT:
-                    seen[text] = clean
-            return scrub_text(clean, echoes) if echoes else clean
-
-        name = redact(call.tool_name)
+        """Redact the call's name, tags and description, the other places a secret can hide (the id is done)."""
+        name = self._redacted(call.tool_name, echoes)
         if name != call.tool_name:
             call.tool_name, call.safe_name = name, sanitize_tool_name(name)
         if isinstance(call.task_id, str):
-            call.task_id = redact(call.task_id)
+            call.task_id = self._redacted(call.task_id, echoes)
         if call.query_id is not None:
-            call.query_id = redact(call.query_id)
+            call.query_id = self._redacted(call.query_id, echoes)
         if call.call_id is not None and echoes:  # (redacted with the arguments and result)
             call.call_id = scrub_text(call.call_id, echoes)
         if echoes and call.description is not None:
             call.description = scrub_text(call.description, echoes)
+
+    def _redacted(self, text: str, echoes: tuple[str, ...]) -> str:
+        """``text`` redacted. Names and tags repeat from call to call: each distinct one is redacted once."""
+        clean = self._names.get(text)
+        if clean is None:
+            clean = self.redactor.redact_text(text)
+            if len(self._names) < _NAMES_KEPT:
+                self._names[text] = clean
+        return scrub_text(clean, echoes) if echoes else clean

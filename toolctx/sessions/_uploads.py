@@ -11,6 +11,7 @@ in the store, or its output is shown whole. A slow store holds at most
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import os
@@ -18,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["MAX_PENDING", "Uploads", "deferred", "deferring"]
+__all__ = ["MAX_PENDING", "Uploads", "deferred", "deferring", "on_event_loop"]
 
 MAX_PENDING = 64
 _THREADS = 8
@@ -44,6 +45,15 @@ def deferred() -> Iterator[None]:
         yield
     finally:
         _deferred.reset(token)
+
+
+def on_event_loop() -> bool:
+    """Whether this thread is running an asyncio event loop now (a write here would stall its other tasks)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _executor() -> ThreadPoolExecutor:

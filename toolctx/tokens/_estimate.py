@@ -82,6 +82,7 @@ _ASCII = bytes(range(128))
 _NOT_CJK = bytes(range(0xE3)) + bytes(range(0xF0, 0x100))  # CJK and Hangul lead bytes are E3-EF
 _CHUNK = 1024  # 1024 x 63 stays below Adler-32's modulus, so each chunk's sum is exact
 _SAMPLE = 1024
+_BLOCK = 1 << 20  # (a multiple of _CHUNK)
 
 
 def _kind(sample: bytes) -> str:
@@ -117,13 +118,15 @@ def estimate_tokens(data: bytes | str) -> int:
         middle = size // 2
         sample = raw[: _SAMPLE // 2] + raw[middle : middle + _SAMPLE // 2]
     weights, after_punct, space_pairs = _MODELS[_kind(sample)]
-    weighed = raw.translate(weights)
-    if size <= _CHUNK:
-        total = (zlib.adler32(weighed) & 0xFFFF) - 1
-    else:  # Adler-32's first half is 1 + the byte sum, modulo 65521: sum chunks that cannot wrap
-        view = memoryview(weighed)
-        total = sum((zlib.adler32(view[i : i + _CHUNK]) & 0xFFFF) - 1 for i in range(0, size, _CHUNK))
-    pairs = after_punct * raw.translate(_CLASSES).count(b".a") + space_pairs * raw.count(b"  ")
+    total = punct = 0
+    for block in range(0, size, _BLOCK):  # (a block at a time: large data is never copied whole)
+        # One byte past the block: a pair across its end is counted here (none starts at that byte).
+        piece = raw[block : block + _BLOCK + 1] if size > _BLOCK else raw
+        weighed = memoryview(piece.translate(weights))[:_BLOCK]
+        # Adler-32's first half is 1 + the byte sum, modulo 65521: sum chunks that cannot wrap
+        total += sum((zlib.adler32(weighed[i : i + _CHUNK]) & 0xFFFF) - 1 for i in range(0, len(weighed), _CHUNK))
+        punct += piece.translate(_CLASSES).count(b".a")
+    pairs = after_punct * punct + space_pairs * raw.count(b"  ")
     estimate = total / 32 + pairs
     # round(estimate) (half to even), then kept within 1..size; written out, since builtins the
     # interpreter rarely runs cost microseconds each when an agent loop has left the caches cold
