@@ -31,10 +31,19 @@ def test_the_estimate_is_close_to_the_exact_count_for_each_kind(kind: str) -> No
     assert _p95(errors) < _p95(quarter)  # closer than one token per 4 bytes (2-8x closer but on CJK)
 
 
-def test_a_large_input_is_estimated_as_a_whole() -> None:
+def test_a_large_input_is_estimated_as_closely_from_windows_spread_over_it() -> None:
     code = "".join(corpus("code"))
+    assert len(code.encode()) > 256 * 1024  # (over the size weighed whole)
     exact = get_counter("o200k_base").count(code)
     assert abs(estimate_tokens(code) - exact) / exact < 0.05
+
+
+def test_an_input_repeated_is_estimated_as_that_many_times_its_part() -> None:
+    for kind in KINDS:
+        part = "".join(corpus(kind, limit=40))
+        for times in (3, 9, 40):  # under and over the size weighed whole
+            whole = estimate_tokens(part * times)
+            assert abs(whole - times * estimate_tokens(part)) <= 0.03 * whole, (kind, times)  # (measured: 1.9 %)
 
 
 def test_text_and_its_utf8_bytes_give_the_same_estimate() -> None:

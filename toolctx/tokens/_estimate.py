@@ -12,8 +12,8 @@ counts of real text (agent sessions, Python and JavaScript sources, JSON,
 package records and certificates, CJK and Cyrillic, Greek, Arabic and Indic
 documents); ``bench/tokens.py`` refits and measures them.
 
-The cost is five passes over the bytes in C, whatever the content; a ``str``
-is encoded to UTF-8 first.
+The cost is five passes over the bytes in C, whatever the content, over at
+most 256 KiB of them; a ``str`` is encoded to UTF-8 first.
 """
 
 from __future__ import annotations
@@ -82,7 +82,9 @@ _ASCII = bytes(range(128))
 _NOT_CJK = bytes(range(0xE3)) + bytes(range(0xF0, 0x100))  # CJK and Hangul lead bytes are E3-EF
 _CHUNK = 1024  # 1024 x 63 stays below Adler-32's modulus, so each chunk's sum is exact
 _SAMPLE = 1024
-_BLOCK = 1 << 20  # (a multiple of _CHUNK)
+_WHOLE = 256 * 1024  # larger inputs are estimated from _WINDOWS windows of _WINDOW bytes spread over them
+_WINDOWS = 64
+_WINDOW = 4096
 
 
 def _kind(sample: bytes) -> str:
@@ -108,7 +110,11 @@ def estimate_tokens(data: bytes | str) -> int:
     :func:`~toolctx.tokens.get_counter`.
 
     The kind of content is read off at most 1 KiB (512 bytes from the start
-    and 512 from the middle); the weights and counts run over all of it.
+    and 512 from the middle); the weights and counts run over all of it up to
+    256 KiB. A larger input is estimated from 64 windows of 4 KiB spread evenly
+    over it, scaled to its size: the cost stops growing with the input, and
+    the estimate of a real output moves by 0.2 % (median), 2 % at most (see
+    the benchmarks page).
     """
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     size = len(raw)
@@ -118,16 +124,16 @@ def estimate_tokens(data: bytes | str) -> int:
         middle = size // 2
         sample = raw[: _SAMPLE // 2] + raw[middle : middle + _SAMPLE // 2]
     weights, after_punct, space_pairs = _MODELS[_kind(sample)]
-    total = punct = 0
-    for block in range(0, size, _BLOCK):  # (a block at a time: large data is never copied whole)
-        # One byte past the block: a pair across its end is counted here (none starts at that byte).
-        piece = raw[block : block + _BLOCK + 1] if size > _BLOCK else raw
-        weighed = memoryview(piece.translate(weights))[:_BLOCK]
-        # Adler-32's first half is 1 + the byte sum, modulo 65521: sum chunks that cannot wrap
-        total += sum((zlib.adler32(weighed[i : i + _CHUNK]) & 0xFFFF) - 1 for i in range(0, len(weighed), _CHUNK))
-        punct += piece.translate(_CLASSES).count(b".a")
-    pairs = after_punct * punct + space_pairs * raw.count(b"  ")
-    estimate = total / 32 + pairs
+    scale = 1.0
+    if size > _WHOLE:  # windows spread evenly over it, their counts scaled up (joined by a byte of no weight
+        step = (size - _WINDOW) / (_WINDOWS - 1)  # that is in no pair)
+        raw = b"\0".join(raw[int(k * step) : int(k * step) + _WINDOW] for k in range(_WINDOWS))
+        scale = size / (_WINDOWS * _WINDOW)
+    weighed = memoryview(raw.translate(weights))
+    # Adler-32's first half is 1 + the byte sum, modulo 65521: sum chunks that cannot wrap
+    total = sum((zlib.adler32(weighed[i : i + _CHUNK]) & 0xFFFF) - 1 for i in range(0, len(weighed), _CHUNK))
+    punct = raw.translate(_CLASSES).count(b".a")
+    estimate = scale * (total / 32 + (after_punct * punct + space_pairs * raw.count(b"  ")))
     # round(estimate) (half to even), then kept within 1..size; written out, since builtins the
     # interpreter rarely runs cost microseconds each when an agent loop has left the caches cold
     tokens = int(estimate)
