@@ -25,7 +25,7 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	./scripts/ensure-postgres
 	./scripts/ensure-chromium
-	$(BIN)/python -m pytest --cov=toolctx --cov=toolctx_langchain --cov=toolctx_openai_agents --cov-report=term --cov-fail-under=90
+	$(BIN)/python -m pytest --cov=toolctx --cov=toolctx_langchain --cov=toolctx_openai_agents --cov=toolctx_pytest --cov-report=term --cov-fail-under=90
 
 $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev,bench]"
