@@ -186,6 +186,8 @@ def test_a_large_context_is_shown_in_parts(page: Any, memory: MemoryStore, conte
         assert "--full" in size
         assert len(page.inner_text("#context-view")) <= 1 << 20
         page.click("#context-next")
-        page.wait_for_function("document.getElementById('context-left-out').textContent.startsWith('bytes 1,048,576')")
+        page.wait_for_function(  # (a function: the page's policy forbids evaluating a bare expression)
+            "() => document.getElementById('context-left-out').textContent.startsWith('bytes 1,048,576')"
+        )
         assert page.is_hidden("#context-next")  # the last part
         assert page.inner_text("#context-view").rstrip().endswith('row "}')
