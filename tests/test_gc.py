@@ -173,3 +173,22 @@ def test_sessions_from_before_markers_are_still_collected(context_dir: Path) -> 
     assert toolctx.gc(context_dir, older_than=0) == [context_dir / "crashed"]
     assert toolctx.gc(context_dir, older_than=0, include_kept=True) == [context_dir / "kept"]
     assert list(context_dir.iterdir()) == []
+
+
+def test_an_unfinished_folder_that_cannot_be_read_is_left_and_the_rest_collected(
+    context_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(CRASH, str(context_dir), "crashed")
+    unreadable = context_dir / ".made.0123456789abcdef.new"  # a session folder a killed process was making
+    unreadable.mkdir()
+    listed = os.scandir
+
+    def scandir(path: str | os.PathLike[str] = ".") -> object:  # (root reads everything: refuse it here)
+        if os.fspath(path) == str(unreadable):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return listed(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    removed = toolctx.gc(context_dir, older_than=0)
+    assert context_dir / "crashed" in removed
+    assert unreadable.is_dir()

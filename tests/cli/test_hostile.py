@@ -22,10 +22,14 @@ from typer.testing import CliRunner
 
 from tests.cli.hostile import MEMORY_FILES, Builder, digest, toolctx_memory
 from tests.conftest import files_under, new_postgres_database
+from tests.memory.layouts import LAYOUTS, layout_sql
+from tests.memory.test_migrations import run_sql
 from toolctx import session
 from toolctx.cli._app import app
 from toolctx.cli._text import visible
 from toolctx.memory import MemoryStore
+
+SCHEMA_LAYOUT = 5  # (the layout this release writes)
 
 runner = CliRunner()
 
@@ -303,4 +307,18 @@ def test_a_memory_of_an_older_layout_is_named_so_and_left_for_a_store_to_upgrade
     assert path.read_bytes() == before  # looking does not upgrade it
     MemoryStore(path).close()  # opening a store does
     result = run("memory", "items", "worker", "--db", str(path))
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("layout", [name for name, (version, _) in LAYOUTS.items() if version < SCHEMA_LAYOUT])
+def test_every_earlier_layout_is_read_or_named_older_and_read_once_upgraded(tmp_path: Path, layout: str) -> None:
+    path = tmp_path / "memory.db"
+    run_sql(f"sqlite:///{path}", layout_sql(layout, "sqlite"))
+    before = path.read_bytes()
+    looked = run("memory", "agents", "--db", str(path))  # read as it is where it can be, or named older
+    if looked.exit_code != 0:
+        assert "older layout" in assert_refused(looked, str(path), codes=(2,))  # (never "not a toolctx memory")
+    assert path.read_bytes() == before
+    MemoryStore(path).close()
+    result = run("memory", "agents", "--db", str(path))
     assert result.exit_code == 0, result.output

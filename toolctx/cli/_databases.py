@@ -127,14 +127,16 @@ def explain_database_error(exc: BaseException, shown: str) -> CommandRefused | N
     text = _message_of(exc)
     lowered = text.lower()
     code = str(getattr(getattr(exc, "orig", None), "sqlstate", "") or "")
-    if "no such column" in lowered or code == "42703":
+    added_since = ("context_meta", "context_deleted")  # (tables later layouts added: missing, it is an older one)
+    missing_table = "no such table" in lowered or code == "42P01"
+    if "no such column" in lowered or code == "42703" or (missing_table and any(t in lowered for t in added_since)):
         return CommandRefused(
             f"'{shown}' holds a toolctx memory of an older layout ({visible(text)}); `toolctx serve --db` on it, "
             "or any MemoryStore opened on it, brings it up to date",
             _BAD_VALUE,
             older_layout=True,
         )
-    if "no such table" in lowered or code == "42P01":
+    if missing_table:
         return CommandRefused(
             f"'{shown}' is not a toolctx memory database of this version ({visible(text)}); {_WHAT_TO_PASS}",
             _BAD_VALUE,

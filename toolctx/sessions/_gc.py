@@ -108,7 +108,7 @@ def gc(
 def _unfinished_removed(directory: Path, cutoff: float, *, dry_run: bool) -> bool:
     try:
         return _last_change(directory) <= cutoff and remove_unfinished(directory, dry_run=dry_run)
-    except (FileNotFoundError, NotADirectoryError):  # (gone meanwhile, or a file of that name)
+    except OSError:  # (gone meanwhile, a file of that name, or unreadable: left for its owner)
         return False
 
 
