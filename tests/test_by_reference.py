@@ -219,13 +219,23 @@ def test_a_refused_handle_raises_for_the_model_and_the_tool_does_not_run(
         refused = s.get_all_pointers()[-1]
         [stored] = s.load_contexts([refused])
     assert caught.value.reason == reason
-    assert str(caught.value).startswith("content: ")
+    assert str(caught.value).startswith("the content argument: ")
     assert words in str(caught.value)
     assert "out" not in written
     assert refused.tool_name == "write_file"
     assert refused.is_error
     assert stored.error is not None
     assert stored.error.type == "HandleError"
+
+
+def test_a_refusal_shows_the_handle_whatever_the_parameter_is_called(context_dir: Path) -> None:
+    @persist_context(by_reference=("token",))
+    def call_api(token: str) -> str:
+        return "called"
+
+    with session(context_dir), pytest.raises(HandleError) as caught:  # (error messages are redacted: a
+        call_api("ctx:zzzzzzzzzz")  # parameter named like a secret must not hide what to fix)
+    assert str(caught.value).startswith("the token argument: no stored output ctx:zzzzzzzzzz in this conversation")
 
 
 def test_a_handle_of_another_task_reads_as_unknown(context_dir: Path) -> None:

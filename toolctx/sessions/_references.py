@@ -188,7 +188,9 @@ def resolve_reference(
         if chained is None:  # (an argument passed by reference is stored as its handle: it reads as what it named)
             return value
         reference = chained
-    raise HandleError(f"{name}: {reference.text} names a handle naming a handle, too many times over.", reason="chain")
+    raise HandleError(
+        f"the {name} argument: {reference.text} names a handle naming a handle, too many times over.", reason="chain"
+    )
 
 
 def _read(session: ContextSession, ref: Reference, scopes: tuple[Any, ...] | None, decoded: bool, name: str) -> Any:
@@ -197,18 +199,19 @@ def _read(session: ContextSession, ref: Reference, scopes: tuple[Any, ...] | Non
         parts = session.parts_of(ref.id)
     except Exception as exc:  # (a store that cannot be read just now: said, never raised as something else)
         raise HandleError(
-            f"{name}: {shown} could not be read just now ({type(exc).__name__}: {exc!s:.200}); pass the value itself.",
+            f"the {name} argument: {shown} could not be read just now ({type(exc).__name__}: {exc!s:.200}); "
+            "pass the value itself.",
             reason="unreadable",
         ) from exc
     if parts is None or (scopes is not None and parts.task_id not in scopes):
         raise HandleError(
-            f"{name}: no stored output {shown} in this conversation. Pass a handle from a stand-in of this "
-            "conversation (written ctx:<id>), or the value itself.",
+            f"the {name} argument: no stored output {shown} in this conversation. Pass a handle from a stand-in of "
+            "this conversation (written ctx:<id>), or the value itself.",
             reason="unknown",
         )
     if ref.part == "result" and parts.error is not None:
         raise HandleError(
-            f"{name}: {shown} is a call that failed ({parts.error.type}); it has no output to pass. "
+            f"the {name} argument: {shown} is a call that failed ({parts.error.type}); it has no output to pass. "
             "Pass the value itself.",
             reason="error",
         )
@@ -225,7 +228,7 @@ def _read(session: ContextSession, ref: Reference, scopes: tuple[Any, ...] | Non
         key = ref.part[5:]
         if key not in parts.args:
             raise HandleError(
-                f"{name}: {shown} has no argument {key!r:.80}; its arguments are {sorted(parts.args)}.",
+                f"the {name} argument: {shown} has no argument {key!r:.80}; its arguments are {sorted(parts.args)}.",
                 reason="part",
             )
         value = parts.args[key]
@@ -239,11 +242,12 @@ def _read(session: ContextSession, ref: Reference, scopes: tuple[Any, ...] | Non
             value, _ = value_at(text, named, ref.path)
             text = value if isinstance(value, str) else orjson.dumps(value).decode()
     except NavigationError as exc:
-        raise HandleError(f"{name}: {exc}", reason="selection") from None
+        raise HandleError(f"the {name} argument: {exc}", reason="selection") from None
     redactor = session.redactor
     if redactor is not None and redactor.replacement and redactor.replacement in text:
         raise HandleError(
-            f"{name}: the stored copy of {ref.text} has secrets redacted (it holds {redactor.replacement}), so "
+            f"the {name} argument: the stored copy of {ref.text} has secrets redacted "
+            f"(it holds {redactor.replacement}), so "
             f"passing it would put {redactor.replacement} where the secret was. Pass the value itself.",
             reason="redacted",
         )
@@ -275,7 +279,7 @@ def resolve_arguments(
         try:
             reference = parse_reference(args.get(name))
         except HandleError as exc:
-            raise HandleError(f"{name}: {exc}", reason=exc.reason) from None
+            raise HandleError(f"the {name} argument: {exc}", reason=exc.reason) from None
         if reference is None:
             continue
         if resolved is None:
