@@ -31,6 +31,15 @@ def test_the_estimate_is_close_to_the_exact_count_for_each_kind(kind: str) -> No
     assert _p95(errors) < _p95(quarter)  # closer than one token per 4 bytes (2-8x closer but on CJK)
 
 
+def test_an_input_cannot_choose_the_windows_a_large_estimate_reads() -> None:
+    text = ("".join(corpus("prose")) * 12).encode()[: 2 << 20]
+    crafted = bytearray(text)
+    for k in range(64):  # weightless bytes wherever windows in fixed places would read
+        start = k * (len(text) - 4096) // 63
+        crafted[start : start + 4096] = b"\r" * 4096
+    assert estimate_tokens(bytes(crafted)) > 0.7 * estimate_tokens(text)  # (an eighth is weightless; fixed: 0.0)
+
+
 def test_a_large_input_is_estimated_as_closely_from_windows_spread_over_it() -> None:
     code = "".join(corpus("code"))
     assert len(code.encode()) > 256 * 1024  # (over the size weighed whole)
