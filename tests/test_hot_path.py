@@ -177,6 +177,48 @@ def test_an_async_tool_writes_its_large_output_off_the_event_loop(
     assert loop_thread not in writers
 
 
+def test_a_clear_while_an_async_output_is_written_loses_nothing_kept(
+    context_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    landed, resume = threading.Event(), threading.Event()
+    put = LocalStore.put
+
+    def put_then_pause(store: LocalStore, name: str, chunks: Any) -> None:
+        put(store, name, chunks)
+        if threading.current_thread().name.startswith("toolctx-upload") and not landed.is_set():
+            landed.set()  # the file is there: the clear runs now, before the write marks the record
+            resume.wait(30)
+
+    monkeypatch.setattr(LocalStore, "put", put_then_pause)
+    output = "row;" * 50_000
+
+    @persist_context
+    async def export(table: str) -> str:
+        return output
+
+    with session(context_dir) as current:
+        uploads = current.save_path.uploads
+        settle = uploads.settle
+
+        def settle_then_call(*args: Any, **kwargs: Any) -> Any:  # a tool of another thread's loop returns
+            settled = settle(*args, **kwargs)  # just after the clear waited for the writes under way
+            tool = threading.Thread(target=lambda: asyncio.run(export("sales")))
+            tool.start()
+            landed.wait(30)
+            tool.join()
+            return settled
+
+        monkeypatch.setattr(uploads, "settle", settle_then_call)
+        current.save_path.clear_store()
+        monkeypatch.setattr(uploads, "settle", settle)
+        resume.set()
+        assert current.save_path.settle(timeout=60)
+        [pointer] = current.get_all_pointers()  # kept by the clear (it was still in memory)
+        [stored] = current.load_contexts([pointer])
+        assert stored.result == output  # and written again: its first file went with the clear
+        assert pointer.storage is StorageKind.DISK
+
+
 def test_a_sync_tool_still_writes_its_large_output_before_returning(
     context_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,13 +5,9 @@ the threshold is kept in memory, within the memory budget; the oldest in-memory
 outputs are spilled to the store when the budget is exceeded; larger results are
 written to the store at once (asked on an event loop's thread, by a pool thread,
 read from memory until it lands). A kept session lists every stored document in
-the manifest. Closing refuses new calls and waits, a bounded time, for those
-being saved, so they land before the session cleans up (or, kept, lists them).
-
-Per call it serialises the result once, screens the arguments and result for
-secrets (one scan when both are small), hashes the redacted arguments once and
-keeps exact-size copies; the file name, description, preview and search text are
-built later, when something asks for them.
+the manifest. Closing waits, a bounded time, for calls being saved. Per call the
+result is serialised, screened and hashed once; names, previews and search text
+are built when something asks for them.
 """
 
 from __future__ import annotations
@@ -244,7 +240,7 @@ class SavePath(Holding):
             with self.lock:
                 self._records[record.id] = record
                 self._index.add(record.id, record.search_text, indexed, record.tokens)
-            self.uploads.submit(record.id, lambda: self._write(record, payload))
+            self.uploads.submit(record.id, lambda: self._write_apart(record, payload))
             return
         # A repeated call with the same arguments and the same result shares the file
         # already written for it instead of writing an identical one again.
@@ -272,6 +268,16 @@ class SavePath(Holding):
                     return
             # The store was cleared while this was written, perhaps deleting the file: write it again.
             record.unwritten(full_args)
+
+    def _write_apart(self, record: Record, payload: Payload) -> None:
+        """:meth:`_write` off the caller's thread; again if the store was cleared meanwhile (the file deleted)."""
+        while True:
+            generation = self._generation
+            self._write(record, payload)
+            with self.lock:
+                if generation == self._generation or record.id not in self._records or record.storage is _NONE:
+                    return
+                record.payload, record.storage = payload, _MEMORY  # (read from memory until written again)
 
     def _evict_over_budget(self) -> list[Record]:
         """Pop the oldest in-memory records until the budget holds (caller holds the lock)."""
@@ -451,12 +457,9 @@ class SavePath(Holding):
     def clear_store(self) -> int:
         """Delete the session's files and the records of what they hold; returns how many files.
 
-        Only files this session wrote are deleted: those its records name, and
-        others (of records forgotten, of forked children) only if their first bytes
-        say so, so a file merely named like one is kept (see
-        :func:`~toolctx._naming.is_own_file`). The lock is held throughout, so a
-        call being written meanwhile sees the clear when it registers, and writes
-        its file again after it.
+        Only files this session wrote are deleted: those its records name, and others only if their
+        first bytes say so (:func:`~toolctx._naming.is_own_file`). The lock is held throughout: a call
+        being written meanwhile sees the clear when it registers, and writes its file again after it.
         """
         self.store_queued()
         self.uploads.settle()
@@ -483,11 +486,8 @@ class SavePath(Holding):
     def after_fork(self) -> None:
         """Make a forked child's copy usable: it has only the thread that forked it.
 
-        (Its ids are drawn from the system's random source, which a fork does not copy.) No call is
-        being saved there and no one waits (the locks themselves are released by
-        ``fork_safe_lock``). The search index is rebuilt from the records: another
-        thread may have been in the middle of indexing or searching, leaving it half
-        updated, or pinned by a view of its arrays that no thread will ever drop.
+        No call is being saved there and no one waits (``fork_safe_lock`` released the locks). The search
+        index is rebuilt from the records: another thread may have left it half updated, or pinned.
         """
         self._saving = []
         self._later.after_fork()  # (the parent stores what it queued)
