@@ -105,7 +105,18 @@ def _message_of(exc: BaseException) -> str:
     return " ".join(str(orig).split())[:200]
 
 
-def explain_database_error(exc: BaseException, shown: str) -> CommandRefused | None:
+def _before_version_table(engine: Any) -> bool:
+    """Whether ``engine`` holds a toolctx memory made before layouts had a version table (which a store upgrades)."""
+    try:
+        from sqlalchemy import inspect
+
+        names = set(inspect(engine).get_table_names())
+    except Exception:  # (not a database at all: said by the error being explained)
+        return False
+    return {"context_items", "context_agents", "context_contents"} <= names and "context_schema" not in names
+
+
+def explain_database_error(exc: BaseException, shown: str, *, before_versions: bool = False) -> CommandRefused | None:
     """What a database error raised while reading ``shown`` means for the person who pointed a command at it.
 
     None for an error that is not the database's (so it is not dressed up as one).
@@ -127,9 +138,8 @@ def explain_database_error(exc: BaseException, shown: str) -> CommandRefused | N
     text = _message_of(exc)
     lowered = text.lower()
     code = str(getattr(getattr(exc, "orig", None), "sqlstate", "") or "")
-    added_since = ("context_meta", "context_deleted")  # (tables later layouts added: missing, it is an older one)
     missing_table = "no such table" in lowered or code == "42P01"
-    if "no such column" in lowered or code == "42703" or (missing_table and any(t in lowered for t in added_since)):
+    if "no such column" in lowered or code == "42703" or (missing_table and before_versions):
         return CommandRefused(
             f"'{shown}' holds a toolctx memory of an older layout ({visible(text)}); `toolctx serve --db` on it, "
             "or any MemoryStore opened on it, brings it up to date",
@@ -209,7 +219,9 @@ def open_memory(db: str | None, *, write: bool = False) -> Iterator[Any]:
         with MemoryStore(writable) as store:
             yield store
     except Exception as exc:
-        refused = explain_database_error(exc, shown)
+        refused = explain_database_error(
+            exc, shown, before_versions=bool(engines) and _before_version_table(engines[0])
+        )
         if refused is None:
             raise
         raise refused from None
