@@ -20,6 +20,7 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
+import toolctx.server
 from tests.cli.hostile import MEMORY_FILES, Builder, digest, toolctx_memory
 from tests.conftest import files_under, new_postgres_database
 from tests.memory.layouts import LAYOUTS, layout_sql
@@ -67,7 +68,13 @@ def test_the_corpus_has_forty_kinds_of_bad_input() -> None:
 
 
 @pytest.mark.parametrize("build", MEMORY_FILES, ids=lambda build: build.__name__)
-def test_a_file_that_is_not_a_toolctx_memory_is_refused_and_left_as_it_was(tmp_path: Path, build: Builder) -> None:
+def test_a_file_that_is_not_a_toolctx_memory_is_refused_and_left_as_it_was(
+    tmp_path: Path, build: Builder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def serving(*args: object, **kwargs: object) -> int:  # (a file let through would serve until stopped)
+        raise AssertionError("serve began serving a file it should have refused")
+
+    monkeypatch.setattr(toolctx.server, "serve", serving)
     folder = tmp_path / "files"
     folder.mkdir()
     path = build(folder)
