@@ -65,7 +65,13 @@ def test_the_session_core_imports_no_higher_layer() -> None:
 
 # -- faces: what one package may use of another ------------------------------------------------------
 
-ROOTS = [PACKAGE, *(PACKAGE.parent / "integrations" / name for name in ("toolctx_langchain", "toolctx_openai_agents", "toolctx_pytest"))]
+ROOTS = [
+    PACKAGE,
+    *(
+        PACKAGE.parent / "integrations" / name
+        for name in ("toolctx_langchain", "toolctx_openai_agents", "toolctx_pytest")
+    ),
+]
 NAMED_TUPLE_API = {"_asdict", "_field_defaults", "_fields", "_make", "_replace"}
 DOCUMENTED_PRIVATE = {("sys", "_getframe")}  # (CPython's own, documented in the sys module)
 

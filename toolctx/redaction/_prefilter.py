@@ -166,6 +166,8 @@ def base64_runs(data: bytes) -> Iterator[tuple[int, int]]:
             end = len(data) if end < 0 else end
             yield marks.rfind(0, 0, window) + 1, end
             at = end
+
+
 _SETS_KEPT = 4096
 
 
