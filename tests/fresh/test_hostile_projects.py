@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import unavailable
+
 TIME_BOUND = 120  # seconds; a build of these projects takes a few
 MEMORY_BOUND = 4 << 30  # bytes of address space
 
@@ -132,7 +134,7 @@ def test_a_device_node_inside_the_root_is_left_out(shop: Path) -> None:
     try:
         os.mknod(shop / "pkg" / "null.py", stat.S_IFCHR | 0o666, os.makedev(1, 3))
     except PermissionError:
-        pytest.skip("making a device node needs privileges this run does not have")
+        unavailable("making a device node needs privileges this run does not have")
     result = build(shop, "pkg/null.py")
     warnings = warnings_of(result)
     assert "'pkg/null.py' is a character device, not a regular file; left out" in warnings

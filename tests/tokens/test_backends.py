@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import unavailable
 from tests.tokens.corpora import KINDS, corpus
 from tests.tokens.test_exact import KNOWN
 from toolctx.errors import ConfigError
@@ -89,7 +90,7 @@ def test_without_rs_bpe_tiktoken_counts_and_says_so(tiktoken_cache: Path) -> Non
 
 def test_with_rs_bpe_installed_it_counts_first() -> None:
     if importlib.util.find_spec("rs_bpe") is None:
-        pytest.skip("rs-bpe is not installed (no wheel for this Python)")
+        unavailable("rs-bpe is not installed (no wheel for this Python)")
     assert ExactCounter("cl100k_base").backend == BACKENDS[0] == "rs-bpe"
 
 
@@ -110,7 +111,7 @@ def test_without_either_library_the_error_names_both_and_the_extra() -> None:
 
 def test_tiktoken_without_its_vocabulary_is_a_clear_error(tmp_path: Path) -> None:
     if importlib.util.find_spec("tiktoken") is None:
-        pytest.skip("tiktoken is not installed")
+        unavailable("tiktoken is not installed")
     script = (
         "import tiktoken.load\n"
         "def offline(*args, **kwargs):\n    raise ConnectionError('no network')\n"
