@@ -123,3 +123,20 @@ def test_an_argument_is_navigable_too(tmp_path: Path) -> None:
         answer = read_context(s, handle, part="args.content", search="def function_3(", context=0)
         assert answer.startswith(f"[{handle} args.content search for the text")
         assert body(answer) == "5:def function_3(x):"
+
+
+def test_a_handle_can_name_its_part_and_selection_as_argument_stand_ins_write_it(tmp_path: Path) -> None:
+    lines = SOURCE.splitlines(keepends=True)
+    with toolctx.session(tmp_path) as s:
+        handle = s.save_context("write_file", {"path": "m.py", "content": SOURCE}, "written").handle
+        assert read_context(s, f"{handle}#args.content") == read_context(s, handle, part="args.content")
+        assert body(read_context(s, f"{handle}#args.content", lines="3-4")) == "".join(lines[2:4])
+        assert body(read_context(s, f"{handle}#args.content&lines=3-4")) == "".join(lines[2:4])
+        found = read_context(s, f"{handle}#args.content", search="def function_3(", context=0)
+        assert body(found) == "5:def function_3(x):"  # (a search given beside a handle with a part)
+        assert read_context(s, f"{handle}#args.path", part="args.path") == read_context(s, handle, part="args.path")
+        # what cannot be read together is told in words, naming the value
+        assert "args.content, and part='args.path' another" in read_context(s, f"{handle}#args.content", part="args.path")
+        assert "selects lines or a path already" in read_context(s, f"{handle}#lines=1-2", search="def")
+        assert "is not a handle" in read_context(s, f"{handle}#")
+        assert "cannot be read at 'nothing'" in read_context(s, f"{handle}#nothing")

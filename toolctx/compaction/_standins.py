@@ -29,9 +29,9 @@ from toolctx._checks import whole_number
 from toolctx._naming import HANDLE_PATTERN, handle
 from toolctx._navigate import by_lines, by_path, by_search, output_text
 from toolctx.compaction._settings import READ_CONTEXT
-from toolctx.errors import ConfigError
+from toolctx.errors import ConfigError, HandleError
 from toolctx.models import CallMetadata
-from toolctx.sessions import ContextSession, argument_text, stored_text
+from toolctx.sessions import ContextSession, argument_text, parse_reference, stored_text
 from toolctx.telemetry import events
 from toolctx.tokens import estimate_tokens
 
@@ -110,7 +110,7 @@ def stand_in(call: CallMetadata, text: str, head: int = 1500, tail: int = 500) -
 def result_marker(pointer_id: str, tool_name: str, text: str, preview: int = 0) -> str:
     """The short stand-in compaction leaves for an old output ``text`` (the stored copy)."""
     ref = _shown(pointer_id)
-    marker = f"{STAND_IN_MARK} {ref}: {len(text):,} characters of {tool_name} output; read_context reads them."
+    marker = f"{STAND_IN_MARK} {ref}: {len(text):,} characters of {tool_name} output."
     if preview and text:
         return f"{marker}\n{text[:preview]}{' [...]' if len(text) > preview else ''}"
     return marker
@@ -119,17 +119,14 @@ def result_marker(pointer_id: str, tool_name: str, text: str, preview: int = 0) 
 def text_marker(pointer_id: str, text: str) -> str:
     """The short stand-in compaction leaves for old assistant ``text`` (the stored copy)."""
     ref = _shown(pointer_id)
-    return f"{STAND_IN_MARK} {ref}: {len(text):,} characters of earlier assistant text; read_context reads them."
+    return f"{STAND_IN_MARK} {ref}: {len(text):,} characters of earlier assistant text."
 
 
 def argument_stand_in(pointer_id: str, name: str, value: str, preview: int = 60) -> str:
     """The string that replaces a long argument ``value`` (the stored copy) inside an old call's arguments."""
     ref = _shown(pointer_id)
     start = value[:preview].replace("\n", " ") + (" [...]" if len(value) > preview else "")
-    return (
-        f'{STAND_IN_MARK} {ref} argument {name}, {len(value):,} characters; read_context(id="{ref}", '
-        f'part="args.{name}") reads it. Starts: {start}'
-    )
+    return f"{STAND_IN_MARK} {ref}#args.{name}: {len(value):,} characters. Starts: {start}"
 
 
 def is_stand_in(text: object) -> bool:
@@ -258,6 +255,20 @@ def read_context(
     if len(asked) > 1:
         return f"read_context reads by lines, search or path, one at a time; got {' and '.join(asked)}."
     key = ref.strip()
+    if "#" in key:  # a handle with its part or selection, as argument stand-ins write it
+        try:
+            named = parse_reference(key)
+        except HandleError as exc:
+            return str(exc)
+        if named is not None:
+            if named.part != "result" and part not in ("result", named.part):
+                return f"{key!r:.120} names {named.part}, and part={part!r:.80} another: give one of them."
+            if named.lines is not None or named.path is not None:
+                if asked:
+                    return f"{key!r:.120} selects lines or a path already: give no lines, search or path with it."
+                lines, path = named.lines, named.path
+                asked = ["lines" if lines is not None else "path"]
+            key, part = named.id, named.part if named.part != "result" else part
     scopes = None if scope is None else scope if isinstance(scope, tuple) else (scope,)
     missing = (
         f"No stored output {key!r} in this session. Use an id from a stand-in, written {handle('<id>')}; "
