@@ -98,7 +98,7 @@ def test_an_argument_stand_in_keeps_the_lines_in_use(context_dir: Path) -> None:
         loop = Loop(s, settings)
         loop.step(("write", {"command": f"cat > repro.py <<'EOF'\n{script}\nEOF"}, "written"))
         for n in range(6):
-            loop.step(("run", {"command": f"python -c 'temp_file.close()' # {n}"}, output(n, 1200)))
+            loop.step(("run", {"command": f"python -c 'del temp_file' # {n}"}, output(n, 1200)))
         call = next(m for m in loop.views[-1] if m["role"] == "assistant" and m["id"] == "a1")
         shown = call["calls"][0]["args"]["command"]
         assert is_stand_in(shown)
@@ -189,3 +189,47 @@ def test_a_worker_reading_a_stand_in_keeps_no_line_it_already_keeps() -> None:
     assert lines_in_use(again, 3, 16, history[3].text) == ""  # the same, read from the stand-in shown
     fresh = conversation(history)
     assert lines_in_use(fresh, 3, 16, history[3].text) == "\nLines in use:\n1: x.py:9: deserialize_db_from_string(data)"
+
+
+def _script_lines(scripts: list[str], position: int) -> str:
+    """The lines the stand-in for the ``position``-th script of a conversation writing ``scripts`` keeps."""
+    from toolctx.compaction import Item, ToolCall
+    from toolctx.compaction._conversation import Conversation
+    from toolctx.compaction._inuse import lines_in_use
+
+    made = Conversation()
+    for n, script in enumerate(scripts):
+        made.take_in(Item(5, calls=(ToolCall(f"c{n}", "bash", {"command": script}),)), usage=True)
+        made.take_in(Item(5, result_of=f"c{n}", text="done"), usage=True)
+    return lines_in_use(made, 2 * position, 16, scripts[position])
+
+
+@pytest.mark.parametrize(
+    ("scripts", "position", "kept"),
+    [
+        # a dotted name is one word: the agent copies settings.configure, not "settings" and "configure"
+        (
+            ["import os\nsettings.configure(DEBUG=True)\nrun()", "settings.configure(DEBUG=False)"],
+            0,
+            "2: settings.configure(DEBUG=True)",
+        ),
+        # what a pair of quotes holds: a message the next script prints again
+        (
+            ["x = 1\nprint('=== Original query ===')", "print('=== Original query ===', y)"],
+            0,
+            "2: print('=== Original query ===')",
+        ),
+        # a name first written before this script and again in it: this is the copy the model saw last, and
+        # no stand-in before keeps it (it had not been written twice when the first script went)
+        (["setup_db_fixture()", "a = 2\nsetup_db_fixture()\nb = 3", "echo done"], 1, "2: setup_db_fixture()"),
+    ],
+    ids=["dotted name", "quoted message", "first written earlier"],
+)
+def test_a_stand_in_keeps_the_line_of_each_value_the_model_writes_again(
+    scripts: list[str], position: int, kept: str
+) -> None:
+    assert _script_lines(scripts, position) == "\nLines in use:\n" + kept
+
+
+def test_a_value_written_once_keeps_no_line() -> None:
+    assert _script_lines(["settings.configure(DEBUG=True)\nprint('=== Original query ===')", "echo done"], 0) == ""

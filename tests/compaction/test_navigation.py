@@ -136,7 +136,8 @@ def test_a_handle_can_name_its_part_and_selection_as_argument_stand_ins_write_it
         assert body(found) == "5:def function_3(x):"  # (a search given beside a handle with a part)
         assert read_context(s, f"{handle}#args.path", part="args.path") == read_context(s, handle, part="args.path")
         # what cannot be read together is told in words, naming the value
-        assert "args.content, and part='args.path' another" in read_context(s, f"{handle}#args.content", part="args.path")
+        both = read_context(s, f"{handle}#args.content", part="args.path")
+        assert "args.content, and part='args.path' another" in both
         assert "selects lines or a path already" in read_context(s, f"{handle}#lines=1-2", search="def")
         assert "is not a handle" in read_context(s, f"{handle}#")
         assert "cannot be read at 'nothing'" in read_context(s, f"{handle}#nothing")

@@ -14,12 +14,10 @@ from toolctx.compaction._standins import STAND_IN_MARK
 __all__ = ["LINES_IN_USE", "MAX_SCAN", "Conversation", "ResultAt", "Usage", "argument_texts", "distinctive", "words_of"]
 
 # What the model still uses (see _inuse): the distinctive words it writes, and where they stand.
-_EXTENSIONS = (
-    "py|pyi|pyx|ipynb|js|jsx|ts|tsx|json|yaml|yml|toml|cfg|ini|txt|md|rst|html|css"
-    "|c|h|cc|cpp|hpp|rs|go|java|kt|rb|php|sh|sql|xml|csv|log|lock"
-)
-# (a name, and a file extension if one follows: one character class to start with is what keeps it fast)
-_TOKEN = re.compile(rf"[A-Za-z_][A-Za-z0-9_]*(?:\.(?:{_EXTENSIONS}))?(?![A-Za-z0-9_])")
+# (a dotted name: ``settings.configure``, ``models.py``; one character class to start with keeps it fast)
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+# (what a pair of quotes or backquotes holds on one line: a message, a key, a setting, a code snippet)
+_QUOTED = re.compile(r"'([^'\n]{4,200})'|\"([^\"\n]{4,200})\"|`([^`\n]{4,200})`")
 LINES_IN_USE = "\nLines in use:\n"  # the heading of the lines a stand-in keeps
 MAX_SCAN = 50_000  # characters of one item read for its words (the rest of a huge output adds little)
 
@@ -41,10 +39,14 @@ _JUDGED: dict[str, bool] = {}  # token -> distinctive(token): most tokens recur 
 
 
 def words_of(texts: Iterable[str]) -> frozenset[str]:
-    """The distinctive words in ``texts`` (the first ``MAX_SCAN`` characters of each)."""
+    """The distinctive words in ``texts`` (the first ``MAX_SCAN`` characters of each), and what each pair of
+    quotes in them holds (4 to 200 characters on one line: a message printed, a key, a setting)."""
     found: set[str] = set()
+    quoted: set[str] = set()
     for text in texts:
-        found.update(_TOKEN.findall(text if len(text) <= MAX_SCAN else text[:MAX_SCAN]))
+        scan = text if len(text) <= MAX_SCAN else text[:MAX_SCAN]
+        found.update(_TOKEN.findall(scan))
+        quoted.update(single or double or back for single, double, back in _QUOTED.findall(scan))
     judged = _JUDGED
     if len(judged) > 200_000:
         judged.clear()
@@ -55,7 +57,7 @@ def words_of(texts: Iterable[str]) -> frozenset[str]:
             keep = judged[token] = distinctive(token)
         if keep:
             words.append(token)
-    return frozenset(words)
+    return frozenset(quoted.union(words))
 
 
 def argument_texts(args: Mapping[str, Any], longer_than: int = 0) -> list[str]:
@@ -70,7 +72,7 @@ class Usage:
         self.first: dict[str, int] = {}  # word -> the first response (its number) that wrote it
         self.last: dict[str, int] = {}  # word -> the latest
         self.kept: set[str] = set()  # words a stand-in already keeps a line of
-        self.new: dict[int, list[str]] = {}  # response number -> the words first written in it
+        self.reused: dict[str, None] = {}  # the words written in two responses or more (in the order found)
 
         self.unread: list[tuple[int, Item]] = []  # what the model wrote, not read for its words yet
 
@@ -90,21 +92,23 @@ class Usage:
     def read(self) -> None:
         """Take in the words of what the model wrote since the last call, in order (at a batch, in one go: the
         caches are warm then, and a conversation that never makes a batch never pays for it)."""
-        first, last, new = self.first, self.last, self.new
+        first, last, reused = self.first, self.last, self.reused
         for response, item in self.unread:
             words = words_of((item.text, *(text for call in item.calls for text in argument_texts(call.args))))
             for word in words:
                 if word not in first:
                     first[word] = response
-                    new.setdefault(response, []).append(word)
+                elif first[word] != response:
+                    reused[word] = None
                 last[word] = response
         self.unread.clear()
 
-    def taken_since(self, response: int, now: int) -> list[str]:
-        """The words the model first wrote in response number ``response`` or after (up to ``now``) and wrote
-        again after it, but those a stand-in keeps a line of already."""
-        last, kept, new = self.last, self.kept, self.new
-        return [w for r in range(response, now + 1) for w in new.get(r, ()) if last[w] > response and w not in kept]
+    def in_use_since(self, response: int, words: Iterable[str]) -> list[str]:
+        """Those of ``words`` (an item's, of response number ``response``) the model wrote in two responses or more,
+        the latest of them ``response`` or after, but those a stand-in keeps a line of already: the item is where
+        the model may have taken such a word from, or a copy it saw since."""
+        last, kept, reused = self.last, self.kept, self.reused
+        return [w for w in words if w in reused and last[w] >= response and w not in kept]
 
     def taken(self, words: frozenset[str], response: int, since: int = -1) -> list[str]:
         """Those of ``words`` (an item's, of response number ``response``) the model first wrote then or after

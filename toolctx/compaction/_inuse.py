@@ -1,18 +1,19 @@
 """What the agent still uses: old outputs, arguments and text that its later calls and text took values from.
 
-An agent copies names from what it was shown: a function name from a file it
-printed, a variable from the script it wrote a few calls ago. A distinctive word
-(a name with an underscore, a dot or a case change inside it, a file name with an
-extension, or a code of capitals and digits; plain words and numbers would make
-everything look used) that the model first wrote in or after the response an item
-belongs to, and wrote again later, is one it took from that item (or from one
-after it). The policy keeps the items used so by the last
+An agent copies names and strings from what it was shown: a function name from a
+file it printed, a variable or a message from the script it wrote a few calls ago.
+A distinctive word (a dotted name, one with an underscore or a case change inside
+it, a file name, or a code of capitals and digits; plain words and numbers would
+make everything look used), or what a pair of quotes holds, that the model wrote in
+two responses or more is in use. The policy keeps the items used so by the last
 ``CompactionSettings.in_use_calls`` responses whole, the most lately used first and
 up to ``CompactionSettings.in_use_tokens``; when it stands in for an old item, the
 stand-in keeps up to ``CompactionSettings.in_use_lines`` of its lines that hold
-such words. What the model writes (its text and its calls' arguments) is read
-for its words once, at the next batch; an item's own words are looked up only
-when it is compacted or weighed for keeping.
+such a word written again in or after the item's response (the item is where the
+model took it from, or a copy it saw since), one line for each word across all
+stand-ins. What the model writes (its text and its calls' arguments) is read for
+its words once, at the next batch; an item's own words are looked up only when it
+is compacted or weighed for keeping.
 """
 
 from __future__ import annotations
@@ -79,16 +80,17 @@ def choose(conversation: Conversation, wanted: int, held: Mapping[int, int]) -> 
 
 def lines_in_use(conversation: Conversation, position: int, lines: int, text: str) -> str:
     """For the stand-in of an old item's ``text`` (at ``position``): at most ``lines`` of its lines that hold a
-    word the model took from it, the first line of each word that no earlier stand-in keeps a line of,
-    numbered from 1 and cut to ``_WIDTH`` characters, after a heading; empty if none does. (The words of
-    the lines a stand-in shown keeps count as kept: ``Usage.saw``, once the policy uses the stand-in.)"""
+    word in use the model wrote again in or after the item's response, the first line of each word that no
+    earlier stand-in keeps a line of, numbered from 1 and cut to ``_WIDTH`` characters, after a heading; empty
+    if none does. (The words of the lines a stand-in shown keeps count as kept: ``Usage.saw``, once the
+    policy uses the stand-in.)"""
     if lines <= 0:
         return ""
     usage = conversation.usage
     usage.read()
     scan = text if len(text) <= MAX_SCAN else text[:MAX_SCAN]
     found: dict[int, list[str]] = {}  # start of a line -> the words first found on it
-    for word in usage.taken_since(conversation.at[position], conversation.answered):
+    for word in usage.in_use_since(conversation.at[position], words_of((scan,))):
         start = _first_whole(scan, word)
         if start >= 0:
             found.setdefault(scan.rfind("\n", 0, start) + 1, []).append(word)

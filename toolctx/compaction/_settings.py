@@ -73,14 +73,14 @@ class CompactionSettings:
     compacted goes in the same batch, as a marker with its handle (stored as a
     call of ``assistant_text``); a larger value keeps more of it whole.
 
-    What the model still uses: a distinctive word (a name with an underscore, a
-    dot or a case change, a file name, a code of capitals and digits) that the
-    model first wrote in or after the response an old item belongs to, and wrote
-    again later, is one it took from that item. ``in_use_lines`` (16): the
-    stand-in a batch makes for an old output, argument or text keeps up to this
-    many of its lines holding such words, numbered, the first line of each word no
-    earlier stand-in keeps, so that the names the agent works with stay in sight
-    (0: none). ``in_use_tokens`` (0): up to this many tokens of old items that one
+    What the model still uses: a distinctive word (a dotted name or one with an
+    underscore or a case change, a file name, a code of capitals and digits) or
+    what a pair of quotes holds (a message, a key, a setting), written by the model
+    in two responses or more. ``in_use_lines`` (16): the stand-in a batch makes for
+    an old output, argument or text keeps up to this many of its lines holding one
+    the model wrote again in or after that item's response, numbered, the first
+    line of each that no earlier stand-in keeps, so that the names and strings the
+    agent works with stay in sight (0: none). ``in_use_tokens`` (0): up to this many tokens of old items that one
     of the last ``in_use_calls`` (4) responses took a word from are kept whole by a
     batch, the most lately used first (0: none). ``record_chars`` (1,000): a JSON
     object or array of at most this many characters (a record an agent quotes ids,

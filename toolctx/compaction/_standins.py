@@ -257,18 +257,18 @@ def read_context(
     key = ref.strip()
     if "#" in key:  # a handle with its part or selection, as argument stand-ins write it
         try:
-            named = parse_reference(key)
+            reference = parse_reference(key)
         except HandleError as exc:
             return str(exc)
-        if named is not None:
-            if named.part != "result" and part not in ("result", named.part):
-                return f"{key!r:.120} names {named.part}, and part={part!r:.80} another: give one of them."
-            if named.lines is not None or named.path is not None:
+        if reference is not None:
+            if reference.part != "result" and part not in ("result", reference.part):
+                return f"{key!r:.120} names {reference.part}, and part={part!r:.80} another: give one of them."
+            if reference.lines is not None or reference.path is not None:
                 if asked:
                     return f"{key!r:.120} selects lines or a path already: give no lines, search or path with it."
-                lines, path = named.lines, named.path
+                lines, path = reference.lines, reference.path
                 asked = ["lines" if lines is not None else "path"]
-            key, part = named.id, named.part if named.part != "result" else part
+            key, part = reference.id, reference.part if reference.part != "result" else part
     scopes = None if scope is None else scope if isinstance(scope, tuple) else (scope,)
     missing = (
         f"No stored output {key!r} in this session. Use an id from a stand-in, written {handle('<id>')}; "
