@@ -47,12 +47,15 @@ def lc_call(name: str, call_id: str, **args: Any) -> AIMessage:
 
 
 def script_handle(messages: list[BaseMessage]) -> str:
+    """The handle an argument stand-in names, as the model reads it (``ctx:<id>#args.content``)."""
     for message in messages:
         if isinstance(message, AIMessage):
             for c in message.tool_calls:
                 content = c["args"].get("content")
                 if is_stand_in(content):
-                    return f"ctx:{handle_of(content)}"
+                    written = content.split()[2].rstrip(":")
+                    assert written == f"ctx:{handle_of(content)}#args.content"
+                    return written
     raise AssertionError("no argument stand-in in the conversation")
 
 
@@ -77,7 +80,7 @@ def test_langchain_multi_turn_session(context_dir: Path) -> None:
             lc_call("shell", "s3", command="git diff"),
             AIMessage(content="Fixed."),
             lc_call("shell", "s4", command="cat README"),
-            lambda messages: lc_call("read_context", "r1", id=script_handle(messages), part="args.content"),
+            lambda messages: lc_call("read_context", "r1", id=script_handle(messages)),  # the handle as shown
             AIMessage(content="Documented."),
         ],
         received=[],

@@ -16,8 +16,9 @@ __all__ = ["LINES_IN_USE", "MAX_SCAN", "Conversation", "ResultAt", "Usage", "arg
 # What the model still uses (see _inuse): the distinctive words it writes, and where they stand.
 # (a dotted name: ``settings.configure``, ``models.py``; one character class to start with keeps it fast)
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-# (what a pair of quotes or backquotes holds on one line: a message, a key, a setting, a code snippet)
-_QUOTED = re.compile(r"'([^'\n]{4,200})'|\"([^\"\n]{4,200})\"|`([^`\n]{4,200})`")
+# (what a pair of quotes holds on one line: a message, a key, a setting; backquotes, markdown's code in the
+# model's prose, cost more than they kept in sight on recorded sessions)
+_QUOTED = re.compile(r"'([^'\n]{4,200})'|\"([^\"\n]{4,200})\"")
 LINES_IN_USE = "\nLines in use:\n"  # the heading of the lines a stand-in keeps
 MAX_SCAN = 50_000  # characters of one item read for its words (the rest of a huge output adds little)
 
@@ -46,7 +47,7 @@ def words_of(texts: Iterable[str]) -> frozenset[str]:
     for text in texts:
         scan = text if len(text) <= MAX_SCAN else text[:MAX_SCAN]
         found.update(_TOKEN.findall(scan))
-        quoted.update(single or double or back for single, double, back in _QUOTED.findall(scan))
+        quoted.update(single or double for single, double in _QUOTED.findall(scan))
     judged = _JUDGED
     if len(judged) > 200_000:
         judged.clear()
