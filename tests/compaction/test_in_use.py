@@ -181,7 +181,7 @@ def test_a_worker_reading_a_stand_in_keeps_no_line_it_already_keeps() -> None:
     first = conversation(history)
     lines = lines_in_use(first, 1, 16, cat.text)
     assert lines == "\nLines in use:\n2: def deserialize_db_from_string(data):"
-    marker = "[toolctx stand-in] ctx:abc: 40 characters of bash output; read_context reads them." + lines
+    marker = "[toolctx stand-in] ctx:abc (40 chars)" + lines
     assert lines_in_use(first, 3, 16, history[3].text) != ""  # (until a stand-in keeping them is shown)
     first.usage.saw(marker)  # the policy shows it
     assert lines_in_use(first, 3, 16, history[3].text) == ""  # one line for each word, across stand-ins

@@ -262,7 +262,7 @@ def test_stand_ins_are_cut_from_the_redacted_copy(context_dir: Path) -> None:
         shown = loop.call_model()
         marker = next(m["text"] for m in shown if m["id"] == "tenv")
         assert "abcdefghijklmnopqrstuvwxyz0123456789" not in marker
-        assert f"{len(stored):,} characters" in marker
+        assert f"({len(stored):,} chars)" in marker
         assert marker.endswith(stored[:200] + " [...]")
 
 

@@ -398,7 +398,7 @@ class Compactor(Generic[T]):
             events.compaction_failed(f"could not read the stored call {call.id!r} back; it stays as it is", exc)
             return None
         text = stored_text(stored)
-        marker = result_marker(stored.id, call.name or result.tool or stored.tool_name, text, settings.preview_chars)
+        marker = result_marker(stored.id, text, settings.preview_chars)
         marker += lines_in_use(conversation, position, settings.in_use_lines, text)
         new_result = marker if len(marker) < len(result.text) and not small_record(settings, result.text) else None
         new_args: dict[str, Any] | None = None

@@ -44,9 +44,9 @@ class CompactionSettings:
     Model calls (one measure: the tokens of the conversation's messages as the
     model would be shown them, by :func:`~toolctx.tokens.estimate_tokens`):
 
-    ``high_water`` (6,000): when the conversation is over this, the oldest tool
+    ``high_water`` (8,000): when the conversation is over this, the oldest tool
     calls are compacted, in one batch, down to ``low_water`` (0: as far as the
-    rules allow), never touching the ``keep`` (3) most recent results, error
+    rules allow), never touching the ``keep`` (2) most recent results, error
     results or ``exclude_tools``. Between two batches nothing already shown
     changes, so the prompt cache keeps the whole prefix; a batch is made only if
     it frees at least ``min_gain`` (2,000) tokens, to pay for its one cache break.
@@ -84,12 +84,13 @@ class CompactionSettings:
     of the last ``in_use_calls`` (4) responses took a word from are kept whole by a
     batch, the most lately used first (0: none). ``record_chars`` (1,000): a JSON
     object or array of at most this many characters (a record an agent quotes ids,
-    dates and amounts from) is left whole by batches. On the recorded sessions
-    (``bench/replay.py``; ``docs/benchmarks.md``, "What the agent still needs"),
-    kept lines hid a sixth fewer of the values the next step copies (24.3 % to
-    20.1 %) for 0.02 more of the tokens without toolctx (x0.357 to x0.377); keeping
-    whole items hid fewer still at several times that cost, in prompt-cache terms
-    above all, so it is off by default.
+    dates and amounts from) is left whole by batches. On the recorded coding
+    sessions (``bench/replay.py``; ``docs/benchmarks.md``, "What the agent still
+    needs"), kept lines and these defaults hide 11.5 % of the values the next step
+    copies from earlier (24.3 % with neither), for x0.389 of the tokens without
+    toolctx and x0.542 of the cache-weighted tokens; keeping whole items hid fewer at
+    several times the cost, in prompt-cache terms above all, so it is off by
+    default.
 
     Why these defaults: ``bench/replay.py`` replays 59 recorded coding-agent
     sessions (one shell tool, 30-160 calls, outputs of a few hundred characters,
@@ -101,8 +102,12 @@ class CompactionSettings:
     high 12,000, low 0, keep 3: x0.49 / x0.65 / x0.39; high 6,000, low 0, keep 3:
     x0.41 / x0.60 / x0.36; high 6,000, low 0, keep 2: x0.40 / x0.57 / x0.36. A lower
     mark saves more, and emptying the conversation in one batch (low 0) breaks the
-    cache less often than trimming it; keep 3 rather than 2 leaves the agent its
-    last few outputs for little. Arguments are compacted too because they were a
+    cache less often than trimming it. Once stand-ins kept the lines in use (all 59
+    coding sessions, LangChain: values hidden / tokens / cache-weighted tokens),
+    keep 2 rather than 3 cost little in sight and much in tokens (high 6,000: 13.2 % /
+    x0.375 / x0.532 against 12.5 % / x0.386 / x0.560), and a higher mark bought the
+    rest: high 7,000: 12.6 % / x0.378 / x0.533; 8,000: 11.5 % / x0.389 / x0.542;
+    9,000: 10.8 % / x0.402 / x0.552. Arguments are compacted too because they were a
     quarter of the tokens; markers without preview cost the least, and the agent
     reads an output back by its handle. Assistant text is compacted in the same
     batches for the same reason: it was a quarter of what was left on the coding
@@ -114,16 +119,16 @@ class CompactionSettings:
     x0.356 / x0.351 instead of x0.342 / x0.337; a third fewer batches, each a cache
     break and a few hundred microseconds of CPU beyond its edits
     (``bench/batch_parts.py``). Most customer-service sessions
-    never reach 6,000 tokens of messages and are sent unchanged, without even the
+    never reach 8,000 tokens of messages and are sent unchanged, without even the
     ``read_context`` definition (over all 137: x0.98 tokens).
     """
 
     max_output_tokens: int = 1000
     head_chars: int = 1500
     tail_chars: int = 500
-    high_water: int = 6000
+    high_water: int = 8000
     low_water: int = 0
-    keep: int = 3
+    keep: int = 2
     min_gain: int = 2000
     preview_chars: int = 0
     cached_price: float = 0.1

@@ -107,10 +107,11 @@ def stand_in(call: CallMetadata, text: str, head: int = 1500, tail: int = 500) -
     )
 
 
-def result_marker(pointer_id: str, tool_name: str, text: str, preview: int = 0) -> str:
-    """The short stand-in compaction leaves for an old output ``text`` (the stored copy)."""
+def result_marker(pointer_id: str, text: str, preview: int = 0) -> str:
+    """The short stand-in compaction leaves for an old output ``text`` (the stored copy): the handle and the size
+    (the message it stands in names the tool already), and the first ``preview`` characters if asked."""
     ref = _shown(pointer_id)
-    marker = f"{STAND_IN_MARK} {ref}: {len(text):,} characters of {tool_name} output."
+    marker = f"{STAND_IN_MARK} {ref} ({len(text):,} chars)"
     if preview and text:
         return f"{marker}\n{text[:preview]}{' [...]' if len(text) > preview else ''}"
     return marker
@@ -119,7 +120,7 @@ def result_marker(pointer_id: str, tool_name: str, text: str, preview: int = 0) 
 def text_marker(pointer_id: str, text: str) -> str:
     """The short stand-in compaction leaves for old assistant ``text`` (the stored copy)."""
     ref = _shown(pointer_id)
-    return f"{STAND_IN_MARK} {ref}: {len(text):,} characters of earlier assistant text."
+    return f"{STAND_IN_MARK} {ref} ({len(text):,} chars of earlier assistant text)"
 
 
 def argument_stand_in(pointer_id: str, name: str, value: str, preview: int = 60) -> str:
