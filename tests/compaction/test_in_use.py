@@ -213,6 +213,12 @@ def _script_lines(scripts: list[str], position: int) -> str:
             0,
             "2: settings.configure(DEBUG=True)",
         ),
+        # ...read as a whole name: not the tail of a longer one
+        (
+            ["obj.settings.configure()\nsettings.configure(DEBUG=True)", "settings.configure(DEBUG=False)"],
+            0,
+            "2: settings.configure(DEBUG=True)",
+        ),
         # what a pair of quotes holds: a message the next script prints again
         (
             ["x = 1\nprint('=== Original query ===')", "print('=== Original query ===', y)"],
@@ -223,7 +229,7 @@ def _script_lines(scripts: list[str], position: int) -> str:
         # no stand-in before keeps it (it had not been written twice when the first script went)
         (["setup_db_fixture()", "a = 2\nsetup_db_fixture()\nb = 3", "echo done"], 1, "2: setup_db_fixture()"),
     ],
-    ids=["dotted name", "quoted message", "first written earlier"],
+    ids=["dotted name", "whole name", "quoted message", "first written earlier"],
 )
 def test_a_stand_in_keeps_the_line_of_each_value_the_model_writes_again(
     scripts: list[str], position: int, kept: str

@@ -11,7 +11,17 @@ from typing import Any
 from toolctx.compaction._items import Item, ToolCall
 from toolctx.compaction._standins import STAND_IN_MARK
 
-__all__ = ["LINES_IN_USE", "MAX_SCAN", "Conversation", "ResultAt", "Usage", "argument_texts", "distinctive", "words_of"]
+__all__ = [
+    "LINES_IN_USE",
+    "MAX_SCAN",
+    "Conversation",
+    "ResultAt",
+    "Usage",
+    "argument_texts",
+    "distinctive",
+    "is_name",
+    "words_of",
+]
 
 # What the model still uses (see _inuse): the distinctive words it writes, and where they stand.
 # (a dotted name: ``settings.configure``, ``models.py``; one character class to start with keeps it fast)
@@ -34,6 +44,11 @@ def distinctive(token: str) -> bool:
     if token[1:].islower():
         return False
     return not token.isupper() or not token.isalpha()
+
+
+def is_name(word: str) -> bool:
+    """Whether a word in use is a distinctive name (read as one by :func:`words_of`), not a quoted string."""
+    return _TOKEN.fullmatch(word) is not None and distinctive(word)
 
 
 _JUDGED: dict[str, bool] = {}  # token -> distinctive(token): most tokens recur (self, return, def, ...)
@@ -104,12 +119,13 @@ class Usage:
                 last[word] = response
         self.unread.clear()
 
-    def in_use_since(self, response: int, words: Iterable[str]) -> list[str]:
-        """Those of ``words`` (an item's, of response number ``response``) the model wrote in two responses or more,
-        the latest of them ``response`` or after, but those a stand-in keeps a line of already: the item is where
-        the model may have taken such a word from, or a copy it saw since."""
-        last, kept, reused = self.last, self.kept, self.reused
-        return [w for w in words if w in reused and last[w] >= response and w not in kept]
+    def in_use_since(self, response: int) -> list[str]:
+        """The words the model wrote in two responses or more, the latest of them response number ``response`` or
+        after, but those a stand-in keeps a line of already: an item of ``response`` that shows one is where the
+        model may have taken it from, or a copy it saw since. (Looking each up in the item costs less than
+        reading the item for its words.)"""
+        last, kept = self.last, self.kept
+        return [w for w in self.reused if last[w] >= response and w not in kept]
 
     def taken(self, words: frozenset[str], response: int, since: int = -1) -> list[str]:
         """Those of ``words`` (an item's, of response number ``response``) the model first wrote then or after

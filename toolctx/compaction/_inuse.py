@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from toolctx.compaction._conversation import LINES_IN_USE, MAX_SCAN, Conversation, argument_texts, words_of
+from toolctx.compaction._conversation import LINES_IN_USE, MAX_SCAN, Conversation, argument_texts, is_name, words_of
 
 __all__ = ["choose", "in_use", "lines_in_use"]
 
@@ -90,7 +90,7 @@ def lines_in_use(conversation: Conversation, position: int, lines: int, text: st
     usage.read()
     scan = text if len(text) <= MAX_SCAN else text[:MAX_SCAN]
     found: dict[int, list[str]] = {}  # start of a line -> the words first found on it
-    for word in usage.in_use_since(conversation.at[position], words_of((scan,))):
+    for word in usage.in_use_since(conversation.at[position]):
         start = _first_whole(scan, word)
         if start >= 0:
             found.setdefault(scan.rfind("\n", 0, start) + 1, []).append(word)
@@ -104,13 +104,19 @@ def lines_in_use(conversation: Conversation, position: int, lines: int, text: st
 
 
 def _first_whole(text: str, word: str) -> int:
-    """Where ``word`` first stands whole in ``text`` (no letter, digit or underscore on either side), or -1."""
+    """Where ``word`` first stands in ``text`` as :func:`words_of` would read it there, or -1: a name with no
+    name character (nor a dot joining another name) on either side; anything else between a pair of quotes."""
+    name = is_name(word)
     start = text.find(word)
     while start >= 0:
-        before = text[start - 1] if start else " "
         end = start + len(word)
+        before = text[start - 1] if start else " "
         after = text[end] if end < len(text) else " "
-        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+        if name:
+            joined = after == "." and (text[end + 1 : end + 2].isalpha() or text[end + 1 : end + 2] == "_")
+            if not (before.isalnum() or before in "_.") and not (after.isalnum() or after == "_" or joined):
+                return start
+        elif before in "'\"" and after == before:
             return start
         start = text.find(word, start + 1)
     return -1
