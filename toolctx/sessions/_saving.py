@@ -167,7 +167,7 @@ class SavePath(Holding):
             if self._screen is not None:
                 args_json, data, echoes = self._screen.screen(call, data)
             # Kept for the record's life: an exact-size copy, not orjson's over-allocated buffer.
-            args_json = call.args_json = memoryview(args_json).tobytes()
+            args_json = call.args_json = b"".join((args_json, b""))  # (join makes a new exact-size bytes: cheapest)
             if error is not None:
                 error = error_info(error, redactor, echoes)
             if call.args_notes:
@@ -190,7 +190,7 @@ class SavePath(Holding):
             threshold = self.threshold if call.threshold is None else call.threshold
             if size < threshold and self.memory_budget:
                 # The preview and the index's text come from the payload when needed: nothing is copied twice.
-                self._keep_in_memory(record, (memoryview(data).tobytes(), error, notes))
+                self._keep_in_memory(record, (b"".join((data, b"")), error, notes))
             else:
                 # The output leaves memory: capture what the index and the pointer need now. Past a
                 # backlog of calls never searched, the index gets only the pointer's 200 characters.
