@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import xxhash
+from xxhash import xxh3_64_hexdigest
 
 from toolctx._defaults import INDEX_PREVIEW_CHARS, PREVIEW_CHARS
-from toolctx._hashing import hash_bytes
 from toolctx._internal import DEBUG, internal_error, log_enabled
 from toolctx._naming import HEAD_BYTES, MANIFEST_NAME, is_own_file
 from toolctx._platform import fork_safe_lock
@@ -179,7 +179,7 @@ class SavePath(Holding):
             record = Record(
                 pointer,
                 call,
-                hash_bytes(args_json),
+                xxh3_64_hexdigest(args_json),  # (hash_bytes, written out: this runs on every call)
                 clock.time_ns() if timestamp_ns is None else timestamp_ns,
                 size,
                 error is not None,
