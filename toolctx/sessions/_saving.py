@@ -33,8 +33,9 @@ from toolctx.sessions._clock import clock
 from toolctx.sessions._holding import Holding
 from toolctx.sessions._names import CallNames
 from toolctx.sessions._queue import LaterSaves
-from toolctx.sessions._records import Call, Payload, Record, error_info, preview_of, result_spans
+from toolctx.sessions._records import Call, Payload, Record, error_info, preview_of
 from toolctx.sessions._screening import CallScreen
+from toolctx.sessions._spans import result_spans
 from toolctx.sessions._tags import current_tags
 from toolctx.sessions._uploads import Uploads, deferred, deferring, on_event_loop
 from toolctx.storage import BlobStore
@@ -225,7 +226,7 @@ class SavePath(Holding):
             self._records[record.id] = record
             self._index.add_document(record)
             self._memory.append(record)
-            self.memory_bytes += record.size + len(record.call.args_json)
+            self.memory_bytes += record.size + len(record.args_json)
             evicted = self._evict_over_budget() if self.memory_bytes > self.memory_budget else None
         finally:
             lock.release()
@@ -245,12 +246,8 @@ class SavePath(Holding):
         # A repeated call with the same arguments and the same result shares the file
         # already written for it instead of writing an identical one again.
         data, error = payload[0], payload[1]
-        same = (
-            None
-            if error is not None
-            else f"{record.call.safe_name}:{record.args_hash}:{xxhash.xxh3_128_hexdigest(data)}"
-        )
-        full_args = record.call.args_json
+        same = None if error is not None else f"{record.safe_name}:{record.args_hash}:{xxhash.xxh3_128_hexdigest(data)}"
+        full_args = record.args_json
         while True:
             generation = self._generation
             existing = self._written.get(same) if same is not None else None
@@ -297,7 +294,7 @@ class SavePath(Holding):
             self.failed_writes += 1
             events.store_failed(
                 self.store.shared,
-                f"could not store the output of tool {record.call.tool_name!r} in {self._where!r}; "
+                f"could not store the output of tool {record.tool_name!r} in {self._where!r}; "
                 "the tool's result was returned unchanged but is not stored",
                 exc,
                 id=record.id,
@@ -372,7 +369,7 @@ class SavePath(Holding):
                 for record in failed:
                     if record.id in self._records:
                         self._memory.append(record)
-                        self.memory_bytes += record.size + len(record.call.args_json)
+                        self.memory_bytes += record.size + len(record.args_json)
 
     deferred = staticmethod(deferred)  # (the block's stores upload in the background: see _uploads)
 
