@@ -1,7 +1,7 @@
 """What a session remembers about each stored call, and the two forms it writes.
 
-A :class:`Record` is the session's note of one call: the :class:`Call` it was
-given (redacted in place) plus where the output lives. It is cheap to create:
+A :class:`Record` is the session's note of one call: the fields of the :class:`Call`
+it was given (redacted in place) plus where the output lives. It is cheap to create:
 the file name, the description (unless the tool sets its own) and the stored
 document are only built when something needs them.
 
