@@ -149,6 +149,29 @@ def test_methods_classmethods_and_staticmethods(context_dir: Path) -> None:
     ]
 
 
+def test_a_function_decorated_outside_a_class_binds_when_set_on_one(context_dir: Path) -> None:
+    def shout(owner: Any, word: str) -> str:
+        return f"{owner.name}:{word}".upper()
+
+    tool = persist_context(shout)
+
+    class Speaker:
+        name = "s"
+        say = tool
+
+    speaker = Speaker()
+    with session(context_dir) as s:
+        assert tool(speaker, "hi") == "S:HI"  # called as a function: the owner is an argument
+        assert speaker.say("ho") == "S:HO"  # bound: the instance is not among the arguments
+        assert Speaker.say(speaker, "hu") == "S:HU"
+        plain, bound, through_class = (p.args for p in s.get_all_pointers())
+    assert plain["word"] == "hi"
+    assert "owner" in plain
+    assert (bound, through_class) == ({"word": "ho"}, {"word": "hu"})
+    assert tool.__wrapped__ is shout
+    assert inspect.signature(tool) == inspect.signature(shout)
+
+
 def test_star_args_and_keyword_only_parameters(context_dir: Path) -> None:
     @persist_context
     def flexible(a: int, /, *rest: int, scale: int = 1, **extra: Any) -> int:

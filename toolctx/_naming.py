@@ -133,28 +133,22 @@ def new_pointer_id() -> str:
 
     47 bits in about five tokens of a model's prompt (o200k: letters cost fewer tokens
     per bit than hex or base 32), so guessing one handle of a session of 10,000 calls
-    takes about 10^10 tries. The random numbers are drawn 64 at a time (a call costs
-    about two microseconds), and a forked child never uses what its parent drew.
+    takes about 10^10 tries. Ids are made a few hundred at a time from one draw of random
+    bytes (each byte under 234 is a letter, its value modulo 26: uniform; the others are
+    dropped), so a call pays for a ``deque.pop``; a forked child never uses what its parent drew.
     """
     try:
-        n = _drawn.pop()  # (atomic: threads never share a number)
+        return _drawn.pop()  # (atomic: threads never share an id)
     except IndexError:
-        data = os.urandom(7 * 64)
-        numbers = (int.from_bytes(data[i : i + 7], "big") for i in range(0, len(data), 7))
-        _drawn.extend(n % _IDS for n in numbers if n < _UNBIASED)  # (uniform: the rest is dropped)
+        letters = os.urandom(_DRAW).translate(_LETTERS, _BIASED).decode("ascii")
+        _drawn.extend([letters[i : i + ID_CHARS] for i in range(0, len(letters) - ID_CHARS + 1, ID_CHARS)])
         return new_pointer_id()
-    pairs = _PAIRS
-    n, e = divmod(n, 676)
-    n, d = divmod(n, 676)
-    n, c = divmod(n, 676)
-    a, b = divmod(n, 676)
-    return pairs[a] + pairs[b] + pairs[c] + pairs[d] + pairs[e]
 
 
-_PAIRS = [a + b for a in string.ascii_lowercase for b in string.ascii_lowercase]  # 0-675 -> two letters
-_IDS = 26**ID_CHARS
-_UNBIASED = (1 << 56) // _IDS * _IDS  # 56-bit draws under this, taken modulo _IDS, are uniform
-_drawn: deque[int] = deque()  # numbers from os.urandom under _IDS, not used yet
+_DRAW = 4096  # random bytes drawn at a time: about 370 ids
+_LETTERS = bytes.maketrans(bytes(range(234)), string.ascii_lowercase.encode() * 9)  # 0-233 -> a-z, 9 times each
+_BIASED = bytes(range(234, 256))  # the bytes past the last whole round of 26: dropped, so every letter is as likely
+_drawn: deque[str] = deque()  # ids made from os.urandom, not used yet
 os.register_at_fork(after_in_child=_drawn.clear)
 
 

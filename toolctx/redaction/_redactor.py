@@ -125,9 +125,11 @@ class Redactor:
         if len(result_json) <= _JOINED_SCAN_LIMIT and not result_json.startswith(BLOB_HEAD):
             # Compact JSON never holds a raw newline and no fragment matches one, so
             # nothing can match across the joins: one scan answers for all three.
-            joined = args_json + b"\n" + result_json
-            if call_id is not None:
-                joined += b"\n" + call_id.encode("utf-8", "surrogatepass")
+            joined = (
+                b"\n".join((args_json, result_json))
+                if call_id is None
+                else b"\n".join((args_json, result_json, call_id.encode("utf-8", "surrogatepass")))
+            )
             found = self._prefilter.found(joined)
             if (not found or (not self._custom and found.isdisjoint(self._telling))) and not self._unanchored:
                 return args_json, result_json, self.redact_text(call_id) if call_id and self._custom else call_id

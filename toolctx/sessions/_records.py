@@ -1,7 +1,7 @@
 """What a session remembers about each stored call, and the two forms it writes.
 
-A :class:`Record` is the session's note of one call: the :class:`Call` it was
-given (redacted in place) plus where the output lives. It is cheap to create:
+A :class:`Record` is the session's note of one call: the fields of the :class:`Call`
+it was given (redacted in place) plus where the output lives. It is cheap to create:
 the file name, the description (unless the tool sets its own) and the stored
 document are only built when something needs them.
 
@@ -34,6 +34,7 @@ from toolctx._serialize import clean_text
 from toolctx.models import FORMAT, CallMetadata, ContextPointer, ErrorInfo, StorageKind, StoredContext, trusted
 from toolctx.redaction import Redactor
 from toolctx.sessions._echoes import scrub_text
+from toolctx.sessions._spans import Spans, checked_spans
 from toolctx.tokens import estimate_tokens
 
 __all__ = [
@@ -42,13 +43,11 @@ __all__ = [
     "CallParts",
     "Payload",
     "Record",
-    "Spans",
     "error_info",
     "parse_document",
     "parse_manifest_line",
     "preview_of",
     "record_from_context",
-    "result_spans",
     "shorten_args",
 ]
 
@@ -131,15 +130,20 @@ def preview_of(text: str | None, data: bytes, limit: int = PREVIEW_CHARS) -> str
     return data[: limit * 4].decode("utf-8", "ignore")[:limit]
 
 
-class Record:
-    """One stored call. ``payload`` is set while the output lives in memory."""
+class Record(Call):
+    """One stored call. ``payload`` is set while the output lives in memory.
+
+    A record is its call: it takes the :class:`Call`'s fields when made (``record.call``
+    is the record itself), so a session holds one object per call. Every record lives
+    as long as its session, and each object the garbage collector tracks makes its
+    collections longer and more frequent; the call handed in is dropped when saved.
+    """
 
     __slots__ = (
         "_filename",
         "_preview",
         "_tokens",
         "args_hash",
-        "call",
         "counter",
         "id",
         "is_error",
@@ -164,9 +168,18 @@ class Record:
         preview: str | None = None,
         counter: int = 0,
     ) -> None:
+        self.tool_name = call.tool_name
+        self.safe_name = call.safe_name
+        self.args_json = call.args_json
+        self.args_notes = call.args_notes
+        self.order = call.order
+        self.description = call.description
+        self.threshold = call.threshold
+        self.task_id = call.task_id
+        self.query_id = call.query_id
+        self.call_id = call.call_id
         self.id = id
         self.counter = counter  # the call's place in its session, which orders its file among the others
-        self.call = call
         self.args_hash = args_hash
         self.timestamp_ns = timestamp_ns
         self.size = size
@@ -178,6 +191,11 @@ class Record:
         self.payload: Payload | None = None
         self._filename: str | None = None
         self.spans: Spans | None = None  # where the characters of a long string result lie in its document
+
+    @property
+    def call(self) -> Call:
+        """The call this record stores: the record itself, which holds the call's fields."""
+        return self
 
     @property
     def tokens(self) -> int:
@@ -198,7 +216,7 @@ class Record:
         if self._filename is not None:
             return self._filename
         ts_ms = self.timestamp_ns // 1_000_000
-        return context_filename(self.call.safe_name, self.args_hash, ts_ms, self.counter, self.id)
+        return context_filename(self.safe_name, self.args_hash, ts_ms, self.counter, self.id)
 
     @property
     def timestamp(self) -> datetime:
@@ -206,8 +224,8 @@ class Record:
 
     def args(self) -> dict[str, Any]:
         """The arguments (shortened if large) in the tool's parameter order."""
-        args: dict[str, Any] = orjson.loads(shorten_args(self.call.args_json))
-        order = self.call.order
+        args: dict[str, Any] = orjson.loads(shorten_args(self.args_json))
+        order = self.order
         if not order:
             return args
         ordered = {name: args.pop(name) for name in order if name in args}
@@ -216,14 +234,12 @@ class Record:
 
     def describe(self) -> str:
         """The call's description, built from its arguments on first use unless the tool set one."""
-        call = self.call
-        if call.description is None:
-            call.description = default_description(call.tool_name, self.args())
-        return call.description
+        if self.description is None:
+            self.description = default_description(self.tool_name, self.args())
+        return self.description
 
     def metadata(self, session_id: str, args: Any) -> dict[str, Any]:
         """The :class:`~toolctx.models.CallMetadata` fields of this call in their order, ``args`` in the form wanted."""
-        call = self.call
         fields = {
             "id": self.id,
             "session_id": session_id,
@@ -233,13 +249,13 @@ class Record:
             "timestamp": self.timestamp,
         }
         for name in CALL_FIELDS:
-            fields[name] = getattr(call, name)
+            fields[name] = getattr(self, name)
         return {name: fields[name] for name in _METADATA_FIELDS}
 
     def document(self, session_id: str, payload: Payload) -> tuple[bytes, ...]:
         """The full stored document, as chunks to write one after another."""
         result, error, notes = payload
-        header = self.metadata(session_id, orjson.Fragment(self.call.args_json))
+        header = self.metadata(session_id, orjson.Fragment(self.args_json))
         header = {
             "format": FORMAT,
             **header,
@@ -251,7 +267,7 @@ class Record:
     def context(self, session_id: str, payload: Payload) -> StoredContext:
         """The StoredContext of an in-memory record, without a JSON round trip of the header."""
         result, error, notes = payload
-        fields = self.metadata(session_id, orjson.loads(self.call.args_json))
+        fields = self.metadata(session_id, orjson.loads(self.args_json))
         fields.update(result=orjson.loads(result), error=error, notes=list(notes))
         return trusted(StoredContext, fields)  # every value is toolctx's own and already valid
 
@@ -275,7 +291,7 @@ class Record:
         entry = {
             "op": "put",
             "file": self.filename,
-            **self.metadata("", orjson.Fragment(shorten_args(self.call.args_json))),
+            **self.metadata("", orjson.Fragment(shorten_args(self.args_json))),
             "size": self.size,
             "is_error": self.is_error,
             "tokens": self.tokens,
@@ -309,7 +325,7 @@ class Record:
 
     def search_text(self) -> str:
         """What the search index weighs most: tool name, description and arguments."""
-        return f"{self.call.tool_name} {self.describe()} {shorten_args(self.call.args_json).decode()}"
+        return f"{self.tool_name} {self.describe()} {shorten_args(self.args_json).decode()}"
 
     def leaving_memory(self, preview: str, tokens: int) -> None:
         """Keep what the index and the pointer need of an output that goes to the store at once."""
@@ -323,7 +339,7 @@ class Record:
 
     def unwritten(self, args_json: bytes) -> None:
         """Back to unstored with its full arguments (the store was cleared while it was being written)."""
-        self._filename, self.call.args_json, self.storage = None, args_json, StorageKind.NONE
+        self._filename, self.args_json, self.storage = None, args_json, StorageKind.NONE
 
     def on_disk(self, *, cached: bool = False) -> None:
         """The document is now in the store: drop the in-memory copy and keep small args only (``cached``: keep
@@ -340,7 +356,7 @@ class Record:
         """Drop the in-memory copy of a stored output (the payload first: a reader that finds it reads the
         full arguments with it)."""
         self.payload = None
-        self.call.args_json = shorten_args(self.call.args_json)
+        self.args_json = shorten_args(self.args_json)
 
 
 def _from_file(filename: str, meta: CallMetadata, args_json: bytes, **fields: Any) -> Record:
@@ -376,44 +392,8 @@ def parse_manifest_line(line: bytes, session_id: str) -> Record:
         memoryview(orjson.dumps(pointer.args)).tobytes(),  # (orjson over-allocates: a copy keeps ~4 KB less a call)
         **{name: getattr(pointer, name) for name in _POINTER_ONLY},
     )
-    record.spans = _checked_spans(spans)
+    record.spans = checked_spans(spans)
     return record
-
-
-Spans = tuple[int, int, int, tuple[int, ...]]
-"""Where a string result's characters lie in its stored document: the byte its JSON string's first character
-starts at, its characters, the step, and the byte (from the first) of every step-th character and of the end."""
-SPANS_FROM = 64 * 1024  # bytes of a string result's JSON from which its document is read by ranges
-_STEPS = 64  # at most (a page read costs a step's bytes or two more than its own)
-
-
-def result_spans(document: tuple[bytes, ...]) -> Spans | None:
-    """The :data:`Spans` of a stored document (``Record.document``'s chunks) whose result is a long string, so a
-    page of it is read with one ranged request; None for any other."""
-    header, glue, result, _ = document
-    if len(result) < SPANS_FROM or result[:1] != b'"':
-        return None
-    try:
-        text = orjson.loads(result)
-        step = max(4096, -(-len(text) // _STEPS))
-        offsets, at = [0], 0
-        for start in range(0, len(text), step):  # (JSON escapes each character alone: the parts add up)
-            at += len(orjson.dumps(text[start : start + step])) - 2
-            offsets.append(at)
-    except (orjson.JSONDecodeError, TypeError):
-        return None
-    return len(header) + len(glue) + 1, len(text), step, tuple(offsets)
-
-
-def _checked_spans(value: Any) -> Spans | None:
-    """Spans read from a manifest line, or None if they are not well formed (the document is then read whole)."""
-    if not (isinstance(value, list) and len(value) == 4 and isinstance(value[3], list)):
-        return None
-    start, chars, step, offsets = value
-    numbers = [start, chars, step, *offsets]
-    if not all(type(n) is int and n >= 0 for n in numbers) or step < 1 or len(offsets) != -(-chars // step) + 1:
-        return None
-    return start, chars, step, tuple(offsets)
 
 
 def record_from_context(context: StoredContext, filename: str) -> Record:

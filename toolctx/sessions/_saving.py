@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import xxhash
+from xxhash import xxh3_64_hexdigest
 
 from toolctx._defaults import INDEX_PREVIEW_CHARS, PREVIEW_CHARS
-from toolctx._hashing import hash_bytes
 from toolctx._internal import DEBUG, internal_error, log_enabled
 from toolctx._naming import HEAD_BYTES, MANIFEST_NAME, is_own_file
 from toolctx._platform import fork_safe_lock
@@ -33,8 +33,9 @@ from toolctx.sessions._clock import clock
 from toolctx.sessions._holding import Holding
 from toolctx.sessions._names import CallNames
 from toolctx.sessions._queue import LaterSaves
-from toolctx.sessions._records import Call, Payload, Record, error_info, preview_of, result_spans
+from toolctx.sessions._records import Call, Payload, Record, error_info, preview_of
 from toolctx.sessions._screening import CallScreen
+from toolctx.sessions._spans import result_spans
 from toolctx.sessions._tags import current_tags
 from toolctx.sessions._uploads import Uploads, deferred, deferring, on_event_loop
 from toolctx.storage import BlobStore
@@ -167,7 +168,7 @@ class SavePath(Holding):
             if self._screen is not None:
                 args_json, data, echoes = self._screen.screen(call, data)
             # Kept for the record's life: an exact-size copy, not orjson's over-allocated buffer.
-            args_json = call.args_json = memoryview(args_json).tobytes()
+            args_json = call.args_json = b"".join((args_json, b""))  # (join makes a new exact-size bytes: cheapest)
             if error is not None:
                 error = error_info(error, redactor, echoes)
             if call.args_notes:
@@ -179,7 +180,7 @@ class SavePath(Holding):
             record = Record(
                 pointer,
                 call,
-                hash_bytes(args_json),
+                xxh3_64_hexdigest(args_json),  # (hash_bytes, written out: this runs on every call)
                 clock.time_ns() if timestamp_ns is None else timestamp_ns,
                 size,
                 error is not None,
@@ -190,7 +191,7 @@ class SavePath(Holding):
             threshold = self.threshold if call.threshold is None else call.threshold
             if size < threshold and self.memory_budget:
                 # The preview and the index's text come from the payload when needed: nothing is copied twice.
-                self._keep_in_memory(record, (memoryview(data).tobytes(), error, notes))
+                self._keep_in_memory(record, (b"".join((data, b"")), error, notes))
             else:
                 # The output leaves memory: capture what the index and the pointer need now. Past a
                 # backlog of calls never searched, the index gets only the pointer's 200 characters.
@@ -225,7 +226,7 @@ class SavePath(Holding):
             self._records[record.id] = record
             self._index.add_document(record)
             self._memory.append(record)
-            self.memory_bytes += record.size + len(record.call.args_json)
+            self.memory_bytes += record.size + len(record.args_json)
             evicted = self._evict_over_budget() if self.memory_bytes > self.memory_budget else None
         finally:
             lock.release()
@@ -245,12 +246,8 @@ class SavePath(Holding):
         # A repeated call with the same arguments and the same result shares the file
         # already written for it instead of writing an identical one again.
         data, error = payload[0], payload[1]
-        same = (
-            None
-            if error is not None
-            else f"{record.call.safe_name}:{record.args_hash}:{xxhash.xxh3_128_hexdigest(data)}"
-        )
-        full_args = record.call.args_json
+        same = None if error is not None else f"{record.safe_name}:{record.args_hash}:{xxhash.xxh3_128_hexdigest(data)}"
+        full_args = record.args_json
         while True:
             generation = self._generation
             existing = self._written.get(same) if same is not None else None
@@ -297,7 +294,7 @@ class SavePath(Holding):
             self.failed_writes += 1
             events.store_failed(
                 self.store.shared,
-                f"could not store the output of tool {record.call.tool_name!r} in {self._where!r}; "
+                f"could not store the output of tool {record.tool_name!r} in {self._where!r}; "
                 "the tool's result was returned unchanged but is not stored",
                 exc,
                 id=record.id,
@@ -372,7 +369,7 @@ class SavePath(Holding):
                 for record in failed:
                     if record.id in self._records:
                         self._memory.append(record)
-                        self.memory_bytes += record.size + len(record.call.args_json)
+                        self.memory_bytes += record.size + len(record.args_json)
 
     deferred = staticmethod(deferred)  # (the block's stores upload in the background: see _uploads)
 

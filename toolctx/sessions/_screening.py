@@ -38,13 +38,21 @@ class CallScreen:
 
     def _fields(self, call: Call, echoes: tuple[str, ...]) -> None:
         """Redact the call's name, tags and description, the other places a secret can hide (the id is done)."""
-        name = self._redacted(call.tool_name, echoes)
-        if name != call.tool_name:
-            call.tool_name, call.safe_name = name, sanitize_tool_name(name)
-        if isinstance(call.task_id, str):
-            call.task_id = self._redacted(call.task_id, echoes)
-        if call.query_id is not None:
-            call.query_id = self._redacted(call.query_id, echoes)
+        known = self._names  # (looked up here first: on nearly every call each is a name seen before, no echoes)
+        name = call.tool_name
+        clean = None if echoes else known.get(name)
+        if clean is None:
+            clean = self._redacted(name, echoes)
+        if clean != name:
+            call.tool_name, call.safe_name = clean, sanitize_tool_name(clean)
+        task_id = call.task_id
+        if isinstance(task_id, str):
+            clean = None if echoes else known.get(task_id)
+            call.task_id = self._redacted(task_id, echoes) if clean is None else clean
+        query_id = call.query_id
+        if query_id is not None:
+            clean = None if echoes else known.get(query_id)
+            call.query_id = self._redacted(query_id, echoes) if clean is None else clean
         if call.call_id is not None and echoes:  # (redacted with the arguments and result)
             call.call_id = scrub_text(call.call_id, echoes)
         if echoes and call.description is not None:
