@@ -10,8 +10,8 @@ outputs of 200 B to 8 KB of text, in turns of 20 calls. Then, ``--runs`` times, 
 Python process imports toolctx, reopens the conversation (``Conversations.get``, the
 first thing a worker does for a turn) and reads one call back by its handle, as the
 turn's first ``read_context`` would. Reported: the median, min and max of the time
-``get`` takes and of the process's peak RSS growth over a bare ``import toolctx`` (until
-the call is read back).
+``get`` takes, of the CPU time reopening and reading the call back take, and of the
+process's peak RSS growth over a bare ``import toolctx`` (until the call is read back).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ def write(directory: Path, calls: int) -> None:
 
 def reopen(directory: Path) -> dict[str, float]:
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cpu = time.process_time()
     start = time.perf_counter()
     conversations = toolctx.Conversations(directory)
     s = conversations.get(CONVERSATION)
@@ -53,9 +54,10 @@ def reopen(directory: Path) -> dict[str, float]:
     [last] = s.load_contexts([(directory / "last-handle").read_text()])
     assert isinstance(last.result, str)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cpu = time.process_time() - cpu
     calls = len(s)
     conversations.close()
-    return {"seconds": opened, "rss_growth_mb": (peak - before) / 1024, "calls": calls}
+    return {"seconds": opened, "cpu_seconds": cpu, "rss_growth_mb": (peak - before) / 1024, "calls": calls}
 
 
 def main() -> None:
@@ -84,7 +86,7 @@ def main() -> None:
                 [sys.executable, __file__, "open", str(directory)], check=True, capture_output=True, text=True
             ).stdout
             runs.append(json.loads(out))
-        for key in ("seconds", "rss_growth_mb"):
+        for key in ("seconds", "cpu_seconds", "rss_growth_mb"):
             values = [r[key] for r in runs]
             print(
                 f"reopen {key}: median {statistics.median(values):.3f}, "

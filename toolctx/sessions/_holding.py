@@ -69,8 +69,8 @@ class Holding:
         with self.lock:
             self._records = {r.id: r for r in records}
             self.names.restore(records)
-        for record in records:
-            self._index.add(record.id, record.search_text, record.preview, record.tokens)
+        for record in records:  # (each gives its texts when the index is first searched: none is built now)
+            self._index.add_document(record)
 
     def adopt(self, records: list[Record]) -> int:
         """Take in the records another process listed in a shared store since this one read it; how many."""
@@ -78,9 +78,9 @@ class Holding:
             fresh = [r for r in records if r.id not in self._records]
             self._records.update((r.id, r) for r in fresh)
         for record in fresh:
-            if record.call.call_id is not None:
+            if record.filed_under()[1] is not None:
                 self.names.file(record)
-            self._index.add(record.id, record.search_text, record.preview, record.tokens)
+            self._index.add_document(record)
         return len(fresh)
 
     def snapshot(self) -> list[Record]:

@@ -40,8 +40,8 @@ class CallNames:
 
     def file(self, record: Record) -> None:
         """File ``record`` under its task and framework call id, the newest of any filed so."""
-        call = record.call
-        self._by_call.setdefault((call.task_id, call.call_id or ""), []).append(record.id)  # (atomic: no lock)
+        task_id, call_id = record.filed_under()
+        self._by_call.setdefault((task_id, call_id or ""), []).append(record.id)  # (atomic: no lock)
 
     def ids(self, task_id: int | str | None, call_id: str) -> Iterable[str]:
         """The ids of the calls filed under this task and framework call id, newest first."""
@@ -50,7 +50,7 @@ class CallNames:
     def restore(self, records: list[Record]) -> None:
         """Take over records rebuilt from the store: file them, and count new calls after them."""
         for record in sorted(records, key=lambda r: (r.timestamp_ns, r.counter)):
-            if record.call.call_id is not None:
+            if record.filed_under()[1] is not None:
                 self.file(record)
         self._counter = itertools.count(max((r.counter for r in records), default=-1) + 1)
 

@@ -43,6 +43,7 @@ __all__ = [
     "Payload",
     "Record",
     "Spans",
+    "checked_spans",
     "error_info",
     "parse_document",
     "parse_manifest_line",
@@ -214,6 +215,10 @@ class Record:
         ordered.update(args)
         return ordered
 
+    def filed_under(self) -> tuple[int | str | None, str | None]:
+        """The task and framework call id the session finds this call by."""
+        return self.call.task_id, self.call.call_id
+
     def describe(self) -> str:
         """The call's description, built from its arguments on first use unless the tool set one."""
         call = self.call
@@ -376,7 +381,7 @@ def parse_manifest_line(line: bytes, session_id: str) -> Record:
         memoryview(orjson.dumps(pointer.args)).tobytes(),  # (orjson over-allocates: a copy keeps ~4 KB less a call)
         **{name: getattr(pointer, name) for name in _POINTER_ONLY},
     )
-    record.spans = _checked_spans(spans)
+    record.spans = checked_spans(spans)
     return record
 
 
@@ -405,7 +410,7 @@ def result_spans(document: tuple[bytes, ...]) -> Spans | None:
     return len(header) + len(glue) + 1, len(text), step, tuple(offsets)
 
 
-def _checked_spans(value: Any) -> Spans | None:
+def checked_spans(value: Any) -> Spans | None:
     """Spans read from a manifest line, or None if they are not well formed (the document is then read whole)."""
     if not (isinstance(value, list) and len(value) == 4 and isinstance(value[3], list)):
         return None
