@@ -103,7 +103,7 @@ def listed_record(source: bytes, start: int, end: int) -> tuple[ListedRecord, st
     parsed = parse_context_filename(name)
     if timestamp_ns is None or parsed is None or POINTER_ID.fullmatch(pointer_id) is None:
         return None
-    return ListedRecord(pointer_id, timestamp_ns, parsed.counter, (task_id, call_id), source, start, end), name
+    return ListedRecord(pointer_id, timestamp_ns, parsed.counter, task_id, call_id, source, start, end), name
 
 
 class ListedRecord(Record):
@@ -114,14 +114,15 @@ class ListedRecord(Record):
     asked for is never built). Until then it holds the manifest it was read from.
     """
 
-    __slots__ = ("_end", "_filed", "_source", "_start")
+    __slots__ = ("_call_id", "_line", "_source", "_task_id")
 
     def __init__(
         self,
         id: str,
         timestamp_ns: int,
         counter: int,
-        filed: tuple[int | str | None, str | None],
+        task_id: int | str | None,
+        call_id: str | None,
         source: bytes,
         start: int,
         end: int,
@@ -130,12 +131,11 @@ class ListedRecord(Record):
         self.id = id
         self.timestamp_ns = timestamp_ns
         self.counter = counter
-        self._filed = filed
+        self._task_id, self._call_id = task_id, call_id
         self.storage = StorageKind.DISK
         self.payload = None
         self._source: bytes | None = source
-        self._start = start
-        self._end = end
+        self._line = start << 32 | (end - start)  # (one number, not two: a line is under 4 GB)
 
     def __getattr__(self, name: str) -> Any:
         # Called only for a slot not set: the fields left in the line (built here, or by another thread now).
@@ -150,21 +150,25 @@ class ListedRecord(Record):
         return self._source is None
 
     def filed_under(self) -> tuple[int | str | None, str | None]:
-        return self._filed
+        return self._task_id, self._call_id
 
     def manifest_line(self) -> bytes:
         """The line this record was read from, as it was, while it is not built (else built again)."""
         source = self._source
         if source is None:
             return super().manifest_line()
-        return source[self._start : self._end] + b"\n"
+        return b"".join((self._line_of(source), b"\n"))
+
+    def _line_of(self, source: bytes) -> memoryview:
+        start = self._line >> 32
+        return memoryview(source)[start : start + (self._line & 0xFFFFFFFF)]
 
     def _build(self) -> None:
         """Read every field left in the line (one the caller set meanwhile is kept)."""
         source = self._source
         if source is None:
             return
-        entry = orjson.loads(memoryview(source)[self._start : self._end])
+        entry = orjson.loads(self._line_of(source))
         filename: str = entry["file"]
         parsed = parse_context_filename(filename)
         if parsed is None:  # (listed_record checked it: not reached)
