@@ -2,7 +2,7 @@
 
     python bench/reopen.py [--calls 20000] [--runs 7] [--dir DIR]
     python bench/reopen.py write DIR [--calls 20000]      # only write the conversation
-    python bench/reopen.py open DIR                        # only reopen it once, in this process
+    python bench/reopen.py open DIR [--warm]               # only reopen it once, in this process
 
 The workload: one conversation of ``--calls`` tool calls stored through
 :class:`toolctx.Conversations` (its defaults: every output on disk, the session kept),
@@ -12,6 +12,8 @@ first thing a worker does for a turn) and reads one call back by its handle, as 
 turn's first ``read_context`` would. Reported: the median, min and max of the time
 ``get`` takes, of the CPU time reopening and reading the call back take, and of the
 process's peak RSS growth over a bare ``import toolctx`` (until the call is read back).
+``--warm``: the process has built the default redactor first, as a worker that already
+served a turn has (it is built once a process, the first time a session needs it).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import time
 from pathlib import Path
 
 import toolctx
+import toolctx.redaction
 
 CONVERSATION = "chat-20000"
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"]
@@ -44,7 +47,9 @@ def write(directory: Path, calls: int) -> None:
     (directory / "last-handle").write_text(pointer.id)
 
 
-def reopen(directory: Path) -> dict[str, float]:
+def reopen(directory: Path, warm: bool = False) -> dict[str, float]:
+    if warm:
+        toolctx.redaction.default_redactor()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     cpu = time.process_time()
     start = time.perf_counter()
@@ -66,12 +71,13 @@ def main() -> None:
     parser.add_argument("dir", nargs="?", type=Path)
     parser.add_argument("--calls", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--warm", action="store_true", help="build the default redactor before reopening")
     options = parser.parse_args()
     if options.mode == "write":
         write(options.dir, options.calls)
         return
     if options.mode == "open":
-        print(json.dumps(reopen(options.dir)))
+        print(json.dumps(reopen(options.dir, options.warm)))
         return
     with tempfile.TemporaryDirectory() as scratch:
         directory = options.dir or Path(scratch)
@@ -83,7 +89,10 @@ def main() -> None:
         runs = []
         for _ in range(options.runs):
             out = subprocess.run(
-                [sys.executable, __file__, "open", str(directory)], check=True, capture_output=True, text=True
+                [sys.executable, __file__, "open", str(directory), *(["--warm"] if options.warm else [])],
+                check=True,
+                capture_output=True,
+                text=True,
             ).stdout
             runs.append(json.loads(out))
         for key in ("seconds", "cpu_seconds", "rss_growth_mb"):
