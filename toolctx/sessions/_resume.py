@@ -9,6 +9,10 @@ manifest is read when it matches the files: no stored output is opened, and the
 manifest is rewritten only when recovery changed what it lists. A repeated
 identical call shares the file of the first one, so only the manifest knows it:
 without a manifest line it is not recovered (its output is, under the first call).
+
+Reading the manifest checks each line and keeps it: a call is built from its line
+the first time something uses it (see :mod:`toolctx.sessions._listed`), so a turn
+that reads one handle of a long conversation does not build the others.
 """
 
 from __future__ import annotations
