@@ -12,6 +12,7 @@ from structlog.testing import capture_logs
 
 from toolctx import ContextPointer, ContextSession, session
 from toolctx._naming import MANIFEST_NAME
+from toolctx.redaction import default_redactor
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
 
@@ -150,3 +151,19 @@ def test_a_damaged_line_whose_file_is_damaged_too_is_reported_and_its_handle_ref
     reasons = [str(e.get("reason")) for e in logs if e.get("event") == "skipped"]
     assert any(r.startswith("unreadable context file") for r in reasons), reasons
     assert any("not a context of this session" in r for r in reasons), reasons
+
+
+def test_reading_a_reopened_conversation_does_not_wait_for_the_redactor_and_storing_a_call_still_redacts(
+    context_dir: Path,
+) -> None:
+    session_id, pointers = _kept(context_dir, 20)
+    default_redactor.cache_clear()  # (as in a fresh process: compiled once a process, the first time it is used)
+    with ContextSession.resume(session_id, context_dir) as resumed:
+        [context] = resumed.load_contexts([pointers[3].handle])
+        assert context.args == pointers[3].args
+        assert default_redactor.cache_info().currsize == 0  # reading needed no redactor: none was compiled
+        secret = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0"
+        stored = resumed.save_context("login", {"api_key": secret}, f"logged in with {secret}")
+        [kept] = resumed.load_contexts([stored])
+        assert secret not in orjson.dumps([kept.args, kept.result]).decode()
+        assert resumed.redactor is default_redactor()

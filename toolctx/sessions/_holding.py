@@ -10,10 +10,12 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from toolctx.redaction import Redactor
 from toolctx.selection import SearchIndex
 from toolctx.sessions._names import CallNames
 from toolctx.sessions._queue import LaterSaves
 from toolctx.sessions._records import Record
+from toolctx.sessions._screening import CallScreen
 from toolctx.sessions._tags import current_tags
 
 __all__ = ["Holding"]
@@ -27,10 +29,17 @@ class Holding:
     _records: dict[str, Record]
     _index: SearchIndex
     _later: LaterSaves
+    _screen: CallScreen | None
 
     if TYPE_CHECKING:
 
         def store_queued(self, timeout: float | None = None) -> None: ...
+
+    @property
+    def redactor(self) -> Redactor | None:
+        """What removes secrets before a call is kept (None: nothing); one given as a function (the default
+        redactor) is built when first used, not when a conversation is reopened to be read."""
+        return None if self._screen is None else self._screen.redactor
 
     @property
     def records(self) -> dict[str, Record]:
