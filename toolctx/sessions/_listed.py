@@ -24,7 +24,7 @@ import orjson
 
 from toolctx._naming import POINTER_ID, parse_context_filename
 from toolctx.models import ContextPointer, StorageKind
-from toolctx.sessions._records import CALL_FIELDS, Call, Record, checked_spans
+from toolctx.sessions._records import CALL_FIELDS, Call, Record, checked_spans, shorten_args
 
 __all__ = ["ListedRecord", "listed_record"]
 
@@ -45,6 +45,10 @@ _KEYS = frozenset(
 )
 _WRITTEN = frozenset(ContextPointer.model_fields) - {"session_id", "storage", "filename", "filepath"} | {"op", "file"}
 _CHECKED = len(_KEYS) if _WRITTEN == _KEYS else -1
+
+
+# The last line read for the search index, and whose (it reads a call's texts and size one after another).
+_peeked: tuple[object, dict[str, Any]] = (None, {})
 
 
 def _stamp(text: str) -> int | None:
@@ -148,6 +152,37 @@ class ListedRecord(Record):
     def built(self) -> bool:
         """Whether every field has been read from the line."""
         return self._source is None
+
+    @property
+    def tokens(self) -> int:
+        entry = self._peek(last=True)  # (the index reads it last)
+        return super().tokens if entry is None else int(entry["tokens"])
+
+    def search_text(self) -> str:
+        """As :meth:`Record.search_text`, read from the line while the record is not built (the index reads
+        every call's texts once: that builds none of them)."""
+        entry = self._peek()
+        if entry is None:
+            return super().search_text()
+        args = shorten_args(orjson.dumps(entry["args"])).decode()
+        return f"{entry['tool_name']} {entry['tool_description']} {args}"
+
+    def index_text(self) -> str:
+        entry = self._peek()
+        return super().index_text() if entry is None else str(entry["preview"])
+
+    def _peek(self, *, last: bool = False) -> dict[str, Any] | None:
+        """The line's fields while the record is not built (None once it is), parsed once for the index's reads
+        of one call one after another (``last``: its last read, after which nothing is kept)."""
+        global _peeked
+        source = self._source
+        if source is None:
+            return None
+        record, entry = _peeked
+        if record is not self:
+            entry = orjson.loads(self._line_of(source))
+        _peeked = (None, {}) if last else (self, entry)  # (the record is not kept: it holds the manifest)
+        return entry
 
     def filed_under(self) -> tuple[int | str | None, str | None]:
         return self._task_id, self._call_id
