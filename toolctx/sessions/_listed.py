@@ -6,7 +6,9 @@ arguments re-encoded, the preview copied) costs that turn the whole history. So
 :func:`listed_record` checks a manifest line with plain type checks, keeps
 what reopening needs (the id, the time, the counter, the framework call id and
 task) and leaves the rest in the line, which the record parses again the first
-time anything reads a field it does not have yet.
+time anything reads a field it does not have yet. The search index, which reads
+every call's texts when it is first searched, reads them from the lines without
+building the records.
 
 The check accepts only lines the full parse (:func:`parse_manifest_line`) would
 take with the same values: every field of the type the pointer model wants, the
@@ -149,12 +151,8 @@ class ListedRecord(Record):
         return object.__getattribute__(self, name)
 
     @property
-    def built(self) -> bool:
-        """Whether every field has been read from the line."""
-        return self._source is None
-
-    @property
     def tokens(self) -> int:
+        """As :attr:`Record.tokens`, read from the line while the record is not built."""
         entry = self._peek(last=True)  # (the index reads it last)
         return super().tokens if entry is None else int(entry["tokens"])
 
@@ -168,6 +166,7 @@ class ListedRecord(Record):
         return f"{entry['tool_name']} {entry['tool_description']} {args}"
 
     def index_text(self) -> str:
+        """As :meth:`Record.index_text` (the preview), read from the line while the record is not built."""
         entry = self._peek()
         return super().index_text() if entry is None else str(entry["preview"])
 
