@@ -55,7 +55,7 @@ class CallNames:
     def restore(self, records: list[Record]) -> None:
         """Take over records rebuilt from the store, filed when a call is first looked up by its framework id
         (a turn that never does so does not pay for it), and count new calls after them."""
-        self._restored = sorted(records, key=lambda r: (r.timestamp_ns, r.counter))
+        self._restored = records
         self._counter = itertools.count(max((r.counter for r in records), default=-1) + 1)
 
     def _file_restored(self) -> None:
@@ -63,7 +63,7 @@ class CallNames:
         with self._filing:
             restored, self._restored = self._restored, []
             older: dict[_Key, list[str]] = {}
-            for record in restored:
+            for record in sorted(restored, key=lambda r: (r.timestamp_ns, r.counter)):
                 task_id, call_id = record.filed_under()
                 if call_id is not None:
                     older.setdefault((task_id, call_id), []).append(record.id)
