@@ -10,10 +10,12 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from toolctx.redaction import Redactor
 from toolctx.selection import SearchIndex
 from toolctx.sessions._names import CallNames
 from toolctx.sessions._queue import LaterSaves
 from toolctx.sessions._records import Record
+from toolctx.sessions._screening import CallScreen
 from toolctx.sessions._tags import current_tags
 
 __all__ = ["Holding"]
@@ -27,10 +29,17 @@ class Holding:
     _records: dict[str, Record]
     _index: SearchIndex
     _later: LaterSaves
+    _screen: CallScreen | None
 
     if TYPE_CHECKING:
 
         def store_queued(self, timeout: float | None = None) -> None: ...
+
+    @property
+    def redactor(self) -> Redactor | None:
+        """What removes secrets before a call is kept (None: nothing); one given as a function (the default
+        redactor) is built when first used, not when a conversation is reopened to be read."""
+        return None if self._screen is None else self._screen.redactor
 
     @property
     def records(self) -> dict[str, Record]:
@@ -69,8 +78,8 @@ class Holding:
         with self.lock:
             self._records = {r.id: r for r in records}
             self.names.restore(records)
-        for record in records:
-            self._index.add(record.id, record.search_text, record.preview, record.tokens)
+        for record in records:  # (each gives its texts when the index is first searched: none is built now)
+            self._index.add_document(record)
 
     def adopt(self, records: list[Record]) -> int:
         """Take in the records another process listed in a shared store since this one read it; how many."""
@@ -78,9 +87,9 @@ class Holding:
             fresh = [r for r in records if r.id not in self._records]
             self._records.update((r.id, r) for r in fresh)
         for record in fresh:
-            if record.call.call_id is not None:
+            if record.filed_under()[1] is not None:
                 self.names.file(record)
-            self._index.add(record.id, record.search_text, record.preview, record.tokens)
+            self._index.add_document(record)
         return len(fresh)
 
     def snapshot(self) -> list[Record]:

@@ -232,6 +232,10 @@ class Record(Call):
         ordered.update(args)
         return ordered
 
+    def filed_under(self) -> tuple[int | str | None, str | None]:
+        """The task and framework call id the session finds this call by."""
+        return self.call.task_id, self.call.call_id
+
     def describe(self) -> str:
         """The call's description, built from its arguments on first use unless the tool set one."""
         if self.description is None:

@@ -61,7 +61,7 @@ class SavePath(Holding):
         *,
         threshold: int,
         memory_budget: int,
-        redactor: Redactor | None,
+        redactor: Redactor | Callable[[], Redactor] | None,
         emit: Emit,
         always_emit: bool,
         where: str,
@@ -70,7 +70,7 @@ class SavePath(Holding):
     ) -> None:
         self.session_id = session_id
         self.store = store
-        self.threshold, self.memory_budget, self.redactor = threshold, memory_budget, redactor
+        self.threshold, self.memory_budget = threshold, memory_budget
         self._index = SearchIndex()
         self.closed = False
         self.lock = fork_safe_lock()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from toolctx._naming import sanitize_tool_name
+from toolctx._platform import fork_safe_lock
 from toolctx.redaction import Redactor
 from toolctx.sessions._echoes import redacted_values, scrub_json, scrub_text
 from toolctx.sessions._records import Call
@@ -13,11 +16,28 @@ _NAMES_KEPT = 10_000  # distinct tool names and tags whose redacted form is reme
 
 
 class CallScreen:
-    """A session's redactor applied to whole calls; remembers the redacted form of names and tags it has seen."""
+    """A session's redactor applied to whole calls; remembers the redacted form of names and tags it has seen.
 
-    def __init__(self, redactor: Redactor) -> None:
-        self.redactor = redactor
+    Given a function that builds the redactor (the default one, compiled once a process), it is built when a call
+    is first screened or the redactor first asked for: reopening a conversation to read it back does not wait for it.
+    """
+
+    def __init__(self, redactor: Redactor | Callable[[], Redactor]) -> None:
+        self._redactor = redactor
+        self._building = fork_safe_lock()
         self._names: dict[str, str] = {}  # tool name or tag -> its redacted form
+
+    @property
+    def redactor(self) -> Redactor:
+        """The redactor (built now if it was given as a function)."""
+        redactor = self._redactor
+        if isinstance(redactor, Redactor):
+            return redactor
+        with self._building:  # (built once, even when several threads store their first calls at once)
+            built = self._redactor
+            if not isinstance(built, Redactor):
+                built = self._redactor = built()
+            return built
 
     def screen(self, call: Call, data: bytes) -> tuple[bytes, bytes, tuple[str, ...]]:
         """The call's redacted arguments and result JSON, and the secret argument values removed elsewhere.

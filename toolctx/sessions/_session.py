@@ -33,7 +33,7 @@ from toolctx._internal import DEBUG, internal_error
 from toolctx._naming import new_session_id, validate_session_id
 from toolctx._platform import fork_safe_lock
 from toolctx.errors import ConfigError, SessionClosedError
-from toolctx.redaction import Redactor, resolve_redactor
+from toolctx.redaction import Redactor, default_redactor, resolve_redactor
 from toolctx.sessions._core import OnDebug
 from toolctx.sessions._loading import Loader
 from toolctx.sessions._lookups import Lookups
@@ -177,7 +177,7 @@ class ContextSession(Recording, Lookups):
             store if store is not None else LocalStore(self.session_dir, durable=durable, keep=self.keep),
             threshold=byte_count("threshold", threshold),
             memory_budget=byte_count("memory_budget", memory_budget),
-            redactor=resolve_redactor(redact),
+            redactor=default_redactor if redact is True else resolve_redactor(redact),  # (default: built on first use)
             emit=self._event,
             always_emit=on_debug is not None,
             where=str(self.session_dir),
