@@ -86,9 +86,9 @@ class CompactionSettings:
     object or array of at most this many characters (a record an agent quotes ids,
     dates and amounts from) is left whole by batches. On the recorded coding
     sessions (``bench/replay.py``; ``docs/benchmarks.md``, "What the agent still
-    needs"), kept lines and these defaults hide 11.5 % of the values the next step
-    copies from earlier (24.3 % with neither), for x0.389 of the tokens without
-    toolctx and x0.542 of the cache-weighted tokens; keeping whole items hid fewer at
+    needs"), kept lines and these defaults hide 11.7 % of the values the next step
+    copies from earlier (24.3 % with neither), for x0.388 of the tokens without
+    toolctx and x0.541 of the cache-weighted tokens; keeping whole items hid fewer at
     several times the cost, in prompt-cache terms above all, so it is off by
     default.
 
@@ -105,9 +105,9 @@ class CompactionSettings:
     cache less often than trimming it. Once stand-ins kept the lines in use (all 59
     coding sessions, LangChain: values hidden / tokens / cache-weighted tokens),
     keep 2 rather than 3 cost little in sight and much in tokens (high 6,000: 13.2 % /
-    x0.375 / x0.532 against 12.5 % / x0.386 / x0.560), and a higher mark bought the
-    rest: high 7,000: 12.6 % / x0.378 / x0.533; 8,000: 11.5 % / x0.389 / x0.542;
-    9,000: 10.8 % / x0.402 / x0.552. Arguments are compacted too because they were a
+    x0.367 / x0.525 against 12.4 % / x0.380 / x0.555), and a higher mark bought the
+    rest: high 7,000: 12.8 % / x0.376 / x0.532; 8,000: 11.7 % / x0.388 / x0.541;
+    9,000: 10.9 % / x0.401 / x0.551. Arguments are compacted too because they were a
     quarter of the tokens; markers without preview cost the least, and the agent
     reads an output back by its handle. Assistant text is compacted in the same
     batches for the same reason: it was a quarter of what was left on the coding
