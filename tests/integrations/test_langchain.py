@@ -109,6 +109,7 @@ def test_a_big_output_reaches_the_model_as_a_stand_in_it_can_read_back(context_d
         [stored] = s.load_contexts([pointer])
         assert stored.result == BIG
         session_dir = s.session_dir
+        assert s.save_path.settle(timeout=60)  # (an async hook's big output is written by a pool thread)
         assert session_dir.exists()
 
     second, third = model.received[1], model.received[2]

@@ -115,6 +115,7 @@ def test_a_big_output_is_a_stand_in_the_model_reads_back(context_dir: Path) -> N
         result = run(agent, "How did EMEA revenue do?")
         [pointer] = s.get_all_pointers()
         session_dir = s.session_dir
+        assert s.save_path.settle(timeout=60)  # (an async tool's big output is written by a pool thread)
         assert session_dir.exists()
     assert result.final_output == "Revenue is up."
     assert pointer.call_id == "c1"
