@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -153,6 +154,27 @@ def test_conversations_unused_for_keep_for_are_removed(context_dir: Path) -> Non
         assert later.get("old").get_all_pointers() == []  # a new, empty conversation
     finally:
         later.close()
+
+
+def test_close_waits_for_the_removal_of_old_conversations_running_in_the_background(context_dir: Path) -> None:
+    conversations = Conversations(context_dir, keep_for=3600)
+    started, release = threading.Event(), threading.Event()
+
+    def slow_collect() -> list[str]:  # (the removal opening a conversation starts, held until released)
+        started.set()
+        release.wait(60)
+        return []
+
+    conversations.collect = slow_collect  # type: ignore[method-assign]
+    conversations.get("chat")
+    assert started.wait(60)
+    closer = threading.Thread(target=conversations.close)
+    closer.start()
+    closer.join(0.5)
+    assert closer.is_alive()  # close() waits: nothing is deleted after it returns
+    release.set()
+    closer.join(60)
+    assert not closer.is_alive()
 
 
 def test_the_session_resolver_passes_the_conversation(context_dir: Path) -> None:

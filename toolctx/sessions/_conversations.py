@@ -314,7 +314,8 @@ class Conversations:
         return True
 
     def close(self) -> None:
-        """Close every conversation open in this process; their files stay for the next turn."""
+        """Close every conversation open in this process; their files stay for the next turn. A removal of old
+        conversations running in the background is waited for: nothing is deleted after ``close`` returns."""
         with self._lock:
             sessions, self._open = list(self._open.values()), OrderedDict()
         for session in sessions:
@@ -322,6 +323,9 @@ class Conversations:
                 session.close()
             except Exception as exc:
                 internal_error(f"could not close conversation session {session.session_id}", exc)
+        collector = self._collector
+        if collector is not None and collector is not threading.current_thread():
+            collector.join()
 
     def collect(self) -> list[str]:
         """Remove the conversations not used for ``keep_for``; returns their session ids.
