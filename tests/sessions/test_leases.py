@@ -52,7 +52,10 @@ HOLD_A_TURN = """
     with conversations.open(sys.argv[2]) as s:
         s.save_context("turn", {}, "held " * 300, task_id=sys.argv[2])
         print("holding", flush=True)
-        time.sleep(float(sys.argv[4]))
+        if sys.argv[4] == "until-told":  # (until the test closes the worker's input)
+            sys.stdin.readline()
+        else:
+            time.sleep(float(sys.argv[4]))
     print("done", flush=True)
 """
 
@@ -62,6 +65,7 @@ def start(script: str, env: dict[str, str], *args: str) -> subprocess.Popen[str]
     process = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(script), *args],
         env=environment,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -149,8 +153,9 @@ def test_a_turn_taken_up_here_while_the_last_one_waits_for_its_uploads_keeps_the
 def test_a_turn_that_cannot_wait_is_told_clearly_and_never_runs_without_toolctx(
     fleet: dict[str, str], tmp_path: Path
 ) -> None:
-    # The first turn outlives its lease (3 s) twice over: renewed while it runs, never taken over.
-    first = start(HOLD_A_TURN, fleet, str(tmp_path / "w1"), "thread-1", "3", "7")
+    # The first turn outlives its lease (3 s) twice over (until the three tries below are done, 6 s at
+    # least, however slow the machine): renewed while it runs, never taken over.
+    first = start(HOLD_A_TURN, fleet, str(tmp_path / "w1"), "thread-1", "3", "until-told")
     conversations = Conversations(tmp_path / "w2", lease_wait=0.2)
     try:
         for _ in range(3):
