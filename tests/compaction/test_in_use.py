@@ -90,7 +90,7 @@ def test_a_marker_keeps_the_lines_that_hold_names_used_since(context_dir: Path) 
 
 
 def test_an_argument_stand_in_keeps_the_lines_in_use(context_dir: Path) -> None:
-    settings = CompactionSettings(**BASE, in_use_tokens=0, in_use_lines=3, args_chars=200)
+    settings = CompactionSettings(**BASE, in_use_tokens=0, in_use_lines=1, args_chars=200)
     script = "\n".join(
         ["import os", "temp_file = open_temp()", *(f"print({n})" for n in range(80)), "temp_file.close()"]
     )
@@ -102,8 +102,35 @@ def test_an_argument_stand_in_keeps_the_lines_in_use(context_dir: Path) -> None:
         call = next(m for m in loop.views[-1] if m["role"] == "assistant" and m["id"] == "a1")
         shown = call["calls"][0]["args"]["command"]
         assert is_stand_in(shown)
-        assert shown.endswith("Lines in use:\n3: temp_file = open_temp()")  # (the first line of each word)
+        # (the first line of each word; a line in use before the lines naming most of what the script wrote)
+        assert shown.endswith("Lines in use:\n3: temp_file = open_temp()")
         assert restored(s, shown, "args.command") == f"cat > repro.py <<'EOF'\n{script}\nEOF"
+
+
+PAD = "print(2)" * 30
+SETUP = "settings.configure(DATABASES={'default': {'ENGINE': 'django.db.backends.sqlite3'}}, INSTALLED_APPS=[])"
+
+
+def test_a_script_stand_in_keeps_the_lines_naming_most_of_what_it_wrote(context_dir: Path) -> None:
+    """An agent's next script copies the settings, imports and calls of the one it wrote before, though it
+    wrote them only once yet: the lines naming the most of them stay in the stand-in, once across stand-ins."""
+    settings = CompactionSettings(**BASE, in_use_tokens=0, in_use_lines=2, args_chars=200)
+    script = "\n".join(["import os", "from django.conf import settings", SETUP, "django.setup()", "print(1)" * 60])
+    with session(context_dir) as s:
+        loop = Loop(s, settings)
+        loop.step(("write", {"command": f"cat > repro.py <<'EOF'\n{script}\nEOF"}, "written"))
+        loop.step(("write", {"command": f"cat > repro_2.py <<'EOF'\n{SETUP}\nrun_checks()\n{PAD}\nEOF"}, "written"))
+        for n in range(6):
+            loop.step(("run", {"command": f"pytest -x # {n}"}, output(n, 1200)))
+        first, second = (
+            m["calls"][0]["args"]["command"] for m in loop.views[-1] if m["role"] == "assistant" and m["id"] in "a1a2"
+        )
+        # the settings line (in use: the second script copies it); then, of the lines naming one name each
+        # (repro.py, django.conf, django.setup), the earliest
+        assert first.endswith(f"Lines in use:\n1: cat > repro.py <<'EOF'\n4: {SETUP}")
+        # the second keeps no second copy of the settings line: the first stand-in keeps it
+        assert second.endswith("Lines in use:\n1: cat > repro_2.py <<'EOF'\n3: run_checks()")
+        assert restored(s, first, "args.command") == f"cat > repro.py <<'EOF'\n{script}\nEOF"
 
 
 @pytest.mark.parametrize("name", ["in_use_calls", "in_use_tokens", "in_use_lines"])
@@ -191,7 +218,7 @@ def test_a_worker_reading_a_stand_in_keeps_no_line_it_already_keeps() -> None:
     assert lines_in_use(fresh, 3, 16, history[3].text) == "\nLines in use:\n1: x.py:9: deserialize_db_from_string(data)"
 
 
-def _script_lines(scripts: list[str], position: int) -> str:
+def _script_lines(scripts: list[str], position: int, written: bool = False) -> str:
     """The lines the stand-in for the ``position``-th script of a conversation writing ``scripts`` keeps."""
     from toolctx.compaction import Item, ToolCall
     from toolctx.compaction._conversation import Conversation
@@ -201,7 +228,7 @@ def _script_lines(scripts: list[str], position: int) -> str:
     for n, script in enumerate(scripts):
         made.take_in(Item(5, calls=(ToolCall(f"c{n}", "bash", {"command": script}),)), usage=True)
         made.take_in(Item(5, result_of=f"c{n}", text="done"), usage=True)
-    return lines_in_use(made, 2 * position, 16, scripts[position])
+    return lines_in_use(made, 2 * position, 16, scripts[position], written)
 
 
 @pytest.mark.parametrize(
@@ -237,5 +264,8 @@ def test_a_stand_in_keeps_the_line_of_each_value_the_model_writes_again(
     assert _script_lines(scripts, position) == "\nLines in use:\n" + kept
 
 
-def test_a_value_written_once_keeps_no_line() -> None:
-    assert _script_lines(["settings.configure(DEBUG=True)\nprint('=== Original query ===')", "echo done"], 0) == ""
+def test_a_value_written_once_keeps_no_line_in_what_the_model_was_shown() -> None:
+    """Only in what the model wrote itself does a name written once keep a line (a quoted string never)."""
+    script = "x = 1\nsettings.configure(DEBUG=True)\nprint('=== Original query ===')"
+    assert _script_lines([script, "echo done"], 0) == ""
+    assert _script_lines([script, "echo done"], 0, written=True) == "\nLines in use:\n2: settings.configure(DEBUG=True)"

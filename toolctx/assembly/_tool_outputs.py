@@ -134,7 +134,7 @@ class ToolOutputPlugin:
 
     ``settings`` (or its options by keyword): :class:`~toolctx.compaction.CompactionSettings`;
     at its defaults the policy compacts on its own once the conversation passes
-    8,000 estimated tokens, as the framework adapters do; with a high
+    5,000 estimated tokens, as the framework adapters do; with a high
     ``high_water`` it compacts only when the assembler needs room. ``session``: a
     ContextSession or a function returning one (the current session by default).
     ``max_outputs`` (10, seed 004's ``maxOutputs``): how many of the outputs added

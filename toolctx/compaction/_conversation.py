@@ -20,6 +20,7 @@ __all__ = [
     "argument_texts",
     "distinctive",
     "is_name",
+    "names_by_line",
     "words_of",
 ]
 
@@ -74,6 +75,27 @@ def words_of(texts: Iterable[str]) -> frozenset[str]:
         if keep:
             words.append(token)
     return frozenset(quoted.union(words))
+
+
+def names_by_line(text: str, skip: Iterable[str] | set[str], lines: Mapping[int, object]) -> dict[int, int]:
+    """Line start -> how many distinctive names stand first on that line of ``text``, but those in ``skip`` and
+    the lines starting at a key of ``lines`` (a name first standing there counts nowhere)."""
+    judged = _JUDGED
+    seen: set[str] = set()
+    counts: dict[int, int] = {}
+    for match in _TOKEN.finditer(text):
+        name = match.group()
+        if name in seen or name in skip:
+            continue
+        keep = judged.get(name)
+        if keep is None:
+            keep = judged[name] = distinctive(name)
+        if keep:
+            seen.add(name)
+            start = text.rfind("\n", 0, match.start()) + 1
+            if start not in lines:
+                counts[start] = counts.get(start, 0) + 1
+    return counts
 
 
 def argument_texts(args: Mapping[str, Any], longer_than: int = 0) -> list[str]:

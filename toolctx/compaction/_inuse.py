@@ -20,7 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from toolctx.compaction._conversation import LINES_IN_USE, MAX_SCAN, Conversation, argument_texts, is_name, words_of
+from toolctx.compaction._conversation import (
+    LINES_IN_USE,
+    MAX_SCAN,
+    Conversation,
+    argument_texts,
+    is_name,
+    names_by_line,
+    words_of,
+)
 
 __all__ = ["choose", "in_use", "lines_in_use"]
 
@@ -78,12 +86,14 @@ def choose(conversation: Conversation, wanted: int, held: Mapping[int, int]) -> 
     return chosen
 
 
-def lines_in_use(conversation: Conversation, position: int, lines: int, text: str) -> str:
+def lines_in_use(conversation: Conversation, position: int, lines: int, text: str, written: bool = False) -> str:
     """For the stand-in of an old item's ``text`` (at ``position``): at most ``lines`` of its lines that hold a
     word in use the model wrote again in or after the item's response, the first line of each word that no
     earlier stand-in keeps a line of, numbered from 1 and cut to ``_WIDTH`` characters, after a heading; empty
-    if none does. (The words of the lines a stand-in shown keeps count as kept: ``Usage.saw``, once the
-    policy uses the stand-in.)"""
+    if none does. ``written``: the item is the model's own (an argument, its text); lines left over go to those
+    naming the most distinctive names no stand-in keeps a line of (the settings, imports and calls of a script
+    it wrote, which its next script copies), the earliest first among equals. (The words of the lines a
+    stand-in shown keeps count as kept: ``Usage.saw``, once the policy uses the stand-in.)"""
     if lines <= 0:
         return ""
     usage = conversation.usage
@@ -94,8 +104,13 @@ def lines_in_use(conversation: Conversation, position: int, lines: int, text: st
         start = _first_whole(scan, word)
         if start >= 0:
             found.setdefault(scan.rfind("\n", 0, start) + 1, []).append(word)
+    chosen = sorted(found)[:lines]
+    if written and len(chosen) < lines:  # then those naming the most of what the model wrote there
+        counts = names_by_line(scan, usage.kept, found)
+        chosen += sorted(counts, key=lambda start: (-counts[start], start))[: lines - len(chosen)]
+        chosen.sort()
     kept: list[str] = []
-    for start in sorted(found)[:lines]:
+    for start in chosen:
         end = scan.find("\n", start)
         line = scan[start:] if end < 0 else scan[start:end]
         cut = line if len(line) <= _WIDTH else line[:_WIDTH] + " [...]"

@@ -409,7 +409,7 @@ class Compactor(Generic[T]):
                 long = isinstance(value, str) and len(value) > settings.args_chars and not is_stand_in(value)
                 if long and isinstance(kept, str):
                     replacement = argument_stand_in(stored.id, name, kept, settings.args_preview_chars)
-                    replacement += lines_in_use(conversation, call_position, settings.in_use_lines, kept)
+                    replacement += lines_in_use(conversation, call_position, settings.in_use_lines, kept, written=True)
                     if len(replacement) < len(value):
                         new_args = dict(call.args) if new_args is None else new_args
                         new_args[name] = replacement
@@ -430,7 +430,7 @@ class Compactor(Generic[T]):
         if stored is None:
             return None
         marker = text_marker(stored.id, stored_text(stored))
-        marker += lines_in_use(conversation, position, self.settings.in_use_lines, stored_text(stored))
+        marker += lines_in_use(conversation, position, self.settings.in_use_lines, stored_text(stored), True)
         if len(marker) >= len(said):
             return None
         conversation.usage.saw(marker)

@@ -44,7 +44,7 @@ class CompactionSettings:
     Model calls (one measure: the tokens of the conversation's messages as the
     model would be shown them, by :func:`~toolctx.tokens.estimate_tokens`):
 
-    ``high_water`` (8,000): when the conversation is over this, the oldest tool
+    ``high_water`` (5,000): when the conversation is over this, the oldest tool
     calls are compacted, in one batch, down to ``low_water`` (0: as far as the
     rules allow), never touching the ``keep`` (2) most recent results, error
     results or ``exclude_tools``. Between two batches nothing already shown
@@ -80,15 +80,18 @@ class CompactionSettings:
     an old output, argument or text keeps up to this many of its lines holding one
     the model wrote again in or after that item's response, numbered, the first
     line of each that no earlier stand-in keeps, so that the names and strings the
-    agent works with stay in sight (0: none). ``in_use_tokens`` (0): up to this many tokens of old items that one
+    agent works with stay in sight (0: none); in the stand-in for what the model wrote
+    itself (an argument, its text), lines left over go to those naming the most
+    distinctive names no stand-in keeps a line of: the settings, imports and calls of
+    a script, which the agent's next script copies though it wrote them only once. ``in_use_tokens`` (0): up to this many tokens of old items that one
     of the last ``in_use_calls`` (4) responses took a word from are kept whole by a
     batch, the most lately used first (0: none). ``record_chars`` (1,000): a JSON
     object or array of at most this many characters (a record an agent quotes ids,
     dates and amounts from) is left whole by batches. On the recorded coding
     sessions (``bench/replay.py``; ``docs/benchmarks.md``, "What the agent still
-    needs"), kept lines and these defaults hide 11.7 % of the values the next step
-    copies from earlier (24.3 % with neither), for x0.388 of the tokens without
-    toolctx and x0.541 of the cache-weighted tokens; keeping whole items hid fewer at
+    needs"), kept lines and these defaults hide 8.0 % of the values the next step
+    copies from earlier (24.3 % with neither), for x0.386 of the tokens without
+    toolctx and x0.544 of the cache-weighted tokens; keeping whole items hid fewer at
     several times the cost, in prompt-cache terms above all, so it is off by
     default.
 
@@ -107,7 +110,11 @@ class CompactionSettings:
     keep 2 rather than 3 cost little in sight and much in tokens (high 6,000: 13.2 % /
     x0.367 / x0.525 against 12.4 % / x0.380 / x0.555), and a higher mark bought the
     rest: high 7,000: 12.8 % / x0.376 / x0.532; 8,000: 11.7 % / x0.388 / x0.541;
-    9,000: 10.9 % / x0.401 / x0.551. Arguments are compacted too because they were a
+    9,000: 10.9 % / x0.401 / x0.551. Once the stand-ins of what the model wrote kept
+    the lines naming most of it too, a lower mark cost less in sight than before and
+    saved more: high 5,000: 8.0 % / x0.386 / x0.544; 6,000: 8.1 % / x0.390 / x0.548;
+    8,000: 7.1 % / x0.408 / x0.563 (``in_use_lines`` 8: 10.4 % / x0.376 / x0.534; 24:
+    7.4 % / x0.388 / x0.546). Arguments are compacted too because they were a
     quarter of the tokens; markers without preview cost the least, and the agent
     reads an output back by its handle. Assistant text is compacted in the same
     batches for the same reason: it was a quarter of what was left on the coding
@@ -119,14 +126,14 @@ class CompactionSettings:
     x0.356 / x0.351 instead of x0.342 / x0.337; a third fewer batches, each a cache
     break and a few hundred microseconds of CPU beyond its edits
     (``bench/batch_parts.py``). Most customer-service sessions
-    never reach 8,000 tokens of messages and are sent unchanged, without even the
-    ``read_context`` definition (over all 137: x0.98 tokens).
+    never reach 5,000 tokens of messages and are sent unchanged, without even the
+    ``read_context`` definition (over all 137: x0.98 tokens, x1.007 cache-weighted).
     """
 
     max_output_tokens: int = 1000
     head_chars: int = 1500
     tail_chars: int = 500
-    high_water: int = 8000
+    high_water: int = 5000
     low_water: int = 0
     keep: int = 2
     min_gain: int = 2000
