@@ -83,9 +83,10 @@ class CompactionSettings:
     agent works with stay in sight (0: none); in the stand-in for what the model wrote
     itself (an argument, its text), lines left over go to those naming the most
     distinctive names no stand-in keeps a line of: the settings, imports and calls of
-    a script, which the agent's next script copies though it wrote them only once. ``in_use_tokens`` (0): up to this many tokens of old items that one
-    of the last ``in_use_calls`` (4) responses took a word from are kept whole by a
-    batch, the most lately used first (0: none). ``record_chars`` (1,000): a JSON
+    a script, which the agent's next script copies though it wrote them only once.
+    ``in_use_tokens`` (0): up to this many tokens of old items that one of the last
+    ``in_use_calls`` (4) responses took a word from are kept whole by a batch,
+    the most lately used first (0: none). ``record_chars`` (1,000): a JSON
     object or array of at most this many characters (a record an agent quotes ids,
     dates and amounts from) is left whole by batches. On the recorded coding
     sessions (``bench/replay.py``; ``docs/benchmarks.md``, "What the agent still
