@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,9 @@ __all__ = [
 
 # What the model still uses (see _inuse): the distinctive words it writes, and where they stand.
 # (a dotted name: ``settings.configure``, ``models.py``; one character class to start with keeps it fast)
-_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+# (possessive: a run of name characters never gives one back, since none of them is a dot; the same matches,
+# with less work at each character)
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+(?:\.[A-Za-z_][A-Za-z0-9_]*+)*+")
 # (what a pair of quotes holds on one line: a message, a key, a setting; backquotes, markdown's code in the
 # model's prose, cost more than they kept in sight on recorded sessions)
 _QUOTED = re.compile(r"'([^'\n]{4,200})'|\"([^\"\n]{4,200})\"")
@@ -48,9 +50,16 @@ def distinctive(token: str) -> bool:
 
 def is_name(word: str) -> bool:
     """Whether a word in use is a distinctive name (read as one by :func:`words_of`), not a quoted string."""
-    return _TOKEN.fullmatch(word) is not None and distinctive(word)
+    known = _NAMES.get(word)
+    if known is None:
+        if len(_NAMES) > _REMEMBERED:
+            _NAMES.clear()
+        known = _NAMES[word] = _TOKEN.fullmatch(word) is not None and distinctive(word)
+    return known
 
 
+_REMEMBERED = 200_000  # words whose judgement is kept (most recur: self, return, def, a module's names)
+_NAMES: dict[str, bool] = {}  # word -> is_name(word), for the words a stand-in looks up in its text
 _JUDGED: dict[str, bool] = {}  # token -> distinctive(token): most tokens recur (self, return, def, ...)
 
 
@@ -62,9 +71,10 @@ def words_of(texts: Iterable[str]) -> frozenset[str]:
     for text in texts:
         scan = text if len(text) <= MAX_SCAN else text[:MAX_SCAN]
         found.update(_TOKEN.findall(scan))
-        quoted.update(single or double for single, double in _QUOTED.findall(scan))
+        if "'" in scan or '"' in scan:  # (no quote, nothing quoted: the scan for pairs is skipped)
+            quoted.update(single or double for single, double in _QUOTED.findall(scan))
     judged = _JUDGED
-    if len(judged) > 200_000:
+    if len(judged) > _REMEMBERED:
         judged.clear()
     words = []
     for token in found:
@@ -99,11 +109,28 @@ class Usage:
     def saw(self, text: str | None, args: Mapping[str, Mapping[str, Any]] = {}) -> None:
         """A stand-in shown (a result or text, or arguments by call id): the words of the lines it keeps are
         kept already, whichever worker or compactor made it (so each makes the same stand-ins after it)."""
-        for shown in (text, *(value for call in args.values() for value in call.values())):
-            if isinstance(shown, str) and shown.startswith(STAND_IN_MARK):
-                _, found, lines = shown.partition(LINES_IN_USE)
-                if found:
-                    self.kept.update(words_of((lines,)))
+        if isinstance(text, str) and text.startswith(STAND_IN_MARK):
+            self._kept_from(text)
+        for call in args.values():
+            for value in call.values():
+                if isinstance(value, str) and value.startswith(STAND_IN_MARK):
+                    self._kept_from(value)
+
+    def saw_calls(self, text: str, calls: Sequence[ToolCall]) -> None:
+        """:meth:`saw` of an item's text and its ``calls``' arguments (those of the last call with an id, as
+        :meth:`saw` takes them by call id), without building the mapping."""
+        if text.startswith(STAND_IN_MARK):
+            self._kept_from(text)
+        shown = (calls[0].args,) if len(calls) == 1 else {call.id: call.args for call in calls}.values()
+        for args in shown:
+            for value in args.values():
+                if isinstance(value, str) and value.startswith(STAND_IN_MARK):
+                    self._kept_from(value)
+
+    def _kept_from(self, shown: str) -> None:
+        _, found, lines = shown.partition(LINES_IN_USE)
+        if found:
+            self.kept.update(words_of((lines,)))
 
     def read(self) -> None:
         """Take in the words of what the model wrote since the last call, in order (at a batch, in one go: the
@@ -111,12 +138,14 @@ class Usage:
         first, last, reused = self.first, self.last, self.reused
         for response, item in self.unread:
             words = words_of((item.text, *(text for call in item.calls for text in argument_texts(call.args))))
-            for word in words:
-                if word not in first:
-                    first[word] = response
-                elif first[word] != response:
+            # (set operations in C where a loop would look each word up three times: most words are new)
+            known = words & first.keys()
+            for word in known:
+                if first[word] != response:
                     reused[word] = None
-                last[word] = response
+            if len(known) < len(words):
+                first.update(dict.fromkeys(words - known, response))
+            last.update(dict.fromkeys(words, response))
         self.unread.clear()
 
     def in_use_since(self, response: int) -> list[str]:
@@ -179,7 +208,7 @@ class Conversation:
             if answer and item.result_of is None:
                 self.usage.wrote(self.answered, item)
             if item.text.startswith(STAND_IN_MARK) or item.calls:  # (a history holding stand-ins already)
-                self.usage.saw(item.text, {call.id: call.args for call in item.calls})
+                self.usage.saw_calls(item.text, item.calls)
 
     def ident(self, call_position: int, call_id: str) -> str:
         """What decisions about the call at ``call_position`` are kept under: its id, numbered from its id's
