@@ -99,6 +99,7 @@ class Usage:
         self.last: dict[str, int] = {}  # word -> the latest
         self.kept: set[str] = set()  # words a stand-in already keeps a line of
         self.reused: dict[str, None] = {}  # the words written in two responses or more (in the order found)
+        self.live: dict[str, None] = {}  # those of them not kept: what a stand-in may keep a line of
 
         self.unread: list[tuple[int, Item]] = []  # what the model wrote, not read for its words yet
 
@@ -130,12 +131,17 @@ class Usage:
     def _kept_from(self, shown: str) -> None:
         _, found, lines = shown.partition(LINES_IN_USE)
         if found:
-            self.kept.update(words_of((lines,)))
+            words = words_of((lines,))
+            self.kept.update(words)
+            live = self.live
+            if live:
+                for word in words:
+                    live.pop(word, None)
 
     def read(self) -> None:
         """Take in the words of what the model wrote since the last call, in order (at a batch, in one go: the
         caches are warm then, and a conversation that never makes a batch never pays for it)."""
-        first, last, reused = self.first, self.last, self.reused
+        first, last, reused, live, kept = self.first, self.last, self.reused, self.live, self.kept
         for response, item in self.unread:
             words = words_of((item.text, *(text for call in item.calls for text in argument_texts(call.args))))
             # (set operations in C where a loop would look each word up three times: most words are new)
@@ -143,6 +149,8 @@ class Usage:
             for word in known:
                 if first[word] != response:
                     reused[word] = None
+                    if word not in kept:
+                        live[word] = None
             if len(known) < len(words):
                 first.update(dict.fromkeys(words - known, response))
             last.update(dict.fromkeys(words, response))
@@ -153,8 +161,8 @@ class Usage:
         after, but those a stand-in keeps a line of already: an item of ``response`` that shows one is where the
         model may have taken it from, or a copy it saw since. (Looking each up in the item costs less than
         reading the item for its words.)"""
-        last, kept = self.last, self.kept
-        return [w for w in self.reused if last[w] >= response and w not in kept]
+        last = self.last
+        return [w for w in self.live if last[w] >= response]  # (live: the reused words not kept)
 
     def taken(self, words: frozenset[str], response: int, since: int = -1) -> list[str]:
         """Those of ``words`` (an item's, of response number ``response``) the model first wrote then or after
