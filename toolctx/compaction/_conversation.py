@@ -58,9 +58,24 @@ def is_name(word: str) -> bool:
     return known
 
 
-_REMEMBERED = 200_000  # words whose judgement is kept (most recur: self, return, def, a module's names)
+_REMEMBERED = 200_000  # words and runs whose reading is kept (most recur: self, return, def, a module's names)
 _NAMES: dict[str, bool] = {}  # word -> is_name(word), for the words a stand-in looks up in its text
-_JUDGED: dict[str, bool] = {}  # token -> distinctive(token): most tokens recur (self, return, def, ...)
+# A name never holds a character outside [A-Za-z0-9_.]: the runs of those (found by C string methods) are read
+# one by one, each distinct run once (then remembered), instead of the whole text by the pattern.
+_RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_."
+_RUNS = bytes(byte if byte in _RUN_CHARS else 32 for byte in range(256))  # others (any non-ASCII byte) -> space
+_RUN_KEPT = 100  # characters of a run whose names are remembered
+_READ_RUNS: dict[str, tuple[str, ...]] = {}  # run -> the distinctive names in it
+
+
+def _names_in_run(run: str) -> tuple[str, ...]:
+    """The distinctive names :data:`_TOKEN` finds in ``run`` (of characters in [A-Za-z0-9_.] only)."""
+    if "." in run:
+        tokens = _TOKEN.findall(run)
+    else:  # (a name then takes all of the run from its first letter or underscore: digits before it are not one)
+        name = run.lstrip("0123456789")
+        tokens = [name] if name else []
+    return tuple(token for token in tokens if distinctive(token))
 
 
 def words_of(texts: Iterable[str]) -> frozenset[str]:
@@ -68,22 +83,24 @@ def words_of(texts: Iterable[str]) -> frozenset[str]:
     quotes in them holds (4 to 200 characters on one line: a message printed, a key, a setting)."""
     found: set[str] = set()
     quoted: set[str] = set()
+    read = _READ_RUNS
+    if len(read) > _REMEMBERED:
+        read.clear()
     for text in texts:
         scan = text if len(text) <= MAX_SCAN else text[:MAX_SCAN]
-        found.update(_TOKEN.findall(scan))
+        # (a match of the pattern never crosses a character outside the runs, nor starts differently at the
+        # start of a run than anywhere else: reading each run apart finds the same names)
+        for run in set(scan.encode("utf-8", "surrogatepass").translate(_RUNS).decode("ascii").split()):
+            names = read.get(run)
+            if names is None:
+                names = _names_in_run(run)
+                if len(run) <= _RUN_KEPT:
+                    read[run] = names
+            if names:
+                found.update(names)
         if "'" in scan or '"' in scan:  # (no quote, nothing quoted: the scan for pairs is skipped)
             quoted.update(single or double for single, double in _QUOTED.findall(scan))
-    judged = _JUDGED
-    if len(judged) > _REMEMBERED:
-        judged.clear()
-    words = []
-    for token in found:
-        keep = judged.get(token)
-        if keep is None:
-            keep = judged[token] = distinctive(token)
-        if keep:
-            words.append(token)
-    return frozenset(quoted.union(words))
+    return frozenset(quoted.union(found))
 
 
 def argument_texts(args: Mapping[str, Any], longer_than: int = 0) -> list[str]:
