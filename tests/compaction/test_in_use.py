@@ -255,8 +255,16 @@ def _script_lines(scripts: list[str], position: int, written: bool = False) -> s
         # a name first written before this script and again in it: this is the copy the model saw last, and
         # no stand-in before keeps it (it had not been written twice when the first script went)
         (["setup_db_fixture()", "a = 2\nsetup_db_fixture()\nb = 3", "echo done"], 1, "2: setup_db_fixture()"),
+        # a name between characters outside ASCII (typographic quotes, an arrow) is read as on its own
+        (
+            ["x = 1\nlog(\u201cload_config\u201d) \u2192 done", "load_config()"],
+            0,
+            "2: log(\u201cload_config\u201d) \u2192 done",
+        ),
+        # a dotted name at the end of a sentence: the last dot is not part of it
+        (["echo 1\nvim models.py.", "cat models.py"], 0, "2: vim models.py."),
     ],
-    ids=["dotted name", "whole name", "quoted message", "first written earlier"],
+    ids=["dotted name", "whole name", "quoted message", "first written earlier", "beside non-ASCII", "before a dot"],
 )
 def test_a_stand_in_keeps_the_line_of_each_value_the_model_writes_again(
     scripts: list[str], position: int, kept: str

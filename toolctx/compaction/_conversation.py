@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,9 @@ __all__ = [
 
 # What the model still uses (see _inuse): the distinctive words it writes, and where they stand.
 # (a dotted name: ``settings.configure``, ``models.py``; one character class to start with keeps it fast)
-_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+# (possessive: a run of name characters never gives one back, since none of them is a dot; the same matches,
+# with less work at each character)
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+(?:\.[A-Za-z_][A-Za-z0-9_]*+)*+")
 # (what a pair of quotes holds on one line: a message, a key, a setting; backquotes, markdown's code in the
 # model's prose, cost more than they kept in sight on recorded sessions)
 _QUOTED = re.compile(r"'([^'\n]{4,200})'|\"([^\"\n]{4,200})\"")
@@ -49,10 +51,32 @@ def distinctive(token: str) -> bool:
 
 def is_name(word: str) -> bool:
     """Whether a word in use is a distinctive name (read as one by :func:`words_of`), not a quoted string."""
-    return _TOKEN.fullmatch(word) is not None and distinctive(word)
+    known = _NAMES.get(word)
+    if known is None:
+        if len(_NAMES) > _REMEMBERED:
+            _NAMES.clear()
+        known = _NAMES[word] = _TOKEN.fullmatch(word) is not None and distinctive(word)
+    return known
 
 
-_JUDGED: dict[str, bool] = {}  # token -> distinctive(token): most tokens recur (self, return, def, ...)
+_REMEMBERED = 200_000  # words and runs whose reading is kept (most recur: self, return, def, a module's names)
+_NAMES: dict[str, bool] = {}  # word -> is_name(word), for the words a stand-in looks up in its text
+# A name never holds a character outside [A-Za-z0-9_.]: the runs of those (found by C string methods) are read
+# one by one, each distinct run once (then remembered), instead of the whole text by the pattern.
+_RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_."
+_RUNS = bytes(byte if byte in _RUN_CHARS else 32 for byte in range(256))  # others (any non-ASCII byte) -> space
+_RUN_KEPT = 100  # characters of a run whose names are remembered
+_READ_RUNS: dict[str, tuple[str, ...]] = {}  # run -> the distinctive names in it
+
+
+def _names_in_run(run: str) -> tuple[str, ...]:
+    """The distinctive names :data:`_TOKEN` finds in ``run`` (of characters in [A-Za-z0-9_.] only)."""
+    if "." in run:
+        tokens = _TOKEN.findall(run)
+    else:  # (a name then takes all of the run from its first letter or underscore: digits before it are not one)
+        name = run.lstrip("0123456789")
+        tokens = [name] if name else []
+    return tuple(token for token in tokens if distinctive(token))
 
 
 def words_of(texts: Iterable[str]) -> frozenset[str]:
@@ -60,21 +84,24 @@ def words_of(texts: Iterable[str]) -> frozenset[str]:
     quotes in them holds (4 to 200 characters on one line: a message printed, a key, a setting)."""
     found: set[str] = set()
     quoted: set[str] = set()
+    read = _READ_RUNS
+    if len(read) > _REMEMBERED:
+        read.clear()
     for text in texts:
         scan = text if len(text) <= MAX_SCAN else text[:MAX_SCAN]
-        found.update(_TOKEN.findall(scan))
-        quoted.update(single or double for single, double in _QUOTED.findall(scan))
-    judged = _JUDGED
-    if len(judged) > 200_000:
-        judged.clear()
-    words = []
-    for token in found:
-        keep = judged.get(token)
-        if keep is None:
-            keep = judged[token] = distinctive(token)
-        if keep:
-            words.append(token)
-    return frozenset(quoted.union(words))
+        # (a match of the pattern never crosses a character outside the runs, nor starts differently at the
+        # start of a run than anywhere else: reading each run apart finds the same names)
+        for run in set(scan.encode("utf-8", "surrogatepass").translate(_RUNS).decode("ascii").split()):
+            names = read.get(run)
+            if names is None:
+                names = _names_in_run(run)
+                if len(run) <= _RUN_KEPT:
+                    read[run] = names
+            if names:
+                found.update(names)
+        if "'" in scan or '"' in scan:  # (no quote, nothing quoted: the scan for pairs is skipped)
+            quoted.update(single or double for single, double in _QUOTED.findall(scan))
+    return frozenset(quoted.union(found))
 
 
 def names_by_line(text: str, skip: Iterable[str] | set[str], lines: Mapping[int, object]) -> dict[int, int]:
@@ -111,6 +138,7 @@ class Usage:
         self.last: dict[str, int] = {}  # word -> the latest
         self.kept: set[str] = set()  # words a stand-in already keeps a line of
         self.reused: dict[str, None] = {}  # the words written in two responses or more (in the order found)
+        self.live: dict[str, None] = {}  # those of them not kept: what a stand-in may keep a line of
 
         self.unread: list[tuple[int, Item]] = []  # what the model wrote, not read for its words yet
 
@@ -121,24 +149,50 @@ class Usage:
     def saw(self, text: str | None, args: Mapping[str, Mapping[str, Any]] = {}) -> None:
         """A stand-in shown (a result or text, or arguments by call id): the words of the lines it keeps are
         kept already, whichever worker or compactor made it (so each makes the same stand-ins after it)."""
-        for shown in (text, *(value for call in args.values() for value in call.values())):
-            if isinstance(shown, str) and shown.startswith(STAND_IN_MARK):
-                _, found, lines = shown.partition(LINES_IN_USE)
-                if found:
-                    self.kept.update(words_of((lines,)))
+        if isinstance(text, str) and text.startswith(STAND_IN_MARK):
+            self._kept_from(text)
+        for call in args.values():
+            for value in call.values():
+                if isinstance(value, str) and value.startswith(STAND_IN_MARK):
+                    self._kept_from(value)
+
+    def saw_calls(self, text: str, calls: Sequence[ToolCall]) -> None:
+        """:meth:`saw` of an item's text and its ``calls``' arguments (those of the last call with an id, as
+        :meth:`saw` takes them by call id), without building the mapping."""
+        if text.startswith(STAND_IN_MARK):
+            self._kept_from(text)
+        shown = (calls[0].args,) if len(calls) == 1 else {call.id: call.args for call in calls}.values()
+        for args in shown:
+            for value in args.values():
+                if isinstance(value, str) and value.startswith(STAND_IN_MARK):
+                    self._kept_from(value)
+
+    def _kept_from(self, shown: str) -> None:
+        _, found, lines = shown.partition(LINES_IN_USE)
+        if found:
+            words = words_of((lines,))
+            self.kept.update(words)
+            live = self.live
+            if live:
+                for word in words:
+                    live.pop(word, None)
 
     def read(self) -> None:
         """Take in the words of what the model wrote since the last call, in order (at a batch, in one go: the
         caches are warm then, and a conversation that never makes a batch never pays for it)."""
-        first, last, reused = self.first, self.last, self.reused
+        first, last, reused, live, kept = self.first, self.last, self.reused, self.live, self.kept
         for response, item in self.unread:
             words = words_of((item.text, *(text for call in item.calls for text in argument_texts(call.args))))
-            for word in words:
-                if word not in first:
-                    first[word] = response
-                elif first[word] != response:
+            # (set operations in C where a loop would look each word up three times: most words are new)
+            known = words & first.keys()
+            for word in known:
+                if first[word] != response:
                     reused[word] = None
-                last[word] = response
+                    if word not in kept:
+                        live[word] = None
+            if len(known) < len(words):
+                first.update(dict.fromkeys(words - known, response))
+            last.update(dict.fromkeys(words, response))
         self.unread.clear()
 
     def in_use_since(self, response: int) -> list[str]:
@@ -146,8 +200,8 @@ class Usage:
         after, but those a stand-in keeps a line of already: an item of ``response`` that shows one is where the
         model may have taken it from, or a copy it saw since. (Looking each up in the item costs less than
         reading the item for its words.)"""
-        last, kept = self.last, self.kept
-        return [w for w in self.reused if last[w] >= response and w not in kept]
+        last = self.last
+        return [w for w in self.live if last[w] >= response]  # (live: the reused words not kept)
 
     def taken(self, words: frozenset[str], response: int, since: int = -1) -> list[str]:
         """Those of ``words`` (an item's, of response number ``response``) the model first wrote then or after
@@ -201,7 +255,7 @@ class Conversation:
             if answer and item.result_of is None:
                 self.usage.wrote(self.answered, item)
             if item.text.startswith(STAND_IN_MARK) or item.calls:  # (a history holding stand-ins already)
-                self.usage.saw(item.text, {call.id: call.args for call in item.calls})
+                self.usage.saw_calls(item.text, item.calls)
 
     def ident(self, call_position: int, call_id: str) -> str:
         """What decisions about the call at ``call_position`` are kept under: its id, numbered from its id's

@@ -122,9 +122,12 @@ class Recording(SessionCore):
         call_id: str | None = None,
         timestamp_ns: int | None = None,
         argument_notes: Sequence[str] = (),
+        checked: bool = False,
     ) -> Record:
-        """Store one call; its record (``args`` may come encoded already: a queued call's)."""
-        task_id = _checked_call(tool_name, args, task_id, query_id, call_id)
+        """Store one call; its record (``args`` may come encoded already: a queued call's; ``checked``: a queued
+        call's names and ids were checked, and its task id made as stored, when it was queued)."""
+        if not checked:
+            task_id = _checked_call(tool_name, args, task_id, query_id, call_id)
         if description is not None and not isinstance(description, str):
             raise ConfigError(f"description must be a str, got {type(description).__name__}")
         args_json, args_notes, order = args if isinstance(args, _Encoded) else _Encoded.of(args)  # (queued: done)
@@ -192,7 +195,15 @@ class Recording(SessionCore):
             encoded = _Encoded.of(args)
             kept = encoded._replace(json=memoryview(encoded.json).tobytes())  # (held a while: not orjson's buffer)
         save = functools.partial(
-            self._record, tool_name, kept, result, task_id, query_id, call_id=call_id, timestamp_ns=clock.time_ns()
+            self._record,
+            tool_name,
+            kept,
+            result,
+            task_id,
+            query_id,
+            call_id=call_id,
+            timestamp_ns=clock.time_ns(),
+            checked=True,
         )
         saver.queue(save)
 

@@ -122,6 +122,11 @@ def estimate_tokens(data: bytes | str) -> int:
     """
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     size = len(raw)
+    if size <= _CHUNK:  # (most inputs: all of it is the sample and one chunk, the same sums without the loop)
+        weights, after_punct, space_pairs = _MODELS[_kind(raw)]
+        total = (zlib.adler32(raw.translate(weights)) & 0xFFFF) - 1
+        estimate = total / 32 + (after_punct * raw.translate(_CLASSES).count(b".a") + space_pairs * raw.count(b"  "))
+        return _rounded(estimate, size)
     if size <= _SAMPLE:
         sample = raw
     else:
@@ -140,6 +145,10 @@ def estimate_tokens(data: bytes | str) -> int:
     total = sum((zlib.adler32(weighed[i : i + _CHUNK]) & 0xFFFF) - 1 for i in range(0, len(weighed), _CHUNK))
     punct = raw.translate(_CLASSES).count(b".a")
     estimate = scale * (total / 32 + (after_punct * punct + space_pairs * raw.count(b"  ")))
+    return _rounded(estimate, size)
+
+
+def _rounded(estimate: float, size: int) -> int:
     # round(estimate) (half to even), then kept within 1..size; written out, since builtins the
     # interpreter rarely runs cost microseconds each when an agent loop has left the caches cold
     tokens = int(estimate)
