@@ -65,6 +65,7 @@ _NAMES: dict[str, bool] = {}  # word -> is_name(word), for the words a stand-in 
 # one by one, each distinct run once (then remembered), instead of the whole text by the pattern.
 _RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_."
 _RUNS = bytes(byte if byte in _RUN_CHARS else 32 for byte in range(256))  # others (any non-ASCII byte) -> space
+_LINE_RUNS = _RUNS[:10] + b"\n" + _RUNS[11:]  # the same, newlines kept
 _RUN_KEPT = 100  # characters of a run whose names are remembered
 _READ_RUNS: dict[str, tuple[str, ...]] = {}  # run -> the distinctive names in it
 
@@ -107,21 +108,27 @@ def words_of(texts: Iterable[str]) -> frozenset[str]:
 def names_by_line(text: str, skip: Iterable[str] | set[str], lines: Mapping[int, object]) -> dict[int, int]:
     """Line start -> how many distinctive names stand first on that line of ``text``, but those in ``skip`` and
     the lines starting at a key of ``lines`` (a name first standing there counts nowhere)."""
-    judged = _JUDGED
+    read = _READ_RUNS
     seen: set[str] = set()
     counts: dict[int, int] = {}
-    for match in _TOKEN.finditer(text):
-        name = match.group()
-        if name in seen or name in skip:
-            continue
-        keep = judged.get(name)
-        if keep is None:
-            keep = judged[name] = distinctive(name)
-        if keep:
-            seen.add(name)
-            start = text.rfind("\n", 0, match.start()) + 1
-            if start not in lines:
-                counts[start] = counts.get(start, 0) + 1
+    start = 0
+    # (a newline byte stands only for a newline in UTF-8: the lines of the runs are the lines of the text)
+    runs = text.encode("utf-8", "surrogatepass").translate(_LINE_RUNS).decode("ascii").split("\n")
+    for line, line_runs in zip(text.split("\n"), runs, strict=True):
+        fresh = 0
+        for run in line_runs.split():
+            names = read.get(run)
+            if names is None:
+                names = _names_in_run(run)
+                if len(run) <= _RUN_KEPT:
+                    read[run] = names
+            for name in names:
+                if name not in seen and name not in skip:
+                    seen.add(name)
+                    fresh += 1
+        if fresh and start not in lines:
+            counts[start] = fresh
+        start += len(line) + 1
     return counts
 
 
@@ -137,8 +144,9 @@ class Usage:
         self.first: dict[str, int] = {}  # word -> the first response (its number) that wrote it
         self.last: dict[str, int] = {}  # word -> the latest
         self.kept: set[str] = set()  # words a stand-in already keeps a line of
-        self.reused: dict[str, None] = {}  # the words written in two responses or more (in the order found)
-        self.live: dict[str, None] = {}  # those of them not kept: what a stand-in may keep a line of
+        # the words written in two responses or more that no stand-in keeps a line of (in the order found):
+        # what a stand-in may keep a line of
+        self.live: dict[str, None] = {}
 
         self.unread: list[tuple[int, Item]] = []  # what the model wrote, not read for its words yet
 
@@ -180,16 +188,14 @@ class Usage:
     def read(self) -> None:
         """Take in the words of what the model wrote since the last call, in order (at a batch, in one go: the
         caches are warm then, and a conversation that never makes a batch never pays for it)."""
-        first, last, reused, live, kept = self.first, self.last, self.reused, self.live, self.kept
+        first, last, live, kept = self.first, self.last, self.live, self.kept
         for response, item in self.unread:
             words = words_of((item.text, *(text for call in item.calls for text in argument_texts(call.args))))
             # (set operations in C where a loop would look each word up three times: most words are new)
             known = words & first.keys()
             for word in known:
-                if first[word] != response:
-                    reused[word] = None
-                    if word not in kept:
-                        live[word] = None
+                if first[word] != response and word not in kept:
+                    live[word] = None
             if len(known) < len(words):
                 first.update(dict.fromkeys(words - known, response))
             last.update(dict.fromkeys(words, response))
