@@ -3,7 +3,7 @@
     python bench/estimate_windows.py [--traces ../shared/traces/dev.jsonl] [--rounds 5]
 
 ``estimate_tokens`` weighs every byte of an input up to 256 KiB; a larger one is weighed
-from 64 windows of 4 KiB spread evenly over it and scaled to its size. This compares, on
+from 16 windows of 4 KiB spread over it and scaled to its size. This compares, on
 inputs of 300 KiB - 1 MiB, that estimate with the one the same weights give over every byte
 (the reference, computed here): the joined test corpora of each kind, the ``1 MiB`` search
 result of ``bench/payloads.py`` and the text of the trace file (its messages and outputs, in
