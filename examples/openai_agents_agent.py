@@ -63,6 +63,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="toolctx-agents-") as context_dir:
         with toolctx.session(context_dir) as s:
             result = await Runner.run(agent, "How much did region 0 make in January?", run_config=config)
+            s.save_path.settle(timeout=60)  # (an async tool's large output is written by a pool thread)
             [pointer] = s.get_all_pointers()
             print(f"sales_report returned {len(REPORT):,} characters; toolctx stored them as {pointer.handle}")
             print(f"  on disk: {pointer.filename}" if pointer.filepath else "  in memory")
