@@ -263,8 +263,25 @@ def _script_lines(scripts: list[str], position: int, written: bool = False) -> s
         ),
         # a dotted name at the end of a sentence: the last dot is not part of it
         (["echo 1\nvim models.py.", "cat models.py"], 0, "2: vim models.py."),
+        # a name after digits is read from its first letter or underscore, as everywhere else
+        (
+            ["x = 1\ncat app/migrations/0001_initial.py", "python -m py_compile app/migrations/0001_initial.py"],
+            0,
+            "2: cat app/migrations/0001_initial.py",
+        ),
+        # ...and after a letter outside ASCII
+        (["x = 1\nfit(na\u00efve_bayes)", "score(na\u00efve_bayes)"], 0, "2: fit(na\u00efve_bayes)"),
     ],
-    ids=["dotted name", "whole name", "quoted message", "first written earlier", "beside non-ASCII", "before a dot"],
+    ids=[
+        "dotted name",
+        "whole name",
+        "quoted message",
+        "first written earlier",
+        "beside non-ASCII",
+        "before a dot",
+        "after digits",
+        "after a letter outside ASCII",
+    ],
 )
 def test_a_stand_in_keeps_the_line_of_each_value_the_model_writes_again(
     scripts: list[str], position: int, kept: str

@@ -64,6 +64,7 @@ _NAMES: dict[str, bool] = {}  # word -> is_name(word), for the words a stand-in 
 # A name never holds a character outside [A-Za-z0-9_.]: the runs of those (found by C string methods) are read
 # one by one, each distinct run once (then remembered), instead of the whole text by the pattern.
 _RUN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_."
+_RUN_SET = frozenset(_RUN_CHARS.decode("ascii"))
 _RUNS = bytes(byte if byte in _RUN_CHARS else 32 for byte in range(256))  # others (any non-ASCII byte) -> space
 _LINE_RUNS = _RUNS[:10] + b"\n" + _RUNS[11:]  # the same, newlines kept
 _RUN_KEPT = 100  # characters of a run whose names are remembered
@@ -78,6 +79,21 @@ def _names_in_run(run: str) -> tuple[str, ...]:
         name = run.lstrip("0123456789")
         tokens = [name] if name else []
     return tuple(token for token in tokens if distinctive(token))
+
+
+def name_stands_at(text: str, start: int, end: int) -> bool:
+    """Whether :func:`words_of` reads ``text[start:end]`` as a name there: a whole match of :data:`_TOKEN` in
+    its run of name characters (so the ``_initial.py`` of ``0001_initial.py`` is one, as is the ``ve_bayes`` of
+    ``naïve_bayes``, but not the ``configure`` of ``settings.configure``)."""
+    first, last = start, end
+    while first and text[first - 1] in _RUN_SET:
+        first -= 1
+    while last < len(text) and text[last] in _RUN_SET:
+        last += 1
+    found = _TOKEN.search(text, first, last)
+    while found is not None and found.start() < start:
+        found = _TOKEN.search(text, found.end(), last)
+    return found is not None and found.span() == (start, end)
 
 
 def words_of(texts: Iterable[str]) -> frozenset[str]:

@@ -26,6 +26,7 @@ from toolctx.compaction._conversation import (
     Conversation,
     argument_texts,
     is_name,
+    name_stands_at,
     names_by_line,
     words_of,
 )
@@ -119,19 +120,16 @@ def lines_in_use(conversation: Conversation, position: int, lines: int, text: st
 
 
 def _first_whole(text: str, word: str) -> int:
-    """Where ``word`` first stands in ``text`` as :func:`words_of` would read it there, or -1: a name with no
-    name character (nor a dot joining another name) on either side; anything else between a pair of quotes."""
+    """Where ``word`` first stands in ``text`` as :func:`words_of` would read it there, or -1: a name read whole
+    in its run of name characters; anything else between a pair of quotes."""
     name = is_name(word)
     start = text.find(word)
     while start >= 0:
         end = start + len(word)
-        before = text[start - 1] if start else " "
-        after = text[end] if end < len(text) else " "
         if name:
-            joined = after == "." and (text[end + 1 : end + 2].isalpha() or text[end + 1 : end + 2] == "_")
-            if not (before.isalnum() or before in "_.") and not (after.isalnum() or after == "_" or joined):
+            if name_stands_at(text, start, end):
                 return start
-        elif before in "'\"" and after == before:
+        elif start and end < len(text) and text[start - 1] in "'\"" and text[end] == text[start - 1]:
             return start
         start = text.find(word, start + 1)
     return -1
