@@ -251,6 +251,20 @@ def test_a_handle_of_another_task_reads_as_unknown(context_dir: Path) -> None:
     assert written == {"mine": SOURCE}
 
 
+def test_a_handle_passes_within_a_conversation_and_not_to_another(tmp_path: Path) -> None:
+    """In a conversation's session (``Conversations.open``), the calls of plain decorated tools are its own."""
+    from toolctx.sessions import Conversations
+
+    conversations = Conversations(tmp_path / "conversations")
+    with conversations.open("alice") as alice:
+        read_file("a.py")
+        handle = alice.get_all_pointers()[0].handle
+        write_file("mine", handle)
+    with conversations.open("bob"), pytest.raises(HandleError, match="no stored output"):
+        write_file("stolen", handle)
+    assert written == {"mine": SOURCE}
+
+
 def test_a_handle_of_another_session_reads_as_unknown(context_dir: Path, tmp_path: Path) -> None:
     with session(context_dir) as other:
         read_file("a.py")

@@ -143,14 +143,18 @@ def reference_scope(where: Where, tool: str | None = None, resolved: Collection[
 def host_scope(tool: str) -> tuple[ContextSession, Scope, frozenset[str]]:
     """Where handles passed to ``tool`` resolve here, and which of its parameters need no resolving: the
     session and scope an adapter set around the call (:func:`reference_scope`), else the current session and
-    the enclosing ``task()`` block's task, else the conversation that session serves, else all of it."""
+    the enclosing ``task()`` block's task, else the conversation that session serves (its calls tagged with
+    it, as the adapters store them, and those stored in it untagged: the session is that conversation's
+    alone), else all of it."""
     host = _host.get()
     if host is not None:
         session, scope = host.where()
         return session, scope, host.resolved if host.tool == tool else frozenset()
     session = current_session()
     task = current_tags.get().task_id
-    return session, (task if task is not None else session.conversation), frozenset()
+    if task is not None:
+        return session, task, frozenset()
+    return session, (None if session.conversation is None else (session.conversation, None)), frozenset()
 
 
 def stored_text(context: StoredContext | CallParts) -> str:
