@@ -130,7 +130,7 @@ def test_a_broken_snippet_fails(tmp_path: Path) -> None:
         "# A page\n\n```python\nimport toolctx\n\nprint(undefined_name)\n```\n\n```sh\nexit 1\n```\n",
         encoding="utf-8",
     )
-    [(info, line, code)] = [block for block in code_blocks(page) if block[0] == "python"]
+    [(_, line, code)] = [block for block in code_blocks(page) if block[0] == "python"]
     assert line == 3
     problem = failure("page.md:3", run_snippet(code, tmp_path))
     assert problem is not None
