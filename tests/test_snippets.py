@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,3 +143,18 @@ def test_a_broken_snippet_fails(tmp_path: Path) -> None:
     problem = failure("page.md:9", run_snippet(warned, tmp_path))
     assert problem is not None
     assert "toolctx warning" in problem
+
+
+def test_the_files_the_readme_names_exist_and_ship_in_the_sdist() -> None:
+    """The README names guides and examples by path (a package index shows it alone): each is in the sdist."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    named = sorted(set(re.findall(r"`((?:docs|examples)/[\w./-]+\.(?:md|py))`", text)))
+    assert "docs/getting-started.md" in named, named
+    missing = [path for path in named if not (ROOT / path).is_file()]
+    assert not missing, f"README.md names files that do not exist: {missing}"
+    shipped = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["hatch"]["build"]
+    include = shipped["targets"]["sdist"]["include"]
+    unshipped = [path for path in named if path.split("/")[0] not in include]
+    assert not unshipped, f"README.md names files the sdist leaves out: {unshipped}"
+    guides = {f"docs/{p.name}" for p in DOCS.glob("*.md") if p.name != "index.md"}
+    assert guides <= set(named), f"guides the README does not list: {sorted(guides - set(named))}"
