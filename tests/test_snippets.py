@@ -15,6 +15,8 @@ import re
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,9 +108,29 @@ def failure(snippet_name: str, done: subprocess.CompletedProcess[str]) -> str | 
 ALL = snippets()
 
 
+@pytest.fixture(scope="module")
+def snippet_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Future[str | None]]]:
+    """The selected snippets, started side by side (one per core, most of a run is importing), by name."""
+    selected = [
+        item.callspec.params["snippet"]
+        for item in request.session.items
+        if item.module is request.module and "snippet" in getattr(getattr(item, "callspec", None), "params", {})
+    ]
+    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+        runs = {
+            s.name: pool.submit(lambda s, workdir: failure(s.name, run_snippet(s.code, workdir)), s, workdir)
+            for s, workdir in ((s, tmp_path_factory.mktemp("snippet")) for s in selected)
+        }
+        yield runs
+        for run in runs.values():
+            run.cancel()
+
+
 @pytest.mark.parametrize("snippet", ALL, ids=[s.name for s in ALL])
-def test_snippet_runs_as_written(snippet: Snippet, tmp_path: Path) -> None:
-    problem = failure(snippet.name, run_snippet(snippet.code, tmp_path))
+def test_snippet_runs_as_written(snippet: Snippet, snippet_runs: dict[str, Future[str | None]]) -> None:
+    problem = snippet_runs[snippet.name].result(timeout=RUN_TIMEOUT * len(snippet_runs))
     assert problem is None, problem
 
 
