@@ -155,3 +155,26 @@ def test_the_core_works_without_numpy_and_hyperscan(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["['disk', 'memory']", "True"]
     assert done.stderr == ""
+
+
+def test_the_source_distribution_carries_the_docs_examples_and_where_to_read_them(tmp_path: Path) -> None:
+    """What the README and the report name by path ships in the sdist; the metadata names the docs and changelog."""
+    import tarfile
+
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run(
+        [sys.executable, "-m", "hatchling", "build", "-t", "sdist", "-d", str(tmp_path)],
+        cwd=root, check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    (sdist,) = tmp_path.glob("toolctx-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+        info = archive.extractfile(next(n for n in archive.getnames() if n.endswith("/PKG-INFO")))
+        assert info is not None
+        metadata = info.read().decode()
+    for path in ("README.md", "CHANGELOG.md", "docs/index.md", "docs/getting-started.md", "docs/benchmarks.md",
+                 "bench/HISTORY.md", "examples/langchain_agent.py", "examples/openai_agents_agent.py"):  # fmt: skip
+        assert path in names, f"{path} is not in the source distribution"
+    assert not any(name.startswith("docs/_build/") for name in names), "a local docs build was packaged"
+    assert "Project-URL: Documentation, " in metadata
+    assert "Project-URL: Changelog, " in metadata
