@@ -26,6 +26,9 @@ prompt, every message or input item), and everything is measured from that:
   ``read_context`` and must equal its call's recorded output (or that output as
   redaction stored it);
 - pairing and order errors in every model input;
+- how certain each total is: the 5th-95th percentile of the ratio (and of the share of needed values
+  hidden) over the sessions resampled with replacement, what another set of as many sessions of the
+  same kind could give;
 - adapter CPU per tool call: thread CPU time inside the adapter's tool and model
   hooks (the tool and the model excluded), for sessions bucketed by length, and
   apart, the CPU storing what the tool hooks queued and nothing had read yet when
@@ -43,6 +46,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import subprocess
 import sys
 import time
@@ -136,6 +140,29 @@ def _ratio(a: float, b: float) -> float | None:
     return a / b if b else None
 
 
+RESAMPLES = 2000  # resamplings of the sessions behind each interval (seeded: the same figures give the same one)
+
+
+def spread(parts: Sequence[float], wholes: Sequence[float]) -> tuple[float, float]:
+    """The 5th and 95th percentiles of sum(parts) / sum(wholes), one pair per session, over the sessions
+    resampled with replacement.
+
+    How far the ratio of another set of as many sessions of the same kind could fall: sessions differ
+    much more from each other than a run differs from the next, so this is the figure's uncertainty.
+    """
+    rng = random.Random(0)
+    ratios = []
+    for _ in range(RESAMPLES):
+        chosen = [rng.randrange(len(parts)) for _ in parts]
+        total = sum(wholes[k] for k in chosen)
+        if total:
+            ratios.append(sum(parts[k] for k in chosen) / total)
+    if not ratios:
+        return (float("nan"), float("nan"))
+    ratios.sort()
+    return ratios[int(0.05 * (len(ratios) - 1))], ratios[int(0.95 * (len(ratios) - 1))]
+
+
 def _metrics() -> list[tuple[str, Callable[[Figures], float]]]:
     """The token figures summarised, each with how to read it from one session's figures."""
 
@@ -177,6 +204,7 @@ def summarize(figures: Iterable[Figures]) -> dict[str, Any]:
                 "median_without": median(get(plain[i]) for i in ids),
                 "median_with": median(get(reduced[i]) for i in ids),
                 "median_ratio": median(ratios) if ratios else None,
+                "ratio_interval": spread([get(reduced[i]) for i in ids], [get(plain[i]) for i in ids]),
             }
         for variant, group in (("without", plain), ("with", reduced)):
             row[variant] = {
@@ -196,6 +224,8 @@ def summarize(figures: Iterable[Figures]) -> dict[str, Any]:
                 "run_seconds": sum(group[i].run_seconds for i in ids),
                 **_hidden(group[i] for i in ids),
             }
+        hidden, needed = [reduced[i].hidden for i in ids], [reduced[i].needed for i in ids]
+        row["with"]["hidden_share_interval"] = spread(hidden, needed)
         row["cpu_by_length"] = _cpu_by_length([reduced[i] for i in ids])
         summary[f"{source} / {framework}"] = row
     return summary
@@ -273,6 +303,8 @@ def render(summary: dict[str, Any]) -> str:
         ):
             t = row[key]
             out.append(f"| {label}, total | {_n(t['without'])} | {_n(t['with'])} | {_n(t['ratio'], 3)} |")
+            low, high = t["ratio_interval"]
+            out.append(f"| ...90 % interval, sessions resampled | | | {low:.3f}-{high:.3f} |")
             out.append(
                 f"| {label}, median per session | {_n(t['median_without'])} | {_n(t['median_with'])} "
                 f"| {_n(t['median_ratio'], 3)} (median of ratios) |"
@@ -325,6 +357,9 @@ def _render_hidden(w: dict[str, Any], r: dict[str, Any]) -> list[str]:
         f"| values the next step needs, hidden | {_share(w['hidden'], w['needed'])} "
         f"| {_share(r['hidden'], r['needed'])} | |",
     ]
+    if r["needed"]:
+        low, high = r["hidden_share_interval"]
+        rows.append(f"| ...90 % interval, sessions resampled | | {100 * low:.1f}-{100 * high:.1f} % | |")
     if r["hidden_share_median"] is not None:
         low, high = r["hidden_share_range"]
         rows.append(

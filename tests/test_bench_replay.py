@@ -148,6 +148,19 @@ def test_summary_and_tables(replayed: list[tuple[Trace, Figures, Figures]]) -> N
     row = next(r for r in summary.values() if r["source"] == "made-coding")
     assert row["tokens"]["ratio"] < 1
     assert row["with"]["unrestorable"] == 0
+    low, high = row["tokens"]["ratio_interval"]
+    assert low <= row["tokens"]["ratio"] <= high
+    assert "90 % interval, sessions resampled" in table
+
+
+def test_the_interval_holds_the_ratio_and_widens_with_how_sessions_differ() -> None:
+    wholes = [100.0] * 40
+    assert replay.spread([40.0] * 40, wholes) == (0.4, 0.4)  # every session saves the same: nothing uncertain
+    varied = [20.0 + n for n in range(40)]  # ratios 0.20 ... 0.59: the total is 0.395
+    low, high = replay.spread(varied, wholes)
+    assert low < 0.395 < high
+    assert 0.02 < high - low < 0.2
+    assert replay.spread(varied, wholes) == (low, high)  # seeded: the same every run
 
 
 def test_pairing_errors_are_counted() -> None:
