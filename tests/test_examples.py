@@ -29,9 +29,9 @@ def test_quickstart_stores_selects_loads_and_cleans_up(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []  # its temporary context directory is gone too
 
 
-def test_readme_example_runs_as_written(tmp_path: Path) -> None:
+def test_readme_own_loop_example_prints_the_stored_result_and_cleans_up(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text()
-    code = re.search(r"## Ten lines\n\n```python\n(.*?)```", readme, re.S)
+    code = re.search(r"## Your own loop\n.*?```python\n(.*?)```", readme, re.S)
     assert code is not None
     out = run(["-c", code.group(1)], tmp_path)
     assert out.stdout.splitlines() == [
