@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 from pathlib import Path
 from typing import Any
 
@@ -375,3 +376,91 @@ def test_a_declared_limit_lasts_as_long_as_its_tool() -> None:
     del shipping, renamed
     gc.collect()
     assert settings.limit_for("ship") == settings.max_output_tokens  # its tool is gone: the default again
+
+
+# -- JSON records: json_output_tokens --------------------------------------------------------------------------------
+
+# What a customer-service agent quotes an id or a fare from.
+FLIGHTS = json.dumps(
+    [
+        {
+            "flight_number": f"HAT{n:03d}",
+            "origin": "JFK",
+            "destination": "ATL",
+            "status": "available",
+            "available_seats": {"economy": n % 20, "business": n % 9},
+            "prices": {"economy": 100 + n, "business": 400 + n},
+        }
+        for n in range(40)
+    ]
+)
+FLIGHT_TEXT = "\n".join(  # the same records as lines of text, about as many tokens
+    f"flight HAT{n:03d} JFK-ATL available, economy seats {n % 20} at {100 + n}, business {n % 9} at {400 + n}, gate {n}"
+    for n in range(75)
+)
+
+
+def test_json_records_and_text_of_this_size() -> None:
+    assert 1000 < estimate_tokens(FLIGHTS) < 3000
+    assert 1000 < estimate_tokens(FLIGHT_TEXT) < 3000
+
+
+def test_langchain_shows_json_records_whole_under_their_own_limit(context_dir: Path) -> None:
+    @tool
+    def search_flights(origin: str) -> str:
+        """Search flights."""
+        return FLIGHTS
+
+    @tool
+    def flight_board(origin: str) -> str:
+        """The departure board."""
+        return FLIGHT_TEXT
+
+    model = lc_chat(
+        lc_call("search_flights", "f1", origin="JFK"), lc_call("flight_board", "b1", origin="JFK"), AIMessage("Done.")
+    )
+    # (cached_price 1.0: the conversation's first stand-in need not pay for bringing read_context in)
+    middleware = ToolContextMiddleware(cached_price=1.0)
+    agent = create_agent(model, [search_flights, flight_board], middleware=[middleware])
+    with session(context_dir):
+        agent.invoke({"messages": [HumanMessage("Which flight is cheapest?")]})
+    shown = lc_first_shown(model)
+    assert shown["f1"] == FLIGHTS  # records: every fare in sight
+    assert is_stand_in(shown["b1"])  # text of the same size: its head and tail
+
+
+def test_agents_sdk_shows_json_records_whole_unless_the_tool_has_its_own_limit(context_dir: Path) -> None:
+    @function_tool
+    def search_flights(origin: str) -> str:
+        """Search flights."""
+        return FLIGHTS
+
+    @function_tool
+    def search_hotels(city: str) -> str:
+        """Search hotels."""
+        return FLIGHTS
+
+    model = ScriptedModel(
+        [
+            [function_call("search_flights", {"origin": "JFK"}, call_id="f1")],
+            [function_call("search_hotels", {"city": "ATL"}, call_id="h1")],
+            [assistant_message("Done.")],
+        ]
+    )
+    limits = {"search_hotels": 1000}  # a tool's own limit wins over the one for records
+    agent = Agent(name="clerk", model=model, tools=[*persist_tools([search_flights, search_hotels]), read_context])
+    config = RunConfig(tracing_disabled=True, call_model_input_filter=compact_tool_outputs(tool_limits=limits))
+    with session(context_dir):
+        asyncio.run(Runner.run(agent, "Which flight is cheapest?", run_config=config))
+    shown = sdk_first_shown(model)
+    assert shown["f1"] == FLIGHTS
+    assert is_stand_in(shown["h1"])
+
+
+def test_the_assembler_plugin_and_the_records_limit(context_dir: Path) -> None:
+    with session(context_dir) as s:
+        call = ToolCallSpec(id="c1", name="search_flights", arguments={"origin": "JFK"})
+        assert ToolOutputPlugin(session=s).record(call, FLIGHTS)[0] == FLIGHTS
+        assert is_stand_in(ToolOutputPlugin(session=s, json_output_tokens=1000).record(call, FLIGHTS)[0])
+    with pytest.raises(ConfigError, match="json_output_tokens"):
+        CompactionSettings(json_output_tokens=0)

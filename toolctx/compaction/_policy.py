@@ -232,7 +232,7 @@ class Compactor(Generic[T]):
             # (a big output once shown whole stays so until a batch: a decision another worker reads too)
             if (
                 result is None
-                and described.tokens > self.settings.limit_for(call.name or described.tool)
+                and described.tokens > self.settings.limit_for(call.name or described.tool, described.text)
                 and not (decided.whole and decided.is_whole(key, ident, described.text))
             ):
                 result = self._unhooked(conversation, session, position)

@@ -27,6 +27,15 @@ class CompactionSettings:
     ``tail_chars`` (500) characters with its handle (one of at most that many
     characters, or of ``exclude_tools``, is shown as it is).
 
+    ``json_output_tokens`` (3,000): the same limit for a result that is a JSON
+    object or array (an API's records), when its tool has no limit of its own. The
+    next step quotes such records field by field (an id, a fare, a date from the
+    middle of a flight search), which a head and a tail would hide; logs and files
+    are read by their ends. On the recorded customer-service sessions the values
+    the next step copies that were hidden went from 0.4 % to 0.1 % (tokens x0.985
+    to x0.990 of no toolctx); 2,000 hid 0.3 %; the coding sessions, whose outputs
+    are text, did not move.
+
     ``tool_limits``: a tool's own ``max_output_tokens``, by tool name, as
     ``{"bash": 4000, "get_user": "never", "dump": "always"}``. A number of tokens
     raises or lowers the limit for that tool; ``"never"``: its outputs are never
@@ -132,6 +141,7 @@ class CompactionSettings:
     """
 
     max_output_tokens: int = 1000
+    json_output_tokens: int = 3000
     head_chars: int = 1500
     tail_chars: int = 500
     high_water: int = 5000
@@ -169,6 +179,7 @@ class CompactionSettings:
 
     def __post_init__(self) -> None:
         whole_number("max_output_tokens", self.max_output_tokens, minimum=1)
+        whole_number("json_output_tokens", self.json_output_tokens, minimum=1)
         for name in ("head_chars", "tail_chars", "low_water", "keep", "min_gain", "preview_chars"):
             whole_number(name, getattr(self, name))
         whole_number("high_water", self.high_water, minimum=1)
@@ -215,16 +226,20 @@ class CompactionSettings:
             tokens[tool] = NEVER
         return tokens
 
-    def limit_for(self, tool: str | None) -> int:
+    def limit_for(self, tool: str | None, text: str | None = None) -> int:
         """The tokens over which an output of ``tool`` gets a stand-in at tool time (0: ``"always"``,
         ``sys.maxsize``: ``"never"``): its ``tool_limits`` entry (or ``exclude_tools``), else the limit its
-        ``@persist_context`` declared, else ``max_output_tokens``."""
-        if tool is None:  # (a result that names no tool)
-            return self.max_output_tokens
-        tokens = self._tokens.get(tool)
-        if tokens is None:  # (two dict reads: this runs on every tool call)
-            return DECLARED.get(tool, self.max_output_tokens)
-        return tokens
+        ``@persist_context`` declared, else ``max_output_tokens``, or ``json_output_tokens`` if it is larger
+        and the output ``text`` is a JSON object or array."""
+        if tool is not None:  # (a result that names no tool has no limit of its own)
+            own = self._tokens.get(tool)
+            if own is None:  # (two dict reads: this runs on every tool call)
+                own = DECLARED.get(tool)
+            if own is not None:
+                return own
+        if text is not None and _json_shaped(text):
+            return max(self.max_output_tokens, self.json_output_tokens)
+        return self.max_output_tokens
 
     def keeps_whole(self, tool: str | None) -> bool:
         """Whether outputs (and arguments) of ``tool`` are never replaced: ``exclude_tools`` and ``"never"``."""
@@ -234,6 +249,11 @@ class CompactionSettings:
     def stand_in_tokens(self) -> int:
         """About what a tool-time stand-in costs: its head and tail, and the line naming the handle."""
         return (self.head_chars + self.tail_chars) // 4 + 60
+
+
+def _json_shaped(text: str) -> bool:
+    """Whether ``text`` looks like a JSON object or array (by its first and last characters: not parsed)."""
+    return text[:1] in ("{", "[") and text.rstrip()[-1:] in ("}", "]")
 
 
 def pays_for_cache_break(freed: int, broken: int, calls: int, cached_price: float = 0.1) -> bool:

@@ -245,7 +245,7 @@ def shown_whole(settings: CompactionSettings, text: str, tool: str | None = None
     False without an estimate, and :func:`shown_output`, which estimates it once,
     decides (it may still show it whole).
     """
-    limit = settings.max_output_tokens if tool is None else settings.limit_for(tool)
+    limit = settings.limit_for(tool, text)
     if _short_ascii(limit, text) or limit == NEVER:
         return True
     if limit == ALWAYS:  # (whole only when its stand-in would show all of it)
@@ -262,7 +262,7 @@ def over_limit(settings: CompactionSettings, tool: str, text: str) -> int:
     its stand-in would keep (else it would show it all). Whether the first
     stand-in pays for bringing ``read_context`` in is :func:`shown_output`'s to decide.
     """
-    return _over(settings, settings.limit_for(tool), text)
+    return _over(settings, settings.limit_for(tool, text), text)
 
 
 def _over(settings: CompactionSettings, limit: int, text: str) -> int:
@@ -289,7 +289,7 @@ def shown_output(
     """
     if pointer is None or not pointer.stored or pointer.is_error:
         return None
-    limit = settings.limit_for(pointer.tool if isinstance(pointer, SavedCall) else pointer.tool_name)
+    limit = settings.limit_for(pointer.tool if isinstance(pointer, SavedCall) else pointer.tool_name, text)
     tokens = _over(settings, limit, text)
     if not tokens:
         return None
