@@ -180,3 +180,7 @@ def test_the_files_the_readme_names_exist_and_ship_in_the_sdist() -> None:
     assert not unshipped, f"README.md names files the sdist leaves out: {unshipped}"
     guides = {f"docs/{p.name}" for p in DOCS.glob("*.md") if p.name != "index.md"}
     assert guides <= set(named), f"guides the README does not list: {sorted(guides - set(named))}"
+    # Links into the repository (the package metadata's Source) point at files that exist.
+    linked = re.findall(r"\]\(https://github\.com/toolctx/toolctx/blob/main/([^)#]+)", text)
+    assert linked, "the README links its guides and the report"
+    assert not [path for path in linked if not (ROOT / path).is_file()], linked
