@@ -26,6 +26,8 @@ prompt, every message or input item), and everything is measured from that:
   ``read_context`` and must equal its call's recorded output (or that output as
   redaction stored it);
 - pairing and order errors in every model input;
+- handles: drawn from a generator seeded by the session and framework, so a rerun shows the
+  model the same handles and gives the same token counts to the token;
 - how certain each total is: the 5th-95th percentile of the ratio (and of the share of needed values
   hidden) over the sessions resampled with replacement, what another set of as many sessions of the
   same kind could give;
@@ -85,7 +87,27 @@ def replay_session(
 ) -> tuple[Figures, Figures]:
     """One session through one framework: (without toolctx, with toolctx at ``options``, its defaults if None)."""
     run = replayer(framework)
-    return run(trace, False, count), run(trace, True, count, options=options or {})
+    without = run(trace, False, count)
+    repeatable_handles(f"{trace.id}/{framework}")
+    return without, run(trace, True, count, options=options or {})
+
+
+def repeatable_handles(key: str, count: int = 20_000) -> None:
+    """Draw this process's next ``count`` handles from a generator seeded by ``key``, not the system's.
+
+    Handles are random letters either way, but the tokens they cost vary with the letters: with
+    the same ones on every run, a rerun (or a change meant to alter nothing the model sees) gives
+    the same token counts to the token. (A benchmark's own shortcut into toolctx's id draw: never
+    do this elsewhere.) Past ``count`` ids in one session, ids come from the system again.
+    """
+    from toolctx import _naming
+
+    width = _naming.ID_CHARS
+    # (as toolctx draws them: bytes under 234 as letters, the others dropped; twice the bytes needed)
+    letters = random.Random(key).randbytes(count * width * 2).translate(_naming._LETTERS, _naming._BIASED)
+    ids = [letters[i : i + width].decode("ascii") for i in range(0, len(letters) - width + 1, width)]
+    _naming._drawn.clear()
+    _naming._drawn.extend(reversed(ids[:count]))  # (drawn from the right: the first id first)
 
 
 # -- running -----------------------------------------------------------------------------------

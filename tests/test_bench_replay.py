@@ -153,6 +153,17 @@ def test_summary_and_tables(replayed: list[tuple[Trace, Figures, Figures]]) -> N
     assert "90 % interval, sessions resampled" in table
 
 
+def test_a_rerun_shows_the_model_the_same_handles_and_tokens(traces: list[Trace]) -> None:
+    def by_letters(text: str) -> int:  # (a count that differs when any handle's letters do)
+        return sum(text.encode())
+
+    coding = next(t for t in traces if t.source == "made-coding")
+    first = replay.replay_session(coding, "langchain", by_letters)[1]
+    again = replay.replay_session(coding, "langchain", by_letters)[1]
+    assert first.stand_ins > 0
+    assert (again.tokens, again.last_call) == (first.tokens, first.last_call)
+
+
 def test_the_interval_holds_the_ratio_and_widens_with_how_sessions_differ() -> None:
     wholes = [100.0] * 40
     assert replay.spread([40.0] * 40, wholes) == (0.4, 0.4)  # every session saves the same: nothing uncertain
