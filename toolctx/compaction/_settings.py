@@ -253,7 +253,7 @@ class CompactionSettings:
 
 def _json_shaped(text: str) -> bool:
     """Whether ``text`` looks like a JSON object or array (by its first and last characters: not parsed)."""
-    return text[:1] in ("{", "[") and text.rstrip()[-1:] in ("}", "]")
+    return text[:1] in ("{", "[") and text[-64:].rstrip()[-1:] in ("}", "]")  # (the end only: no copy of it all)
 
 
 def pays_for_cache_break(freed: int, broken: int, calls: int, cached_price: float = 0.1) -> bool:
