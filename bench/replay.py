@@ -63,6 +63,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _replay_measure import KINDS, Figures, TokenCounter, as_json, median, o200k_counter
 from _replay_trace import Trace, load_traces
 
+from toolctx.testing import repeatable_ids
+
 DEFAULT_TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "dev.jsonl"
 FRAMEWORKS = {"langchain": "LangChain create_agent", "agents": "Agents SDK Runner.run"}
 BUCKETS = ((1, 10), (10, 50), (50, 100), (100, 200), (200, 10**9))
@@ -88,26 +90,8 @@ def replay_session(
     """One session through one framework: (without toolctx, with toolctx at ``options``, its defaults if None)."""
     run = replayer(framework)
     without = run(trace, False, count)
-    repeatable_handles(f"{trace.id}/{framework}")
+    repeatable_ids(f"{trace.id}/{framework}")  # (the same handles on every run: the same tokens)
     return without, run(trace, True, count, options=options or {})
-
-
-def repeatable_handles(key: str, count: int = 20_000) -> None:
-    """Draw this process's next ``count`` handles from a generator seeded by ``key``, not the system's.
-
-    Handles are random letters either way, but the tokens they cost vary with the letters: with
-    the same ones on every run, a rerun (or a change meant to alter nothing the model sees) gives
-    the same token counts to the token. (A benchmark's own shortcut into toolctx's id draw: never
-    do this elsewhere.) Past ``count`` ids in one session, ids come from the system again.
-    """
-    from toolctx import _naming
-
-    width = _naming.ID_CHARS
-    # (as toolctx draws them: bytes under 234 as letters, the others dropped; twice the bytes needed)
-    letters = random.Random(key).randbytes(count * width * 2).translate(_naming._LETTERS, _naming._BIASED)
-    ids = [letters[i : i + width].decode("ascii") for i in range(0, len(letters) - width + 1, width)]
-    _naming._drawn.clear()
-    _naming._drawn.extend(reversed(ids[:count]))  # (drawn from the right: the first id first)
 
 
 # -- running -----------------------------------------------------------------------------------

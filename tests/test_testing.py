@@ -178,3 +178,23 @@ def test_fixed_session_gives_the_system_clock_back(tmp_path: Path) -> None:
         fetch(11)
         [pointer] = after.get_all_pointers()
         assert pointer.timestamp.year >= 2026  # stamped by the system clock again
+
+
+def test_repeatable_ids_give_the_same_handles_on_every_run(tmp_path: Path) -> None:
+    from toolctx.testing import repeatable_ids
+
+    @persist_context
+    def lookup(n: int) -> str:
+        return f"result {n}"
+
+    def handles(key: str, folder: str) -> list[str]:
+        repeatable_ids(key)
+        with session(tmp_path / folder) as s:
+            for n in range(5):
+                lookup(n)
+            return [p.handle for p in s.get_all_pointers()]
+
+    first = handles("run", "a")
+    assert handles("run", "b") == first
+    assert len(set(first)) == 5 and all(h.startswith("ctx:") for h in first)
+    assert handles("other", "c") != first

@@ -22,6 +22,7 @@ those digits then the counter in hex (``9f3a1c2b``); they still read back.
 from __future__ import annotations
 
 import os
+import random
 import re
 import secrets
 import string
@@ -150,6 +151,18 @@ _LETTERS = bytes.maketrans(bytes(range(234)), string.ascii_lowercase.encode() * 
 _BIASED = bytes(range(234, 256))  # the bytes past the last whole round of 26: dropped, so every letter is as likely
 _drawn: deque[str] = deque()  # ids made from os.urandom, not used yet
 os.register_at_fork(after_in_child=_drawn.clear)
+
+
+def seed_ids(key: str, count: int = 20_000) -> None:
+    """Make this process's next ``count`` ids from a generator seeded by ``key`` (then from the system again).
+
+    The same letters, drawn the same way as :func:`new_pointer_id` draws them, but the same on every run:
+    for measurements that must repeat to the token, never for ids anyone could guess.
+    """
+    drawn = random.Random(key).randbytes(count * ID_CHARS * 2).translate(_LETTERS, _BIASED).decode("ascii")
+    ids = [drawn[i : i + ID_CHARS] for i in range(0, len(drawn) - ID_CHARS + 1, ID_CHARS)][:count]
+    _drawn.clear()
+    _drawn.extend(reversed(ids))  # (popped from the right: the first id first)
 
 
 def handle(pointer_id: str) -> str:

@@ -54,6 +54,7 @@ from typing import Any
 
 from toolctx._checks import real_number
 from toolctx._internal import escalated
+from toolctx._naming import seed_ids
 from toolctx.models import ContextPointer, StoredContext
 from toolctx.sessions import ContextSession, open_sessions, reset_default_session, stamping_clock
 
@@ -63,6 +64,7 @@ __all__ = [
     "escalated_warnings",
     "fixed_session",
     "open_sessions",
+    "repeatable_ids",
     "reset",
     "session_for_test",
 ]
@@ -70,6 +72,16 @@ __all__ = [
 #: The id :func:`fixed_session` gives its session, and the random part of its contexts' ids.
 FIXED_SESSION_ID = "test-session"
 FIXED_RAND = "000000"
+
+
+def repeatable_ids(key: str, count: int = 20_000) -> None:
+    """Draw the next ``count`` ids (the handles a model is shown) from a generator seeded by ``key``.
+
+    For a replay or benchmark that must give the same token counts on every run: the ids are
+    random letters as ever, only the same ones each time. Never in production, where a handle
+    must not be guessable. Past ``count`` ids, ids come from the system's random source again.
+    """
+    seed_ids(key, count)
 
 
 def escalated_warnings() -> list[str]:
