@@ -196,5 +196,6 @@ def test_repeatable_ids_give_the_same_handles_on_every_run(tmp_path: Path) -> No
 
     first = handles("run", "a")
     assert handles("run", "b") == first
-    assert len(set(first)) == 5 and all(h.startswith("ctx:") for h in first)
+    assert len(set(first)) == 5
+    assert all(h.startswith("ctx:") for h in first)
     assert handles("other", "c") != first
