@@ -94,6 +94,7 @@ class RecordingModel(Model):
     def __init__(self, record: Callable[[str | None, Any, list[Tool], bool], None]) -> None:
         self.record = record
         self.script: list[tuple[list[Any], bool]] = []  # (output items, a call the recording never made)
+        self.recording_cpu = 0.0  # seconds of thread CPU recording the inputs (left out of the loop's CPU)
 
     async def get_response(
         self,
@@ -107,7 +108,9 @@ class RecordingModel(Model):
         if not self.script:
             raise RuntimeError("the agent called the model more often than the recording")
         output, extra = self.script.pop(0)
+        cpu = time.thread_time()
         self.record(system_instructions, input, tools, extra)
+        self.recording_cpu += time.thread_time() - cpu
         return ModelResponse(output=output, usage=Usage(requests=1), response_id=None)
 
     def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
@@ -232,9 +235,11 @@ async def _run(replay: _Replay, figures: Figures, count: TokenCounter) -> None:
     config = RunConfig(tracing_disabled=True, call_model_input_filter=replay.input_filter())
     conversation = SQLiteSession(trace.id)
     try:
+        loop_cpu = time.process_time()
         for index, turn in enumerate(trace.turns):
             replay.model.script.extend(replay.script(index))
             await Runner.run(agent, turn.user, session=conversation, run_config=config, max_turns=len(turn.steps) + 2)
+        figures.loop_cpu = time.process_time() - loop_cpu - replay.model.recording_cpu
         if replay.model.script:
             raise RuntimeError(f"{trace.id}: {len(replay.model.script)} recorded model answers were not asked for")
     finally:

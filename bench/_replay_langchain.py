@@ -65,7 +65,11 @@ class ScriptedChatModel(BaseChatModel):
         return self
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
-        return ChatResult(generations=[ChatGeneration(message=self.replay.respond(messages))])
+        cpu = time.thread_time()
+        try:
+            return ChatResult(generations=[ChatGeneration(message=self.replay.respond(messages))])
+        finally:
+            self.replay.recording_cpu += time.thread_time() - cpu
 
 
 class _Replay:
@@ -81,6 +85,7 @@ class _Replay:
                 self.replies.append((AIMessage(content=step.text, tool_calls=calls), False))
             self.replies.append((AIMessage(content=turn.final or ""), turn.final is None))
         self._units: dict[int, tuple[Any, Unit]] = {}  # id(message or tool) -> (it, its unit): kept alive
+        self.recording_cpu = 0.0  # seconds of thread CPU recording the inputs (left out of the loop's CPU)
 
     def tools(self) -> list[BaseTool]:
         def make(name: str, schema: dict[str, Any]) -> BaseTool:
@@ -165,9 +170,11 @@ def replay_langchain(
         checkpointer=InMemorySaver(),
     )
     with tempfile.TemporaryDirectory() as tmp, toolctx.session(tmp) as session:
+        loop_cpu = time.process_time()
         for turn in trace.turns:
             config: Any = {"configurable": {"thread_id": trace.id}, "recursion_limit": 2 * len(turn.steps) + 10}
             agent.invoke({"messages": [HumanMessage(turn.user)]}, config)
+        figures.loop_cpu = time.process_time() - loop_cpu - replay.recording_cpu
         if len(replay.inputs) != len(replay.replies):
             raise RuntimeError(f"{trace.id}: {len(replay.inputs)} model calls, the recording has {len(replay.replies)}")
         figures.stored_after = stored_after(session)

@@ -162,6 +162,9 @@ class Figures:
     hook_cpu_model: float = 0.0  # seconds inside the adapter's model-call hook, the model excluded
     stored_after: float = 0.0  # seconds storing the calls still queued when the run ended (outside the hooks)
     hook_wall: float = 0.0
+    # seconds of process CPU in the agent loop (the framework, its own threads, the hooks and the recorded tools),
+    # the scripted model's recording of each call's input left out: without toolctx, the framework's own work
+    loop_cpu: float = 0.0
     run_seconds: float = 0.0
     # What the next recorded step copies from earlier (bench/_replay_needs.py), and how much of it was hidden:
     needed: int = 0

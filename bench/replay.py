@@ -52,7 +52,7 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from importlib import metadata
 from pathlib import Path
@@ -232,7 +232,7 @@ def summarize(figures: Iterable[Figures]) -> dict[str, Any]:
             }
         hidden, needed = [reduced[i].hidden for i in ids], [reduced[i].needed for i in ids]
         row["with"]["hidden_share_interval"] = spread(hidden, needed)
-        row["cpu_by_length"] = _cpu_by_length([reduced[i] for i in ids])
+        row["cpu_by_length"] = _cpu_by_length([reduced[i] for i in ids], plain)
         summary[f"{source} / {framework}"] = row
     return summary
 
@@ -262,13 +262,18 @@ def _hidden(runs: Iterable[Figures]) -> dict[str, Any]:
     }
 
 
-def _cpu_by_length(runs: Sequence[Figures]) -> list[dict[str, Any]]:
+def _cpu_by_length(runs: Sequence[Figures], plain: Mapping[str, Figures]) -> list[dict[str, Any]]:
+    """Per bucket of session length: the hooks' CPU, and the same run's reference: the framework's own loop
+    without toolctx (``plain``, by trace id), and how much more CPU the loop took with it."""
     rows = []
     for low, high in BUCKETS:
         inside = [f for f in runs if low <= f.tool_calls < high]
         if not inside:
             continue
         calls = sum(f.tool_calls for f in inside)
+        framework = [plain[f.trace].loop_cpu / f.tool_calls for f in inside]
+        added = [(f.loop_cpu - plain[f.trace].loop_cpu) / f.tool_calls for f in inside]
+        hooks = [f.hook_cpu_per_tool_call / reference for f, reference in zip(inside, framework, strict=True)]
         rows.append(
             {
                 "tool_calls": f"{low}-{high - 1}" if high < 10**9 else f"{low}+",
@@ -278,6 +283,9 @@ def _cpu_by_length(runs: Sequence[Figures]) -> list[dict[str, Any]]:
                 "model_hook_us_per_call": sum(f.hook_cpu_model for f in inside) / calls * 1e6,
                 "stored_after_us_per_call": sum(f.stored_after for f in inside) / calls * 1e6,
                 "wall_us_per_call": sum(f.hook_wall for f in inside) / calls * 1e6,
+                "framework_us_per_call": median(framework) * 1e6,
+                "loop_added_us_per_call": median(added) * 1e6,
+                "hooks_to_framework": median(hooks),
             }
         )
     return rows
@@ -339,8 +347,9 @@ def render(summary: dict[str, Any]) -> str:
         "### Adapter CPU per tool call (both hooks), by session length",
         "",
         "| source, framework | tool calls per session | sessions | median µs per tool call | tool hook µs "
-        "| model hook µs | wall µs | stored after the run µs |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| model hook µs | wall µs | stored after the run µs | framework's loop without toolctx µs "
+        "| loop CPU added µs | hooks / framework |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in summary.values():
         for b in row["cpu_by_length"]:
@@ -348,7 +357,8 @@ def render(summary: dict[str, Any]) -> str:
                 f"| {row['source']}, {row['framework']} | {b['tool_calls']} | {b['sessions']} "
                 f"| {b['median_us_per_tool_call']:,.0f} | {b['tool_hook_us_per_call']:,.0f} "
                 f"| {b['model_hook_us_per_call']:,.0f} | {b['wall_us_per_call']:,.0f} "
-                f"| {b['stored_after_us_per_call']:,.1f} |"
+                f"| {b['stored_after_us_per_call']:,.1f} | {b['framework_us_per_call']:,.0f} "
+                f"| {b['loop_added_us_per_call']:,.0f} | x{b['hooks_to_framework']:.2f} |"
             )
     return "\n".join(out) + "\n"
 

@@ -153,6 +153,24 @@ def test_summary_and_tables(replayed: list[tuple[Trace, Figures, Figures]]) -> N
     assert "90 % interval, sessions resampled" in table
 
 
+def test_the_hooks_cpu_is_set_against_the_frameworks_own_loop_in_the_same_run(
+    replayed: list[tuple[Trace, Figures, Figures]],
+) -> None:
+    for _, plain, reduced in replayed:
+        # The loop's process CPU holds the hooks (with toolctx) but not the scripted model's recording.
+        assert plain.loop_cpu > 0
+        assert reduced.loop_cpu > reduced.hook_cpu_tool + reduced.hook_cpu_model
+    summary = replay.summarize(f for _, plain, reduced in replayed for f in (plain, reduced))
+    coding = next(r for r in summary.values() if r["source"] == "made-coding")
+    [bucket] = coding["cpu_by_length"]
+    plain = next(p for _, p, _ in replayed if p.source == "made-coding")
+    assert bucket["framework_us_per_call"] == pytest.approx(plain.loop_cpu / plain.tool_calls * 1e6)
+    assert bucket["hooks_to_framework"] == pytest.approx(
+        bucket["median_us_per_tool_call"] / bucket["framework_us_per_call"]
+    )
+    assert "framework's loop without toolctx µs" in replay.render(summary)
+
+
 def test_a_rerun_shows_the_model_the_same_handles_and_tokens(traces: list[Trace]) -> None:
     def by_letters(text: str) -> int:  # (a count that differs when any handle's letters do)
         return sum(text.encode())
