@@ -67,8 +67,9 @@ class ToolContextMiddleware(AgentMiddleware):
     query and the conversation as the task: the thread, else the run id in the
     config, else the conversation the session serves
     (``ContextSession.conversation``), else a random id the middleware
-    gives each run (``agent.invoke`` without a config), so a run without a thread
-    reads back only its own outputs. A big output reaches the model
+    gives each run at its first model call (``agent.invoke`` without a config),
+    kept in the run's state, so a run without a thread reads back only its own
+    outputs. A big output reaches the model
     as a stand-in cut from the stored copy; error results, and any result that
     could not be stored, reach it whole. A successful call whose text content is
     certainly shown whole (:func:`~toolctx.compaction.shown_whole`), without an
@@ -107,6 +108,12 @@ class ToolContextMiddleware(AgentMiddleware):
 
     state_schema = _RunState
 
+    def __new__(cls, *args: Any, session: SessionSource = None, **kwargs: Any) -> ToolContextMiddleware:
+        # Only a run of a Conversations index holds a lease, from its start to its end: only then does the agent get
+        # the hooks around the run (LangGraph runs each as a node of the graph, twice a turn, at a cost of its own).
+        leased = cls is ToolContextMiddleware and isinstance(session, Conversations)
+        return super().__new__(_LeasedMiddleware if leased else cls)
+
     def __init__(
         self,
         settings: CompactionSettings | None = None,
@@ -135,23 +142,6 @@ class ToolContextMiddleware(AgentMiddleware):
         self.tools = [read_context_tool(self.session)] if read_tool else []
 
     # -- the conversation --------------------------------------------------------------
-
-    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """A run without a thread (or a run id in its config) gets its own random scope; a run of a thread
-        takes the conversation's lease (another worker's turn under way: it waits, then SessionBusyError)."""
-        try:
-            thread, task = thread_and_task()
-        except Exception as exc:
-            internal_error("could not read the run's config", exc)
-            thread = task = None
-        if thread is not None and self._conversations is not None:
-            self._conversations.hold(thread)
-        return None if task is not None else {_RUN: secrets.token_hex(16)}
-
-    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """The run is over: its conversation's lease goes to the next turn, on whichever worker."""
-        self._release()
-        return None
 
     def _release(self) -> None:
         if self._conversations is None:
@@ -353,13 +343,14 @@ class ToolContextMiddleware(AgentMiddleware):
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
         self._in_turn(request)
-        prepared, changed = self._prepared(request)
+        run = self._run_scope(request)
+        prepared, changed = self._prepared(request, run)
         try:
             response = handler(prepared)
         except BaseException:  # (the run ends here unless a middleware around retries: then it is taken again)
             self._release()
             raise
-        return self._written_back(response, changed)
+        return self._written_back(response, changed, run)
 
     async def awrap_model_call(
         self,
@@ -367,18 +358,30 @@ class ToolContextMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], Awaitable[Any]],
     ) -> Any:
         self._in_turn(request)
-        prepared, changed = self._prepared(request)
+        run = self._run_scope(request)
+        prepared, changed = self._prepared(request, run)
         try:
             response = await handler(prepared)
         except BaseException:
             self._release()
             raise
-        return self._written_back(response, changed)
+        return self._written_back(response, changed, run)
 
-    def _prepared(self, request: ModelRequest) -> tuple[ModelRequest, list[AnyMessage]]:
-        """The request to send, and the messages whose shown form changed in this call."""
+    def _run_scope(self, request: ModelRequest) -> str | None:
+        """A new random scope for a run without a thread, a run id or a conversation, at its first model call (kept
+        in its state by :meth:`_written_back`: its tool calls and later model calls find it there); else None."""
+        try:
+            return secrets.token_hex(16) if self._where(request)[1] is None else None
+        except Exception as exc:
+            internal_error("could not read the run's config", exc)
+            return None
+
+    def _prepared(self, request: ModelRequest, run: str | None = None) -> tuple[ModelRequest, list[AnyMessage]]:
+        """The request to send, and the messages whose shown form changed in this call (``run``: the scope of a
+        run that had none)."""
         try:
             session, task = self._where(request)
+            task = task if run is None else run
             session_notes = notes(session)
             session_notes.prefix_tokens = self._prefix(request.system_message, request.tools)
             offer = session_notes.offer_read_context  # as the Agents SDK does: decided before this call's edits
@@ -397,13 +400,19 @@ class ToolContextMiddleware(AgentMiddleware):
             events.compaction_failed("could not compact the conversation; sending it unchanged", exc)
             return request, []
 
-    def _written_back(self, response: Any, changed: list[AnyMessage]) -> Any:
-        if not self.write_back or not isinstance(response, ModelResponse):
+    def _written_back(self, response: Any, changed: list[AnyMessage], run: str | None = None) -> Any:
+        """The response, with what goes into the agent state: the messages' compacted forms (``write_back``) and
+        the scope of a run that had none (``run``)."""
+        update: dict[str, Any] = {} if run is None else {_RUN: run}
+        if self.write_back:
+            keep_ids = [m for m in changed if m.id]  # the state's reducer replaces messages by id
+            if keep_ids:
+                update["messages"] = keep_ids
+        if not update:
             return response
-        keep_ids = [m for m in changed if m.id]  # the state's reducer replaces messages by id
-        if not keep_ids:
-            return response
-        return ExtendedModelResponse(model_response=response, command=Command(update={"messages": keep_ids}))
+        if not isinstance(response, ModelResponse):  # (LangChain hands every layer a ModelResponse: commands of the
+            return response  # layers inside are gathered apart, and both go in)
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
 
 _Where = tuple[ContextSession, str | None]  # a tool call's session and its task
@@ -441,3 +450,30 @@ def _tool_text(tool: BaseTool | dict[str, Any]) -> bytes:
 def _same(shown: list[AnyMessage], sent: Sequence[AnyMessage]) -> bool:
     """Whether the policy left every message of the request as it is (the very same objects)."""
     return len(shown) == len(sent) and all(map(operator.is_, shown, sent))
+
+
+class _LeasedMiddleware(ToolContextMiddleware):
+    """:class:`ToolContextMiddleware` over a :class:`~toolctx.Conversations` index: a run of a thread holds its
+    conversation's lease from its start (another worker's turn under way: it waits, then SessionBusyError) to its
+    end, when it goes to the next turn, on whichever worker."""
+
+    @property
+    def name(self) -> str:
+        return ToolContextMiddleware.__name__  # (the graph's nodes are named after it, as for the plain one)
+
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """A run of a thread takes the conversation's lease (another worker's turn under way: it waits, then
+        SessionBusyError)."""
+        try:
+            thread = thread_and_task()[0]
+        except Exception as exc:
+            internal_error("could not read the run's config", exc)
+            thread = None
+        if thread is not None and self._conversations is not None:
+            self._conversations.hold(thread)
+        return None
+
+    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """The run is over: its conversation's lease goes to the next turn, on whichever worker."""
+        self._release()
+        return None
