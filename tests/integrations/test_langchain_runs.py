@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse, ModelRequest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -49,7 +51,10 @@ def test_a_conversations_index_gets_the_lease_hooks_around_each_run(context_dir:
     assert len(model.received) == 2
 
 
-def test_a_run_without_a_thread_keeps_one_scope_from_its_first_model_call(context_dir: Path) -> None:
+@pytest.mark.parametrize(("write_back", "asynchronous"), [(True, False), (False, False), (True, True)])
+def test_a_run_without_a_thread_keeps_one_scope_from_its_first_model_call(
+    context_dir: Path, write_back: bool, asynchronous: bool
+) -> None:
     runs = []
     with session(context_dir) as s:
         for region in ("north", "south"):
@@ -58,8 +63,10 @@ def test_a_run_without_a_thread_keeps_one_scope_from_its_first_model_call(contex
                 call("report", "c2", region=region + "-east"),
                 AIMessage(content="done"),
             )
-            agent = create_agent(model, [report], middleware=[ToolContextMiddleware(max_output_tokens=100)])
-            agent.invoke({"messages": [HumanMessage("go")]})
+            middleware = ToolContextMiddleware(max_output_tokens=100, write_back=write_back)
+            agent = create_agent(model, [report], middleware=[middleware])
+            request = {"messages": [HumanMessage("go")]}
+            asyncio.run(agent.ainvoke(request)) if asynchronous else agent.invoke(request)
             stood_in = [m for m in model.received[-1] if isinstance(m, ToolMessage)]
             assert all(is_stand_in(m.content) for m in stood_in)
             runs.append({p.task_id for p in s.get_all_pointers() if p.call_id in ("c1", "c2")} - set().union(*runs))
