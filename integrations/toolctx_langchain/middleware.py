@@ -343,8 +343,7 @@ class ToolContextMiddleware(AgentMiddleware):
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
         self._in_turn(request)
-        run = self._run_scope(request)
-        prepared, changed = self._prepared(request, run)
+        prepared, changed, run = self._prepared(request)
         try:
             response = handler(prepared)
         except BaseException:  # (the run ends here unless a middleware around retries: then it is taken again)
@@ -358,8 +357,7 @@ class ToolContextMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], Awaitable[Any]],
     ) -> Any:
         self._in_turn(request)
-        run = self._run_scope(request)
-        prepared, changed = self._prepared(request, run)
+        prepared, changed, run = self._prepared(request)
         try:
             response = await handler(prepared)
         except BaseException:
@@ -367,21 +365,14 @@ class ToolContextMiddleware(AgentMiddleware):
             raise
         return self._written_back(response, changed, run)
 
-    def _run_scope(self, request: ModelRequest) -> str | None:
-        """A new random scope for a run without a thread, a run id or a conversation, at its first model call (kept
-        in its state by :meth:`_written_back`: its tool calls and later model calls find it there); else None."""
-        try:
-            return secrets.token_hex(16) if self._where(request)[1] is None else None
-        except Exception as exc:
-            internal_error("could not read the run's config", exc)
-            return None
-
-    def _prepared(self, request: ModelRequest, run: str | None = None) -> tuple[ModelRequest, list[AnyMessage]]:
-        """The request to send, and the messages whose shown form changed in this call (``run``: the scope of a
-        run that had none)."""
+    def _prepared(self, request: ModelRequest) -> tuple[ModelRequest, list[AnyMessage], str | None]:
+        """The request to send, the messages whose shown form changed in this call, and the scope made for a run
+        that had none (None if it had one)."""
+        run = None
         try:
             session, task = self._where(request)
-            task = task if run is None else run
+            if task is None:  # a run without a thread, a run id or a conversation: its own scope from its first
+                task = run = secrets.token_hex(16)  # model call on (kept in its state by _written_back)
             session_notes = notes(session)
             session_notes.prefix_tokens = self._prefix(request.system_message, request.tools)
             offer = session_notes.offer_read_context  # as the Agents SDK does: decided before this call's edits
@@ -394,11 +385,11 @@ class ToolContextMiddleware(AgentMiddleware):
             if not offer:
                 tools = [t for t in tools if getattr(t, "name", None) != READ_CONTEXT]
             elif not edits and _same(messages, request.messages):
-                return request, changed  # the usual call once compacted forms are written back: no copy
-            return request.override(messages=messages, tools=tools), changed
+                return request, changed, run  # the usual call once compacted forms are written back: no copy
+            return request.override(messages=messages, tools=tools), changed, run
         except Exception as exc:  # compaction is an optimisation: never break the model call
             events.compaction_failed("could not compact the conversation; sending it unchanged", exc)
-            return request, []
+            return request, [], run
 
     def _written_back(self, response: Any, changed: list[AnyMessage], run: str | None = None) -> Any:
         """The response, with what goes into the agent state: the messages' compacted forms (``write_back``) and
