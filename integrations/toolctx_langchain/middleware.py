@@ -111,8 +111,8 @@ class ToolContextMiddleware(AgentMiddleware):
     def __new__(cls, *args: Any, session: SessionSource = None, **kwargs: Any) -> ToolContextMiddleware:
         # Only a run of a Conversations index holds a lease, from its start to its end: only then does the agent get
         # the hooks around the run (LangGraph runs each as a node of the graph, twice a turn, at a cost of its own).
-        leased = cls is ToolContextMiddleware and isinstance(session, Conversations)
-        return super().__new__(_LeasedMiddleware if leased else cls)
+        leased = isinstance(session, Conversations) and not issubclass(cls, _Leasing)
+        return super().__new__(_leased(cls) if leased else cls)
 
     def __init__(
         self,
@@ -443,18 +443,15 @@ def _same(shown: list[AnyMessage], sent: Sequence[AnyMessage]) -> bool:
     return len(shown) == len(sent) and all(map(operator.is_, shown, sent))
 
 
-class _LeasedMiddleware(ToolContextMiddleware):
-    """:class:`ToolContextMiddleware` over a :class:`~toolctx.Conversations` index: a run of a thread holds its
-    conversation's lease from its start (another worker's turn under way: it waits, then SessionBusyError) to its
-    end, when it goes to the next turn, on whichever worker."""
+class _Leasing(AgentMiddleware):
+    """Over a :class:`~toolctx.Conversations` index, a run of a thread holds its conversation's lease from its
+    start (another worker's turn under way: it waits, then SessionBusyError) to its end, when it goes to the next
+    turn, on whichever worker. Mixed in before the middleware's class: a subclass's own hooks still run."""
 
-    @property
-    def name(self) -> str:
-        return ToolContextMiddleware.__name__  # (the graph's nodes are named after it, as for the plain one)
+    _conversations: Conversations | None
+    _release: Callable[[], None]
 
     def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """A run of a thread takes the conversation's lease (another worker's turn under way: it waits, then
-        SessionBusyError)."""
         try:
             thread = thread_and_task()[0]
         except Exception as exc:
@@ -462,9 +459,23 @@ class _LeasedMiddleware(ToolContextMiddleware):
             thread = None
         if thread is not None and self._conversations is not None:
             self._conversations.hold(thread)
-        return None
+        return super().before_agent(state, runtime)
 
     def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """The run is over: its conversation's lease goes to the next turn, on whichever worker."""
-        self._release()
-        return None
+        try:
+            return super().after_agent(state, runtime)
+        finally:
+            self._release()
+
+
+_LEASED: dict[type[ToolContextMiddleware], type[ToolContextMiddleware]] = {}
+
+
+def _leased(middleware: type[ToolContextMiddleware]) -> type[ToolContextMiddleware]:
+    """``middleware`` (the class, or a subclass of it) with the lease hooks, under the same name (the graph's nodes
+    are named after it); one class for each."""
+    found = _LEASED.get(middleware)
+    if found is None:
+        names = {"__module__": middleware.__module__, "__qualname__": middleware.__qualname__}
+        found = _LEASED.setdefault(middleware, type(middleware.__name__, (_Leasing, middleware), names))
+    return found

@@ -51,6 +51,36 @@ def test_a_conversations_index_gets_the_lease_hooks_around_each_run(context_dir:
     assert len(model.received) == 2
 
 
+def test_a_subclass_over_an_index_keeps_its_own_run_hooks_and_gets_the_leases(context_dir: Path) -> None:
+    started: list[str] = []
+
+    class Greeting(ToolContextMiddleware):
+        def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+            started.append("greeted")
+            return None
+
+    conversations = Conversations(context_dir)
+    middleware = Greeting(session=conversations)
+    assert isinstance(middleware, Greeting)
+    assert middleware.name == "Greeting"
+    held: list[str] = []
+    hold, release = conversations.hold, conversations.release
+    conversations.hold = lambda thread: held.append(f"hold {thread}") or hold(thread)  # type: ignore[method-assign]
+    conversations.release = lambda thread: held.append(f"release {thread}") or release(thread)  # type: ignore[method-assign]
+    model = chat(call("report", "c1", region="north"), AIMessage(content="done"))
+    agent = create_agent(model, [report], middleware=[middleware], checkpointer=InMemorySaver())
+    assert {"Greeting.before_agent", "Greeting.after_agent"} <= set(agent.get_graph().nodes)
+    try:
+        agent.invoke({"messages": [HumanMessage("go")]}, {"configurable": {"thread_id": "t2"}})
+    finally:
+        conversations.close()
+    assert started == ["greeted"]
+    assert held == ["hold t2", "release t2"]
+    # Without an index, the subclass's own hook is its only one.
+    plain = create_agent(chat(AIMessage(content="done")), [report], middleware=[Greeting()])
+    assert "Greeting.after_agent" not in set(plain.get_graph().nodes)
+
+
 @pytest.mark.parametrize(("write_back", "asynchronous"), [(True, False), (False, False), (True, True)])
 def test_a_run_without_a_thread_keeps_one_scope_from_its_first_model_call(
     context_dir: Path, write_back: bool, asynchronous: bool
