@@ -21,9 +21,9 @@ import pytest
 
 import toolctx
 from tests.conftest import new_postgres_database
-from toolctx import Conversations, SessionBusyError
+from toolctx import ConfigError, Conversations, SessionBusyError
 from toolctx.compaction import CompactionSettings, at_tool_time, read_context
-from toolctx.index import index_of, sweep
+from toolctx.index import expire, index_of, sweep
 from toolctx.storage import ObjectStore
 
 
@@ -229,8 +229,16 @@ def test_the_sweep_removes_payloads_no_index_lists_once_past_the_grace_period(
     index = index_of(fleet["TOOLCTX_INDEX"])
     assert index is not None
     assert sweep(url, index, grace=3600) == []  # too young: perhaps being listed right now
-    assert sweep(url, index, grace=0, now=time.time() + 1) == ["20261129T000000-0badf00d"]
+    # (the index by its URL, as a cron job has it)
+    assert sweep(url, fleet["TOOLCTX_INDEX"], grace=0, now=time.time() + 1) == ["20261129T000000-0badf00d"]
     assert orphan.list() == []
     resumed = toolctx.ContextSession.resume(listed.session_id)
     assert read_context(resumed, kept.handle, 0, 10**6).partition("\n")[2] == "kept " * 300
     resumed.close()
+
+
+@pytest.mark.parametrize("index", [None, "", 42])
+def test_the_sweep_and_expiry_name_a_bad_index(index: object) -> None:
+    for run in (lambda: sweep("s3://bucket/agents", index), lambda: expire(index)):  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="index must be a SessionIndex or its database URL"):
+            run()

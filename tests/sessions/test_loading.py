@@ -29,7 +29,9 @@ def test_load_accepts_pointers_ids_handles_and_paths(context_dir: Path) -> None:
         assert (loaded.id, loaded.tool_name, loaded.session_id) == (big.id, "big", s.session_id)
 
 
-def test_load_skips_missing_malformed_and_foreign_with_a_logged_warning(context_dir: Path, tmp_path: Path) -> None:
+def test_load_skips_missing_malformed_and_foreign_with_a_warning(context_dir: Path, tmp_path: Path) -> None:
+    """A ref that names nothing of this session is skipped with a logged warning; a call this session stored
+    whose copy cannot be read now (damaged, deleted) with a ToolctxWarning as well: never in silence."""
     with session(context_dir) as s, session(tmp_path / "other") as other:
         good = save(s, result=BIG)
         broken = save(s, tool="broken", result=BIG)
@@ -42,13 +44,19 @@ def test_load_skips_missing_malformed_and_foreign_with_a_logged_warning(context_
         Path(gone.filepath).unlink()
         outside = tmp_path / "x_0123456789abcdef_1735012345678_1_9f3a1c.json"
         outside.write_bytes(Path(good.filepath).read_bytes())  # a valid document, but not in this session
-        with capture_logs() as logs:
+        with capture_logs() as logs, pytest.warns(ToolctxWarning) as warned:
             loaded = s.load_contexts([broken, good, "nope", gone, foreign, str(outside), "../../etc/passwd"])
         assert [c.id for c in loaded] == [good.id]
         skipped = [e for e in logs if e["event"] == "skipped"]
-        assert len(skipped) == 6
+        assert len(skipped) == 4
         assert all(e["log_level"] == "warning" for e in skipped)
         assert sum("belongs to session" in e["reason"] for e in skipped) == 1
+        unreadable = [str(w.message) for w in warned]
+        assert len(unreadable) == 2, unreadable
+        for call, error in ((broken, "JSON"), (gone, "FileNotFoundError")):
+            message = next(m for m in unreadable if repr(call.id) in m)
+            assert f"from {str(context_dir / s.session_id)!r}" in message, message
+            assert error in message, message
 
 
 def test_load_contexts_wants_a_list(context_dir: Path) -> None:

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -194,3 +195,24 @@ def test_a_page_of_a_long_output_is_one_ranged_read_exact_to_the_character(
             assert read_context(other, saved.handle, 0, 100, scope="thread-2").startswith("No stored output")
         finally:
             other.close()
+
+
+def test_messages_name_the_object_store_not_a_local_folder(s3_env: dict[str, str], tmp_path: Path) -> None:
+    """A session or a conversation kept in object storage is named by its store's URL, in the warning a failed
+    write gives and in its repr: no local folder is named (none is made)."""
+    url = "s3://no-such-bucket/agents"
+    conversations = Conversations(tmp_path / "unused", store=url)
+    assert repr(conversations).startswith(f"<Conversations in {url!r}")
+    with warnings.catch_warnings(record=True) as caught, toolctx.session(store=url) as session:
+        warnings.simplefilter("always")
+        assert f"in '{url}/{session.session_id}'" in repr(session)
+        saved = session.save_context("report", {}, BIG)
+        assert not saved.stored
+    message, ended = (str(w.message) for w in caught if issubclass(w.category, toolctx.ToolctxWarning))
+    assert f"could not store the output of tool 'report' in '{url}/{session.session_id}'" in message, message
+    # the block ends, its clean-up said to have failed (nothing raised from the with)
+    assert f"could not delete what session {session.session_id} stored in '{url}/{session.session_id}'" in ended
+    assert session.closed
+    conversations.close()
+    assert not (tmp_path / "unused").exists()
+    assert str(session.session_dir) not in message

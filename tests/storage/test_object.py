@@ -60,6 +60,18 @@ class TestObjectStoreOnS3(BlobStoreSuite):
         assert isinstance(raised.value, OSError)
         assert "a.json" in str(raised.value)
 
+    def test_an_http_endpoint_not_allowed_says_what_to_set(
+        self, s3_server: Any, s3_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.delenv("AWS_ALLOW_HTTP")
+        store = ObjectStore(f"s3://{s3_server.bucket()}/p", "s")
+        with pytest.raises(StorageError) as raised:
+            store.put("a.json", [b"1"])
+        message = str(raised.value)
+        assert "needs AWS_ALLOW_HTTP=true" in message, message
+        assert "Debug source" not in message, message  # (the client's dump left out)
+        assert len(message) < 1200, message
+
 
 class TestObjectStoreInMemory(BlobStoreSuite):
     @pytest.fixture

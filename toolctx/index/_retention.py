@@ -13,14 +13,15 @@ import time
 from collections.abc import Callable
 
 from toolctx._internal import internal_error
-from toolctx.index._index import SessionIndex
+from toolctx.errors import ConfigError
+from toolctx.index._index import SessionIndex, index_of
 from toolctx.storage import ObjectStore
 
 __all__ = ["expire", "sweep"]
 
 
 def expire(
-    index: SessionIndex,
+    index: SessionIndex | str,
     *,
     skip: Callable[[str], bool] = lambda session_id: False,
     now_ns: int | None = None,
@@ -32,8 +33,10 @@ def expire(
     listed payloads deleted a thousand per request, their rows in one transaction.
     A session ``skip(session_id)`` names (open in this process) and one a turn holds
     the lease of are left for a later run; so is a batch whose payloads could not be
-    deleted (a warning says so). Payloads no row listed are the sweep's.
+    deleted (a warning says so). Payloads no row listed are the sweep's. ``index``: the index, or its
+    database URL.
     """
+    index = _opened(index)
     now = time.time_ns() if now_ns is None else now_ns
     holder = f"toolctx-expiry:{socket.gethostname()[:32]}:{os.getpid()}"  # (two expiring at once: one each)
     removed: list[str] = []
@@ -61,13 +64,15 @@ def expire(
         removed += sorted(taken)
 
 
-def sweep(url: str, index: SessionIndex, *, grace: float = 86_400.0, now: float | None = None) -> list[str]:
+def sweep(url: str, index: SessionIndex | str, *, grace: float = 86_400.0, now: float | None = None) -> list[str]:
     """Delete the payloads under ``url`` of sessions the index does not hold, once ``grace`` seconds old.
 
     A payload is written before the index lists it; the grace period (a day by
     default) keeps a session being created, or one whose listing is delayed, from
-    being swept. Returns the ids of the sessions swept.
+    being swept. Returns the ids of the sessions swept. ``index``: the index every worker lists its sessions
+    in, or its database URL (``"postgresql://user@host/db"``).
     """
+    index = _opened(index)
     moment = time.time() if now is None else now
     probe = ObjectStore(url, "toolctx-sweep")
     present = probe.sessions()
@@ -83,3 +88,13 @@ def sweep(url: str, index: SessionIndex, *, grace: float = 86_400.0, now: float 
         store.remove_all()
         swept.append(session_id)
     return swept
+
+
+def _opened(index: SessionIndex | str) -> SessionIndex:
+    """The index ``index`` is or names (one per URL in a process, as the workers' own)."""
+    found = index_of(index) if isinstance(index, (str, SessionIndex)) and index else None
+    if found is None:
+        raise ConfigError(
+            f"index must be a SessionIndex or its database URL such as 'postgresql://user@host/db', got {index!r:.80}"
+        )
+    return found

@@ -39,6 +39,10 @@ class IndexedStore(BlobStore):
         self._words: dict[str, bool] = {}  # the same for notes
         self._read = False  # (both read since the lease was taken)
 
+    @property
+    def location(self) -> str:
+        return self.store.location
+
     def __repr__(self) -> str:
         return f"IndexedStore({self.store!r}, {self.index!r})"
 

@@ -153,7 +153,7 @@ class Conversations:
         _register(self)
 
     def __repr__(self) -> str:
-        return f"<Conversations in {str(self.context_dir)!r}, {len(self._open)} open>"
+        return f"<Conversations in {self._store_url('') or str(self.context_dir)!r}, {len(self._open)} open>"
 
     @staticmethod
     def session_id(conversation: object) -> str:

@@ -12,8 +12,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from toolctx._internal import internal_error
 from toolctx._naming import POINTER_ID, parse_context_filename, strip_handle
-from toolctx.models import ContextPointer, StoredContext
+from toolctx.models import ContextPointer, StorageKind, StoredContext
 from toolctx.sessions._records import Record, parse_document
 from toolctx.sessions._resume import listed, parsed
 from toolctx.sessions._saving import SavePath
@@ -40,6 +41,9 @@ class Loader:
             self._skip(ref.id, f"pointer belongs to session {ref.session_id}, not {self.session_id}")
             return None
         record = self.resolve(ref)
+        if record is not None and record.storage is StorageKind.NONE:
+            self._skip(str(ref), "its output was never stored (storing it failed, as was said then)")
+            return None
         try:
             if record is not None:
                 payload = record.payload
@@ -59,8 +63,13 @@ class Loader:
                     self._skip(str(ref), "not a context of this session")
                     return None
                 context = parse_document(self._saver.store.get(name))
-        except Exception as exc:
-            self._skip(str(ref), f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # (stored, and unreadable now: said as a failed save is, not only logged)
+            named = ref.id if isinstance(ref, ContextPointer) else str(ref)
+            internal_error(
+                f"could not read the stored call {named!r:.120} from {self._saver.store.location!r}; "
+                "it is left out of what load_contexts returns",
+                exc,
+            )
             return None
         if context.session_id != self.session_id:
             self._skip(str(ref), f"document belongs to session {context.session_id}")

@@ -223,7 +223,8 @@ class Lookups(SessionCore):
 
         Accepts pointers, pointer ids (``"ctx:"`` prefix allowed) and paths of this
         session's files. Anything missing, unreadable, malformed or belonging to
-        another session is skipped with a logged warning.
+        another session is skipped with a logged warning; one this session stored that cannot be read
+        now (a store out of reach, a damaged file) with a :class:`~toolctx.ToolctxWarning` too.
         """
         if isinstance(refs, (str, bytes, os.PathLike, ContextPointer)):
             raise ConfigError("load_contexts() takes a list of pointers, ids or paths; wrap a single one in a list")

@@ -172,15 +172,16 @@ class ContextSession(Recording, Lookups):
             raise ConfigError(f"on_debug must be a callable taking (event, data), got {on_debug!r:.80}")
         self._on_debug = on_debug
         self.close_timeout = real_number("close_timeout", close_timeout, minimum=0.0, unit="seconds")
+        kept_in = store if store is not None else LocalStore(self.session_dir, durable=durable, keep=self.keep)
         self._saver = SavePath(
             self.session_id,
-            store if store is not None else LocalStore(self.session_dir, durable=durable, keep=self.keep),
+            kept_in,
             threshold=byte_count("threshold", threshold),
             memory_budget=byte_count("memory_budget", memory_budget),
             redactor=default_redactor if redact is True else resolve_redactor(redact),  # (default: built on first use)
             emit=self._event,
             always_emit=on_debug is not None,
-            where=str(self.session_dir),
+            where=kept_in.location,
             listing=self.keep,
             background=bool(background_uploads),
         )
@@ -191,7 +192,7 @@ class ContextSession(Recording, Lookups):
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
-        return f"<ContextSession {self.session_id} {state}, {len(self)} contexts in {str(self.session_dir)!r}>"
+        return f"<ContextSession {self.session_id} {state}, {len(self)} contexts in {self.store.location!r}>"
 
     # -- locations -----------------------------------------------------------
 
@@ -313,8 +314,18 @@ class ContextSession(Recording, Lookups):
                 saver.write_manifest()
             saver.store.close()
         else:
-            self.clear()
-            saver.store.close(remove=True)
+            try:
+                self.clear_context_dir()
+                saver.store.close(remove=True)
+            except Exception as exc:  # (a store out of reach: the session still ends, and the block's own error wins)
+                internal_error(
+                    f"could not delete what session {self.session_id} stored in {saver.store.location!r}; "
+                    "it is left for toolctx.gc() (a folder) or the store's sweep (object storage)",
+                    exc,
+                )
+                with contextlib.suppress(Exception):  # (said above)
+                    saver.store.close()
+            self.clear_pointers()
         self._event(DEBUG, "closed", kept=self.keep, contexts=len(saver.records))
 
     @contextlib.contextmanager

@@ -56,6 +56,11 @@ class BlobStore(ABC):
     turn = 0
     """How many times this worker took the session's lease (a turn's number, here)."""
 
+    @property
+    def location(self) -> str:
+        """Where the blobs are, as messages name it (a folder, an object store's URL and the session's prefix)."""
+        return type(self).__name__
+
     @abstractmethod
     def put(self, name: str, chunks: Sequence[bytes]) -> None:
         """Store the concatenation of ``chunks`` under ``name``, atomically."""

@@ -85,6 +85,10 @@ class LocalStore(BlobStore):
     resumed rather than an orphan for ``toolctx.gc``.
     """
 
+    @property
+    def location(self) -> str:
+        return str(self.directory)
+
     def __init__(
         self,
         directory: str | os.PathLike[str],

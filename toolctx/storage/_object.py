@@ -76,6 +76,19 @@ def _obstore() -> Any:
         ) from None
 
 
+_BRIEF_CHARS = 600  # of an object store client's error in a message (its debug dump repeats the request)
+
+
+def _brief(exc: Exception) -> str:
+    """What went wrong, said briefly: the client's message without its debug dump, and what to do where the
+    cause is a known setting."""
+    text = str(exc).partition("\n\nDebug source:")[0].strip()
+    text = text if len(text) <= _BRIEF_CHARS else text[:_BRIEF_CHARS] + " [...]"
+    if "BadScheme" in str(exc):  # (an http:// endpoint, refused unless allowed)
+        text += "; an endpoint over plain http:// needs AWS_ALLOW_HTTP=true"
+    return text
+
+
 class ObjectStore(BlobStore):
     """Blobs of session ``session_id`` as objects under ``url`` (see the module docstring)."""
 
@@ -101,11 +114,15 @@ class ObjectStore(BlobStore):
     def __repr__(self) -> str:
         return f"ObjectStore({self.url!r}, {self.session_id!r})"
 
+    @property
+    def location(self) -> str:
+        return f"{self.url}/{self.session_id}"
+
     def _key(self, name: str) -> str:
         return f"{self.session_id}/{check_name(name)}"
 
     def _failed(self, action: str, name: str, exc: Exception) -> StorageError:
-        return StorageError(errno.EIO, f"could not {action} blob {name!r} in {self.url}/{self.session_id}: {exc}")
+        return StorageError(errno.EIO, f"could not {action} blob {name!r} in {self.location}: {_brief(exc)}")
 
     def put(self, name: str, chunks: Sequence[bytes]) -> None:
         key = self._key(name)
