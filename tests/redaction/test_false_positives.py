@@ -109,6 +109,9 @@ KEPT: list[tuple[str, str]] = [
     ("call argument", "r = requests.get(url, cookies=jar)"),
     ("sentence, then a role", "- Set the SameSite attribute on the session cookie. :pr:`1234`"),
     ("URL-encoded placeholder", '"http://user:pass%20pass@example.com/path"'),
+    ("a state after a password's colon", "password: changed\n"),
+    ("a state after a token's colon", "token: expired\n"),
+    ("a one-line condition, then return", "if not password: return\n"),
 ]
 
 # (kind, text, the part that must go): real secrets next to the forms above.
@@ -120,6 +123,8 @@ STILL_SECRET: list[tuple[str, str, str]] = [
     ("passphrase", 'password = "correct horse battery staple"', "correct horse battery staple"),
     ("a real default password", "DB_PASSWORD=postgres", "postgres"),
     ("a weak password", "password: admin123", "admin123"),
+    ("a short word, YAML", "db:\n  password: admin\n", "admin"),
+    ("a short word ending its line", "DB_PASSWORD: letmein\n", "letmein"),
     ("a year after a name", "password='Password2024'", "Password2024"),
     ("a test-looking user", "{'user': 'ada', 'password': 'ada1987'}", "ada1987"),
     ("URL with a real password", "postgres://app:Xk9vQ2rL@db.internal/app", "Xk9vQ2rL"),

@@ -242,3 +242,18 @@ def test_the_sweep_and_expiry_name_a_bad_index(index: object) -> None:
     for run in (lambda: sweep("s3://bucket/agents", index), lambda: expire(index)):  # type: ignore[arg-type]
         with pytest.raises(ConfigError, match="index must be a SessionIndex or its database URL"):
             run()
+
+
+def test_an_open_turn_keeps_its_lease_however_long_no_hook_is_seen(fleet: dict[str, str], tmp_path: Path) -> None:
+    """An Agents SDK run inside ``open()`` tells the lease nothing while it runs: the block is the turn, its lease
+    renewed until the block ends, however long since a hook was last seen."""
+    conversations = Conversations(tmp_path / "w", lease=0.6)
+    index = index_of(fleet["TOOLCTX_INDEX"])
+    assert index is not None
+    try:
+        with conversations.open("long turn") as s:
+            conversations._held[s.session_id][1] -= 10**6  # (as if no hook had been seen for days)
+            time.sleep(2.0)  # over three leases
+            assert index.take(s.session_id, "another-worker", 600) is not None  # still held here
+    finally:
+        conversations.close()

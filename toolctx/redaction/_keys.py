@@ -57,6 +57,7 @@ _BARE = re.compile(rb"[ \t]*+[^\s\"'`,;&<>()\[\]{}\\]*+")
 _SENTENCE_END = re.compile(rb"\.[ \t]")  # between a key and its operator: the key ended a sentence
 _CODE = re.compile(rb"[(){}\[\]|]")  # in no credential, token or cookie a header carries
 _LETTERS_NAME = re.compile(rb"[A-Za-z_]++")
+_MORE_WORDS = re.compile(rb"[ \t]++[A-Za-z]")  # more words after a value on its line
 _ANNOTATION_END = re.compile(rb"[ \t]*+(?:\||=(?!=)|\)|\])")
 _FIELD_LIST = re.compile(rb":(?:param|parameter|arg|argument|key|keyword|type|var|ivar|cvar)[ \t]++[\w.\[\], |]*+$")
 _COLONS = (b":", b"\xef\xbc\x9a", b"\\uff1a", b"%3a")
@@ -65,6 +66,13 @@ _NOT_SECRET = frozenset(
     b"optional required secretstr continue function nonlocal".split()
 )
 _NOT_SECRET_LENGTH = max(map(len, _NOT_SECRET))
+# What a short word alone after a password key's colon says, when it is no password: a state, an answer.
+_STATES = frozenset(
+    b"changed expired invalid wrong missing unset empty hidden masked reset updated saved set ok yes no unknown "
+    b"default enabled disabled blank omitted removed given needed absent present return break pass raise yield".split()
+)
+_CONDITION = re.compile(rb"(?:^|\W)(?:if|elif|while|and|or|not|assert|lambda|else)[ \t(]")  # code: ``if not password:``
+_PASSWORD_KEY = re.compile(r"pass|pwd")  # (the keys, as words() writes them, whose value a short word can be)
 _NAME = re.compile(rb"[$@]?[A-Za-z_][A-Za-z0-9_\-]*")
 _DOTTED_NAME = re.compile(rb"[$@]?[A-Za-z_]{1,32}(?:\.[A-Za-z_]{1,32})++")
 _WORDY = re.compile(rb"[A-Za-z0-9\x80-\xff]")
@@ -183,6 +191,7 @@ def assigned_span(
         return None  # already redacted
     op = "eop" if kind == "enc" else "op"
     colon = kind == "line" or match[op].lower() in _COLONS
+    short_word = False  # a bare word of a few letters alone after a colon: a password, or a state
     if kind == "line" and match["rest"].rstrip(b"-_.%25fde").endswith(b"s"):
         # ``cookies:`` names no header (``Cookie:``, ``Set-Cookie:`` do): its value is the first word, as for
         # any key (``cookies: RequestsCookieJar | None`` is a type)
@@ -214,7 +223,9 @@ def assigned_span(
                 return None  # a name passed on in a call: ``get(url, cookies=jar)``
             word = value.rstrip(b".,;:!?")
             if colon and len(word) < 8 and word.isalpha():
-                return None  # after a colon, a short word is prose: ``password: see below``, ``Password: wrong.``
+                if word != value or _MORE_WORDS.match(data, value_end):
+                    return None  # after a colon, a short word with more after it is prose: ``password: see below``
+                short_word = True  # alone at the end of its line: a password (YAML's ``password: admin``), or a state
             if colon and _NAME.fullmatch(value) and _ANNOTATION_END.match(data, value_end):
                 return None  # a type: ``cookies: CookieJar | None = None``, ``f(token: AccessKey)``
     start = match.start()
@@ -229,6 +240,12 @@ def assigned_span(
     if placeholder(value):
         return None  # ``password='test'``, ``SECRET_KEY = '{secret}'``, ``'Change password: %s'``
     key = words(data[begin : match.end("rest")].decode("utf-8", "replace"))
+    if short_word and (
+        value.lower() in _STATES
+        or not _PASSWORD_KEY.search(key)
+        or _CONDITION.search(data, data.rfind(b"\n", 0, begin) + 1, begin)
+    ):
+        return None  # ``token: expired``, ``password: changed``, ``if not password: return``: no password
     if key == "pass" and colon and kind == "bare":
         return None  # a test's verdict or count: ``PASS: test_parse``, ``pass: 10``
     if (key in ("pwd", "pwds") or key.endswith(("_pwd", "_pwds"))) and _PATH.match(value):

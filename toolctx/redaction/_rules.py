@@ -52,8 +52,10 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   case); a bare dotted name of letters and ``_`` (``self.password``, ``settings.API_KEY``,
   parts of at most 32); a bare name that is itself a secret key (``password=password``,
   ``token=access_token``); a value with no letter or digit (``****``); the replacement
-  itself; after a colon, a bare value of fewer than 8 ASCII letters, with a ``.``, ``,``,
-  ``;``, ``:``, ``!`` or ``?`` after them (``Password: see below``, ``Password: wrong.``);
+  itself; after a colon, a bare value of fewer than 8 ASCII letters with a ``.``, ``,``,
+  ``;``, ``:``, ``!`` or ``?`` after them, or more words after them on their line (``Password:
+  see below``, ``Password: wrong.``), which is prose (alone at the end of its line, as YAML
+  writes ``password: admin``, it is redacted);
   after a colon, a bare name followed by ``|``, ``=`` (not ``==``), ``)`` or ``]``, which
   is a type (``cookies: CookieJar | None``); after ``=``, a bare name of letters and ``_``
   followed by ``)``, which is passed on in a call (``get(url, cookies=jar)``); a quoted

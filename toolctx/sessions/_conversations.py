@@ -51,7 +51,10 @@ _SESSION_OPTIONS = frozenset(
         "background_uploads",
     }
 )
-_IDLE = 600.0  # seconds without a hook after which a held lease is no longer renewed (a run lost without a word)
+# Seconds without a hook after which a held lease is no longer renewed (a run lost without a word), unless an
+# open() block holds it: the block is the turn, and its end gives the lease up.
+_IDLE = 600.0
+_IDLE_LEASES = 10  # (or this many leases, if longer)
 
 
 def conversation_key(conversation: object) -> str:
@@ -407,7 +410,8 @@ class Conversations:
                 if not self._held:
                     self._renewer = None
                     return
-                live = [sid for sid, (_, seen) in self._held.items() if now - seen < max(_IDLE, 10 * self.lease)]
+                idle = max(_IDLE, _IDLE_LEASES * self.lease)
+                live = [sid for sid, (_, seen) in self._held.items() if now - seen < idle or sid in self._active]
                 for session_id in self._held.keys() - live:  # (let lapse: another worker may change them)
                     self._lapsed(session_id)
             for session_id in live:

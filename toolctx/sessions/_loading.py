@@ -63,8 +63,11 @@ class Loader:
                     self._skip(str(ref), "not a context of this session")
                     return None
                 context = parse_document(self._saver.store.get(name))
-        except Exception as exc:  # (stored, and unreadable now: said as a failed save is, not only logged)
-            named = ref.id if isinstance(ref, ContextPointer) else str(ref)
+        except Exception as exc:
+            if record is None:  # (a path or a pointer of nothing this session holds: cleared, say)
+                self._skip(str(ref), f"{type(exc).__name__}: {exc}")
+                return None
+            named = ref.id if isinstance(ref, ContextPointer) else str(ref)  # (held, and unreadable now: said aloud)
             internal_error(
                 f"could not read the stored call {named!r:.120} from {self._saver.store.location!r}; "
                 "it is left out of what load_contexts returns",

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import weakref
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar, Token
 from pathlib import Path
@@ -35,6 +34,7 @@ from toolctx._platform import fork_safe_lock
 from toolctx.errors import ConfigError, SessionClosedError
 from toolctx.redaction import Redactor, default_redactor, resolve_redactor
 from toolctx.sessions._core import OnDebug
+from toolctx.sessions._forks import track
 from toolctx.sessions._loading import Loader
 from toolctx.sessions._lookups import Lookups
 from toolctx.sessions._recording import Recording, checked_task_id
@@ -188,7 +188,7 @@ class ContextSession(Recording, Lookups):
         self._loader = Loader(self._saver, self.session_id, self.session_dir, self._skip)
         self._tokens: list[Any] = []
         self._attached: dict[type[Any], Any] = {}
-        _track(self)
+        track(self)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
@@ -478,33 +478,6 @@ class ContextSession(Recording, Lookups):
         ordered = recover(self._saver.store, self.session_id, self._skip)
         self._saver.restore(ordered)
         self._event(DEBUG, "resumed", contexts=len(ordered))
-
-
-_live_sessions: weakref.WeakSet[ContextSession] = weakref.WeakSet()
-_fork_hook_registered = False
-
-
-def _track(session: ContextSession) -> None:
-    """Remember live sessions so a forked child can reseed them (hook registered on first use)."""
-    global _fork_hook_registered
-    if not _fork_hook_registered and hasattr(os, "register_at_fork"):
-        os.register_at_fork(before=_store_queues_before_fork, after_in_child=_reseed_after_fork)
-        _fork_hook_registered = True
-    _live_sessions.add(session)
-
-
-def _store_queues_before_fork() -> None:
-    """Store the calls the sessions queued, so a forked child has them too (waiting at most a second)."""
-    for live in list(_live_sessions):
-        try:
-            live.save_path.store_queued(timeout=1.0)
-        except Exception as exc:  # (never in the way of the fork)
-            internal_error("could not store the queued calls before a fork; the child will not have them", exc)
-
-
-def _reseed_after_fork() -> None:
-    for live in list(_live_sessions):
-        live.save_path.after_fork()
 
 
 # (session id, word) of notes this process could not write with their session: written when it resumes it.
