@@ -91,6 +91,9 @@ def test_an_upload_that_fails_is_shown_whole_at_the_next_model_call(tmp_path: Pa
         assert s.save_path.failed_writes == 1
         said = toolctx.testing.escalated_warnings()
         assert any("could not store" in str(w) for w in said), said
+        # the output stays in this worker's memory: it still loads here, as the model was shown it whole
+        [loaded] = s.load_contexts([saved.id])
+        assert loaded.result == BIG
 
 
 class CountingStore(DictStore):

@@ -112,6 +112,8 @@ KEPT: list[tuple[str, str]] = [
     ("a state after a password's colon", "password: changed\n"),
     ("a state after a token's colon", "token: expired\n"),
     ("a one-line condition, then return", "if not password: return\n"),
+    ("a one-line condition, then a call", "\n    if ok and password: abort\n"),
+    ("a short word under a key no password is", "token: abc\n"),
 ]
 
 # (kind, text, the part that must go): real secrets next to the forms above.
@@ -125,6 +127,7 @@ STILL_SECRET: list[tuple[str, str, str]] = [
     ("a weak password", "password: admin123", "admin123"),
     ("a short word, YAML", "db:\n  password: admin\n", "admin"),
     ("a short word ending its line", "DB_PASSWORD: letmein\n", "letmein"),
+    ("a short word in a sentence's end", "Default username and password: admin\n", "admin"),
     ("a year after a name", "password='Password2024'", "Password2024"),
     ("a test-looking user", "{'user': 'ada', 'password': 'ada1987'}", "ada1987"),
     ("URL with a real password", "postgres://app:Xk9vQ2rL@db.internal/app", "Xk9vQ2rL"),

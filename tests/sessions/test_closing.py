@@ -143,3 +143,29 @@ def test_a_call_after_the_end_is_refused_and_written_nowhere(context_dir: Path) 
 def test_close_timeout_must_be_a_number_of_seconds(context_dir: Path, bad: Any) -> None:
     with pytest.raises(ConfigError, match="close_timeout"):
         session(context_dir, close_timeout=bad)
+
+
+def test_a_session_whose_files_cannot_be_deleted_ends_and_leaves_them_to_gc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The with-block ends, a warning names the folder, and the folder is left unkept: toolctx.gc removes it
+    (a kept one it would leave, and resume() would reopen a session the user meant to delete)."""
+
+    def refuse(self: Any, name: str) -> bool:
+        raise PermissionError(13, "Permission denied", name)
+
+    s = session(tmp_path)
+    with s:
+        s.save_context("report", {}, "x" * 50_000)
+        folder = s.session_dir
+        monkeypatch.setattr(_local.LocalStore, "delete", refuse)
+        with pytest.warns(ToolctxWarning, match="could not delete what session") as warned:
+            s.close()  # (as the block's end does)
+    monkeypatch.undo()
+    assert str(folder) in str(warned[0].message)
+    assert s.closed
+    marker = toolctx.storage.read_marker(folder)
+    assert marker is not None
+    assert not marker.kept
+    assert toolctx.gc(tmp_path, older_than=0) == [folder]
+    assert not folder.exists()

@@ -198,3 +198,22 @@ def test_the_session_resolver_passes_the_conversation(context_dir: Path) -> None
     finally:
         conversations.close()
         fixed.close()
+
+
+def test_a_deletion_the_store_refuses_is_an_error_not_a_success(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conversations = Conversations(tmp_path)
+    with conversations.open("thread-1") as s:
+        s.save_context("report", {}, "x" * 50_000)
+    conversations.close()
+
+    def refuse(self: object, name: str) -> bool:
+        raise PermissionError(13, "Permission denied", name)
+
+    monkeypatch.setattr("toolctx.storage._local.LocalStore.delete", refuse)
+    with pytest.raises(OSError, match="Permission denied"), pytest.warns(toolctx.ToolctxWarning):
+        conversations.delete("thread-1")
+    monkeypatch.undo()
+    assert conversations.delete("thread-1")  # (what was left: deleted once the store allows it)
+    assert not conversations.delete("thread-1")

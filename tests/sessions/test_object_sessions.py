@@ -20,6 +20,7 @@ import toolctx
 from tests.conftest import count_calls, new_postgres_database
 from toolctx import Conversations, SessionNotFoundError
 from toolctx.compaction import read_context
+from toolctx.index import index_of
 from toolctx.storage import ObjectStore
 
 
@@ -213,6 +214,10 @@ def test_messages_name_the_object_store_not_a_local_folder(s3_env: dict[str, str
     # the block ends, its clean-up said to have failed (nothing raised from the with)
     assert f"could not delete what session {session.session_id} stored in '{url}/{session.session_id}'" in ended
     assert session.closed
+    if "TOOLCTX_INDEX" in s3_env:  # (no row of it is left to keep the store's sweep from what it wrote)
+        index = index_of(s3_env["TOOLCTX_INDEX"])
+        assert index is not None
+        assert not index.exists(session.session_id)
     conversations.close()
     assert not (tmp_path / "unused").exists()
     assert str(session.session_dir) not in message

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from toolctx.errors import ConfigError, StorageError
-from toolctx.storage import BlobStore, ObjectStore
+from toolctx.index import SessionIndex
+from toolctx.storage import BlobStore, ObjectStore, display_url
 
 from .test_conformance import BlobStoreSuite
 
@@ -95,3 +96,19 @@ def test_a_local_folder_is_given_as_a_directory() -> None:
 def test_a_session_id_that_could_escape_is_refused() -> None:
     with pytest.raises(ConfigError):
         ObjectStore("memory:///", "../other")
+
+
+def test_a_store_url_is_shown_without_its_credentials_or_query() -> None:
+    assert display_url("https://ada:Xk9vQ2rL@blobs.example.com/c/agents?sv=2024&sig=Zm9v") == (
+        "https://blobs.example.com/c/agents"
+    )
+    assert display_url("s3://bucket/agents") == "s3://bucket/agents"
+    store = ObjectStore("memory:///p", "session-1")
+    assert store.display_location() == "memory:///p/session-1"
+    store.close(remove=True)
+
+
+def test_a_mistyped_index_url_is_refused_without_its_password() -> None:
+    with pytest.raises(ConfigError, match="index must be a database URL") as raised:
+        SessionIndex("mysql://app:Xk9vQ2rL@db/agents")
+    assert "Xk9vQ2rL" not in str(raised.value)

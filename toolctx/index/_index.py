@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from toolctx._database import open_database
 from toolctx.errors import ConfigError
 from toolctx.index._schema import calls, create_schema, decisions, sessions
+from toolctx.storage import display_url
 
 __all__ = ["SessionIndex", "index_of"]
 
@@ -44,7 +45,7 @@ class SessionIndex:
         if isinstance(url, str) and not url.startswith(("sqlite:", "postgresql:", "postgresql+", "postgres:")):
             raise ConfigError(
                 f"index must be a database URL such as 'postgresql://user@host/db' or 'sqlite:///path.db', "
-                f"got {url!r:.120}"
+                f"got {display_url(url)!r:.120}"
             )
         self.engine = open_database(url, _WHAT, connect_timeout=5)  # (an unreachable index costs a call 5 s)
         self.url = self.engine.url.render_as_string(hide_password=True)

@@ -39,9 +39,8 @@ class IndexedStore(BlobStore):
         self._words: dict[str, bool] = {}  # the same for notes
         self._read = False  # (both read since the lease was taken)
 
-    @property
-    def location(self) -> str:
-        return self.store.location
+    def display_location(self) -> str:
+        return self.store.display_location()
 
     def __repr__(self) -> str:
         return f"IndexedStore({self.store!r}, {self.index!r})"
@@ -138,9 +137,11 @@ class IndexedStore(BlobStore):
         self.store.after_fork()
 
     def close(self, *, remove: bool = False) -> None:
-        self.store.close(remove=remove)
-        if remove:
-            self.index.forget(self.session_id)
+        try:
+            self.store.close(remove=remove)
+        finally:
+            if remove:  # (objects left behind are then no session's, and the store's sweep removes them)
+                self.index.forget(self.session_id)
 
 
 def _identity(line: bytes) -> tuple[str, str | None, str | None]:

@@ -71,7 +71,8 @@ _STATES = frozenset(
     b"changed expired invalid wrong missing unset empty hidden masked reset updated saved set ok yes no unknown "
     b"default enabled disabled blank omitted removed given needed absent present return break pass raise yield".split()
 )
-_CONDITION = re.compile(rb"(?:^|\W)(?:if|elif|while|and|or|not|assert|lambda|else)[ \t(]")  # code: ``if not password:``
+# code: a line opening a condition (``if user and password: abort``), or ``not`` right before the key
+_CONDITION = re.compile(rb"[ \t]*+(?:if|elif|while|assert|return|lambda)[ \t(]")
 _PASSWORD_KEY = re.compile(r"pass|pwd")  # (the keys, as words() writes them, whose value a short word can be)
 _NAME = re.compile(rb"[$@]?[A-Za-z_][A-Za-z0-9_\-]*")
 _DOTTED_NAME = re.compile(rb"[$@]?[A-Za-z_]{1,32}(?:\.[A-Za-z_]{1,32})++")
@@ -92,6 +93,12 @@ def second_meaning(key: str, value: object) -> bool:
         and _PATH.match(value.encode("utf-8", "surrogatepass")) is not None
         and (words(key).endswith(("_pwd", "_pwds")) or words(key) in ("pwd", "pwds"))
     )
+
+
+def _line_start(data: bytes, at: int) -> int:
+    """Where the line holding ``at`` starts: after a newline, or after an escaped one (text inside JSON)."""
+    escaped = data.rfind(b"\\n", 0, at)
+    return max(data.rfind(b"\n", 0, at) + 1, escaped + 2 if escaped >= 0 else 0)
 
 
 def words(key: str) -> str:
@@ -243,7 +250,8 @@ def assigned_span(
     if short_word and (
         value.lower() in _STATES
         or not _PASSWORD_KEY.search(key)
-        or _CONDITION.search(data, data.rfind(b"\n", 0, begin) + 1, begin)
+        or _CONDITION.match(data, _line_start(data, begin), begin)
+        or data[begin - 4 : begin] in (b"not ", b"not\t")
     ):
         return None  # ``token: expired``, ``password: changed``, ``if not password: return``: no password
     if key == "pass" and colon and kind == "bare":

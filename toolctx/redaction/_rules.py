@@ -54,8 +54,10 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   ``token=access_token``); a value with no letter or digit (``****``); the replacement
   itself; after a colon, a bare value of fewer than 8 ASCII letters with a ``.``, ``,``,
   ``;``, ``:``, ``!`` or ``?`` after them, or more words after them on their line (``Password:
-  see below``, ``Password: wrong.``), which is prose (alone at the end of its line, as YAML
-  writes ``password: admin``, it is redacted);
+  see below``, ``Password: wrong.``), which is prose; with no word after it (a space, then a
+  letter) on its line, as YAML writes ``password: admin``, the value of a password key
+  (``pass``, ``pwd`` in it) is redacted unless it is a state (``changed``, ``expired``,
+  ``ok``, ...) or the line is code (``if user and password: abort``, ``if not password:``);
   after a colon, a bare name followed by ``|``, ``=`` (not ``==``), ``)`` or ``]``, which
   is a type (``cookies: CookieJar | None``); after ``=``, a bare name of letters and ``_``
   followed by ``)``, which is passed on in a call (``get(url, cookies=jar)``); a quoted

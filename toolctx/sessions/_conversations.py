@@ -34,6 +34,7 @@ from toolctx.errors import ConfigError, SessionBusyError, SessionNotFoundError
 from toolctx.sessions._gc import gc
 from toolctx.sessions._session import ContextSession
 from toolctx.sessions._stores import Unreachable, index_for
+from toolctx.storage import display_url, is_store_url
 
 __all__ = ["Conversations", "conversation_key"]
 
@@ -156,7 +157,9 @@ class Conversations:
         _register(self)
 
     def __repr__(self) -> str:
-        return f"<Conversations in {self._store_url('') or str(self.context_dir)!r}, {len(self._open)} open>"
+        store = self._store_url("")
+        shown = display_url(store) if is_store_url(store) else store or str(self.context_dir)
+        return f"<Conversations in {shown!r}, {len(self._open)} open>"
 
     @staticmethod
     def session_id(conversation: object) -> str:
@@ -300,7 +303,9 @@ class Conversations:
 
         Works the same on a local folder and an object store. A conversation in use by
         an :meth:`open` block here is refused (:class:`~toolctx.ConfigError`); one held
-        by another live process on a local folder raises :class:`~toolctx.SessionBusyError`.
+        by another live process on a local folder raises :class:`~toolctx.SessionBusyError`. A store that
+        cannot delete now raises its error (an ``OSError``, such as :class:`~toolctx.StorageError`); what is left
+        goes with the store's sweep (or ``toolctx.gc`` on a folder), or with a later ``delete``.
         """
         session_id = self.session_id(conversation)
         with self._lock:
@@ -313,7 +318,10 @@ class Conversations:
             doomed = ContextSession.resume(session_id, self.context_dir, keep=False, **self._options)
         except SessionNotFoundError:
             return False
-        doomed.close()  # (not kept: closing removes everything it stored)
+        try:
+            doomed.clear_context_dir()  # (a store that cannot delete raises here: the caller is told)
+        finally:
+            doomed.close()  # (not kept: closing removes what is left)
         return True
 
     def close(self) -> None:

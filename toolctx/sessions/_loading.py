@@ -41,7 +41,7 @@ class Loader:
             self._skip(ref.id, f"pointer belongs to session {ref.session_id}, not {self.session_id}")
             return None
         record = self.resolve(ref)
-        if record is not None and record.storage is StorageKind.NONE:
+        if record is not None and record.storage is StorageKind.NONE and record.payload is None:
             self._skip(str(ref), "its output was never stored (storing it failed, as was said then)")
             return None
         try:
@@ -69,7 +69,7 @@ class Loader:
                 return None
             named = ref.id if isinstance(ref, ContextPointer) else str(ref)  # (held, and unreadable now: said aloud)
             internal_error(
-                f"could not read the stored call {named!r:.120} from {self._saver.store.location!r}; "
+                f"could not read the stored call {named!r:.120} from {self._saver.store.display_location()!r}; "
                 "it is left out of what load_contexts returns",
                 exc,
             )

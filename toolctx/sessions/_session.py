@@ -181,7 +181,7 @@ class ContextSession(Recording, Lookups):
             redactor=default_redactor if redact is True else resolve_redactor(redact),  # (default: built on first use)
             emit=self._event,
             always_emit=on_debug is not None,
-            where=kept_in.location,
+            where=kept_in.display_location(),
             listing=self.keep,
             background=bool(background_uploads),
         )
@@ -192,7 +192,7 @@ class ContextSession(Recording, Lookups):
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
-        return f"<ContextSession {self.session_id} {state}, {len(self)} contexts in {self.store.location!r}>"
+        return f"<ContextSession {self.session_id} {state}, {len(self)} contexts in {self.store.display_location()!r}>"
 
     # -- locations -----------------------------------------------------------
 
@@ -319,12 +319,12 @@ class ContextSession(Recording, Lookups):
                 saver.store.close(remove=True)
             except Exception as exc:  # (a store out of reach: the session still ends, and the block's own error wins)
                 internal_error(
-                    f"could not delete what session {self.session_id} stored in {saver.store.location!r}; "
+                    f"could not delete what session {self.session_id} stored in {saver.store.display_location()!r}; "
                     "it is left for toolctx.gc() (a folder) or the store's sweep (object storage)",
                     exc,
                 )
-                with contextlib.suppress(Exception):  # (said above)
-                    saver.store.close()
+                with contextlib.suppress(Exception):  # (said above; what is left stays toolctx's to remove)
+                    saver.store.close(remove=True)
             self.clear_pointers()
         self._event(DEBUG, "closed", kept=self.keep, contexts=len(saver.records))
 

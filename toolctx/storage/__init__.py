@@ -19,7 +19,7 @@ from toolctx.storage._dict import DictStore
 from toolctx.storage._files import read_regular_file
 from toolctx.storage._local import LocalStore, remove_unfinished
 from toolctx.storage._marker import Marker, is_held, read_marker, read_owner
-from toolctx.storage._object import ObjectStore, is_store_url
+from toolctx.storage._object import ObjectStore, display_url, is_store_url
 
 __all__ = [
     "BlobStore",
@@ -27,6 +27,7 @@ __all__ = [
     "LocalStore",
     "Marker",
     "ObjectStore",
+    "display_url",
     "is_held",
     "is_store_url",
     "read_marker",

@@ -56,9 +56,9 @@ class BlobStore(ABC):
     turn = 0
     """How many times this worker took the session's lease (a turn's number, here)."""
 
-    @property
-    def location(self) -> str:
-        """Where the blobs are, as messages name it (a folder, an object store's URL and the session's prefix)."""
+    def display_location(self) -> str:
+        """Where the blobs are, as messages and ``repr()`` name it (a folder, an object store's URL and the
+        session's prefix; never a password or a query string a URL may carry)."""
         return type(self).__name__
 
     @abstractmethod

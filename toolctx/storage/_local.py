@@ -85,8 +85,7 @@ class LocalStore(BlobStore):
     resumed rather than an orphan for ``toolctx.gc``.
     """
 
-    @property
-    def location(self) -> str:
+    def display_location(self) -> str:
         return str(self.directory)
 
     def __init__(
@@ -268,7 +267,7 @@ class LocalStore(BlobStore):
                 if self._lock_fd is not None:
                     os.close(self._lock_fd)
                     self._lock_fd = None
-            if tidy:
+            if tidy and not self._blobs_left():
                 self._delete_own(MARKER_NAME)  # last: until now gc could tell the directory is toolctx's
                 try:
                     os.rmdir(self.directory)
@@ -276,6 +275,20 @@ class LocalStore(BlobStore):
                     if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
                         raise
             self._ready = self._created = False
+
+    def _blobs_left(self) -> bool:
+        """Whether files toolctx wrote are left (a clean-up that failed): the marker then stays, unkept, and
+        ``toolctx.gc`` removes them once nothing holds the lock. (Anyone else's files never keep it.)"""
+        with os.scandir(self.directory) as entries:
+            names = [entry.name for entry in entries if entry.name != MARKER_NAME]
+        for name in names:
+            try:
+                head = read_regular_file(self._prefix + name, HEAD_BYTES)
+            except OSError:
+                continue
+            if is_own_file(name, head, self.directory.name):
+                return True
+        return False
 
     def _remove_own_leftovers(self) -> None:
         with os.scandir(self.directory) as entries:

@@ -48,7 +48,7 @@ from toolctx._naming import validate_session_id
 from toolctx.errors import ConfigError, StorageError
 from toolctx.storage._base import BlobStore, check_name, raise_exists
 
-__all__ = ["ObjectStore", "is_store_url"]
+__all__ = ["ObjectStore", "display_url", "is_store_url"]
 
 _SCHEMES = frozenset({"s3", "s3a", "gs", "az", "abfs", "abfss", "azure", "memory", "http", "https"})
 # An unreachable store costs a tool call a few seconds at most (then its output is shown whole), not obstore's
@@ -60,6 +60,13 @@ _RETRY = {
 }
 _APPEND_TRIES = 100
 _BACKOFF = 0.005  # seconds before the second try of an append; doubled each time, at most 0.25, with jitter
+
+
+def display_url(url: str) -> str:
+    """A store URL as messages and ``repr()`` show it: without the user, password or query string (a SAS
+    token, say) it may carry."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
 
 
 def is_store_url(value: object) -> bool:
@@ -114,15 +121,14 @@ class ObjectStore(BlobStore):
     def __repr__(self) -> str:
         return f"ObjectStore({self.url!r}, {self.session_id!r})"
 
-    @property
-    def location(self) -> str:
-        return f"{self.url}/{self.session_id}"
+    def display_location(self) -> str:
+        return f"{display_url(self.url)}/{self.session_id}"
 
     def _key(self, name: str) -> str:
         return f"{self.session_id}/{check_name(name)}"
 
     def _failed(self, action: str, name: str, exc: Exception) -> StorageError:
-        return StorageError(errno.EIO, f"could not {action} blob {name!r} in {self.location}: {_brief(exc)}")
+        return StorageError(errno.EIO, f"could not {action} blob {name!r} in {self.display_location()}: {_brief(exc)}")
 
     def put(self, name: str, chunks: Sequence[bytes]) -> None:
         key = self._key(name)
