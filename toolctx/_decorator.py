@@ -450,7 +450,8 @@ def persist_context(
     are re-raised unchanged either way).
     ``enabled``: ``False`` returns the function undecorated.
     ``by_reference``: parameters that take a handle in place of a value (``True``:
-    every parameter annotated ``str``, ``str | None`` or not at all). A model passes
+    every parameter annotated ``str``, ``str | None``, ``Annotated[str, ...]``, ``Any``, ``object`` or not at
+    all). A model passes
     ``content="ctx:<id>"`` (or a part of it: ``ctx:<id>#args.content``,
     ``ctx:<id>#lines=10-40``, ``ctx:<id>#path=$.items``) and the tool receives the
     stored value: the exact text, or for a parameter declared as another type the

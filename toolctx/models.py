@@ -107,7 +107,7 @@ class StoredContext(CallMetadata):
     integer outside the 64-bit range          its decimal string
     string with lone surrogates               the surrogates as ``\\udXXX`` escapes
     reference cycle                           ``{"$cycle": "<type name>"}`` at the back-reference
-    nesting deeper than 200 levels            ``{"$truncated": "<type name>"}``
+    nesting deeper than JSON's limit          ``{"$truncated": "<type name>"}`` past 200 levels
     any other object                          ``{"$repr": "<repr, at most 2,000 chars>", "$type": "<module.Qualname>"}``
     a container whose own code raises         ``{"$repr": "<reading it raised Name>", "$type": "<module.Qualname>"}``
     ========================================  ============================================

@@ -34,7 +34,7 @@ from toolctx.assembly import (
     PreparedContext,
     reset_after_failed_prepare,
 )
-from toolctx.compaction import READ_CONTEXT, CompactionSettings, output_text
+from toolctx.compaction import READ_CONTEXT, CompactionSettings, is_stand_in, output_text
 from toolctx_langchain._messages import MessageAdapter
 from toolctx_langchain.middleware import ToolContextMiddleware
 from toolctx_langchain.tools import thread_of
@@ -212,8 +212,12 @@ class AssemblerMiddleware(AgentMiddleware):
             else:
                 made = converted[shown.id]
                 messages.append(made if shown.id != CONTEXT_ID else made.model_copy(update={"id": None}))
-        offered = {t.get("function", t).get("name") for t in prepared.tools}
-        tools = [t for t in request.tools if _name(t) != READ_CONTEXT or READ_CONTEXT in offered]
+        # read_context: where the assembler offers it (its ToolOutputPlugin), or once the model is shown a stand-in
+        # the tool hook made (with no such plugin, nothing else would let it read that back)
+        offer = READ_CONTEXT in {t.get("function", t).get("name") for t in prepared.tools} or any(
+            isinstance(m, ToolMessage) and is_stand_in(m.content) for m in messages
+        )
+        tools = [t for t in request.tools if _name(t) != READ_CONTEXT or offer]
         return request.override(system_message=system, messages=messages, tools=tools)
 
 

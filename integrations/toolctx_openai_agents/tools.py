@@ -405,10 +405,11 @@ def persist_tools(
     model's JSON string, parsed; the SDK's context object is never stored) and
     output are saved with the tool call id, tagged with the latest user message
     when :func:`compact_tool_outputs` runs too; an output over
-    ``max_output_tokens`` (or the tool's own limit: ``tool_limits``, or its
-    ``@persist_context(max_output_tokens=...)``) reaches the model as a stand-in
-    with a ``ctx:<id>`` handle (options: those of
-    :class:`~toolctx.compaction.CompactionSettings`).
+    ``max_output_tokens`` (``json_output_tokens`` for a JSON object or array, or the tool's own
+    limit: ``tool_limits``, or its ``@persist_context(max_output_tokens=...)``) reaches the model as a
+    stand-in with a ``ctx:<id>`` handle, once a stand-in pays for the cache break the first one causes,
+    and unless it is short enough (``head_chars + tail_chars``) for the stand-in to show it whole
+    (options: those of :class:`~toolctx.compaction.CompactionSettings`).
     Errors are stored, and the SDK's own error handling still decides what the
     model sees (for the SDK to show toolctx the errors it handles, run with
     ``RunConfig(tool_error_formatter=record_tool_errors())``: see

@@ -215,3 +215,39 @@ def test_a_new_input_filter_each_run_over_one_assembler_still_assembles(tmp_path
             assert result.final_output == f"answer {turn}"
             items = [dict(i) if isinstance(i, dict) else i for i in model.calls[-1].input]
             assert str(items[-1]["content"]).startswith("<plan>")  # assembled, not sent as it was
+
+
+class ToolsRecordingChat(ScriptedChat):
+    """:class:`ScriptedChat` that also records the names of the tools bound for each call."""
+
+    bound: list[list[str]]
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChat:
+        self.bound.append([t["name"] if isinstance(t, dict) else t.name for t in tools])
+        return self
+
+
+@tool
+def big_table(n: int) -> str:
+    """Rows of a big table."""
+    return OUTPUT * 6
+
+
+def test_a_stand_in_made_at_tool_time_is_offered_read_context_without_a_tool_output_plugin(tmp_path: Path) -> None:
+    """The tool hook stands in for a big output whatever the assembler's plugins: the model is then given the
+    tool that reads the stand-in back, although no ToolOutputPlugin offers it."""
+    steps: list[Any] = [
+        AIMessage(content="", tool_calls=[{"name": "big_table", "args": {"n": 1}, "id": "t1"}]),
+        AIMessage(content="Read it."),
+    ]
+    model = ToolsRecordingChat(responses=[AIMessage(content="")], steps=steps, received=[], bound=[])
+    with toolctx.session(tmp_path / "ctx") as s:
+        ctx = ContextAssembler(max_tokens=100_000, session=s)  # (no plugin at all)
+        agent = create_agent(model, [big_table], middleware=[AssemblerMiddleware(ctx, max_output_tokens=500)])
+        agent.invoke({"messages": [HumanMessage("Look at the big table.")]})
+        [shown] = [m for m in model.received[-1] if isinstance(m, ToolMessage)]
+        assert is_stand_in(shown.content)
+        assert "read_context" not in model.bound[0]  # (nothing to read back yet)
+        assert "read_context" in model.bound[-1]
+        pointer_id = handle_of(str(shown.content))
+        assert read_stored(s, f"ctx:{pointer_id}", 0, 100_000).partition("\n")[2] == OUTPUT * 6

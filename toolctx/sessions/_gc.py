@@ -64,7 +64,8 @@ def gc(
     include_kept: bool = False,
     dry_run: bool = False,
 ) -> list[Path]:
-    """Remove orphaned session directories; returns the ones removed (or, with ``dry_run``, that would be).
+    """Remove orphaned session directories; returns the ones cleaned (or, with ``dry_run``, that would be): their
+    files toolctx wrote are removed, and the directory too unless it holds someone else's files, which stay.
 
     ``context_dir`` defaults like ``session()``'s (``TOOLCTX_CONTEXT_DIR``, then
     ``~/.agent/context``). ``older_than`` (a timedelta or seconds, one hour by

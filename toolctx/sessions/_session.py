@@ -129,7 +129,8 @@ class ContextSession(Recording, Lookups):
     checkpointer) would keep a handle whose upload a crash cut short.
     ``redact``: remove secrets from arguments and results before storing them (on
     by default; see :mod:`toolctx.redaction`); ``False`` turns it off.
-    ``on_debug``: called as ``on_debug(event, data)`` for every event toolctx logs.
+    ``on_debug``: called as ``on_debug(event, data)`` for every event of this session (saved, loaded,
+    cleared, closed, ...); toolctx's warnings and internal errors go to its log and ``warnings`` instead.
     ``conversation`` (an attribute, None by default): the conversation the session
     serves alone. :class:`Conversations` sets it; set it on a session opened for one
     conversation. The framework adapters store and read its calls under it when
