@@ -114,6 +114,7 @@ KEPT: list[tuple[str, str]] = [
     ("a one-line condition, then return", "if not password: return\n"),
     ("a one-line condition, then a call", "\n    if ok and password: abort\n"),
     ("a short word under a key no password is", "token: abc\n"),
+    ("a name with a colon in it", '    "passwd:dir",\n'),
 ]
 
 # (kind, text, the part that must go): real secrets next to the forms above.

@@ -230,8 +230,8 @@ def assigned_span(
                 return None  # a name passed on in a call: ``get(url, cookies=jar)``
             word = value.rstrip(b".,;:!?")
             if colon and len(word) < 8 and word.isalpha():
-                if word != value or _MORE_WORDS.match(data, value_end):
-                    return None  # after a colon, a short word with more after it is prose: ``password: see below``
+                if word != value or _MORE_WORDS.match(data, value_end) or data[value_start - 1] not in b" \t":
+                    return None  # prose (``password: see below``), or a name (``passwd:dir``): no YAML value
                 short_word = True  # alone at the end of its line: a password (YAML's ``password: admin``), or a state
             if colon and _NAME.fullmatch(value) and _ANNOTATION_END.match(data, value_end):
                 return None  # a type: ``cookies: CookieJar | None = None``, ``f(token: AccessKey)``
