@@ -16,6 +16,11 @@ pointing at another checkout to compare.
 
 Prints, per source of sessions, redactions by rule and by part, and by kind; ``--show``
 lists each distinct value of the unclassified kind with its count, to audit by hand.
+
+``--tree DIR`` reads the text files under ``DIR`` instead (sources, configuration, docs:
+the suffixes in :data:`TEXT_SUFFIXES`, each file as one text, at most 400 KB), the source
+being the file's suffix: code and configuration that ordinary agents read back, such as an
+installed package tree, where every redaction of the unclassified kind is worth a look.
 """
 
 from __future__ import annotations
@@ -94,6 +99,24 @@ def parts(path: Path) -> Iterator[tuple[str, str, Any]]:
                 yield source, "assistant texts", turn.get("final") or ""
 
 
+TEXT_SUFFIXES = (".py", ".pyi", ".yaml", ".yml", ".cfg", ".ini", ".toml", ".md", ".rst", ".txt", ".conf", ".env")
+_LARGEST = 400_000  # bytes of a file read (larger ones are data, not what an agent reads whole)
+
+
+def tree_parts(root: Path) -> Iterator[tuple[str, str, Any]]:
+    """(suffix, "files", text) for every text file under ``root`` (links not followed), in path order."""
+    for path in sorted(root.rglob("*")):
+        if path.suffix not in TEXT_SUFFIXES or path.is_symlink() or not path.is_file():
+            continue
+        try:
+            if path.stat().st_size > _LARGEST:
+                continue
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        yield path.suffix, "files", text
+
+
 def redactions(redactor: Redactor, value: Any) -> Iterator[tuple[str, str, str]]:
     """(rule, removed value, the 3 characters before it) for each redaction in ``value``."""
     if isinstance(value, str):
@@ -120,13 +143,16 @@ def redactions(redactor: Redactor, value: Any) -> Iterator[tuple[str, str, str]]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
+    parser.add_argument("--tree", type=Path, help="read the text files under this folder instead of the traces")
     parser.add_argument("--show", action="store_true", help="list each unclassified value with its count")
     options = parser.parse_args()
+    if options.tree is not None and not options.tree.is_dir():
+        parser.error(f"--tree {str(options.tree)!r} is not a folder")
     redactor = default_redactor()
     by_rule: Counter[tuple[str, str, str]] = Counter()
     by_kind: Counter[tuple[str, str, str]] = Counter()
     unclassified: Counter[tuple[str, str, str]] = Counter()
-    for source, part, value in parts(options.traces):
+    for source, part, value in tree_parts(options.tree) if options.tree is not None else parts(options.traces):
         for rule, removed, before in redactions(redactor, value):
             kind = kind_of(removed, before)
             by_rule[source, part, rule] += 1
