@@ -115,6 +115,30 @@ KEPT: list[tuple[str, str]] = [
     ("a one-line condition, then a call", "\n    if ok and password: abort\n"),
     ("a short word under a key no password is", "token: abc\n"),
     ("a name with a colon in it", '    "passwd:dir",\n'),
+    # Code from installed packages' sources (``bench/redaction_false_positives.py --tree``).
+    ("a comparison with a name", "        elif token == TOKEN_NAME:"),
+    ("a comparison with an attribute", 'elif cmd == "pinauth" and secret == self.secret:'),
+    ("a lexer's token compared with a word", "        elif token == 'keyword':"),
+    ("a lexer's token compared with a mark", 'elif token == "#bygroup":'),
+    ("await", "    token = await preview.tokens.create(expires_at)"),
+    ("await, a key with words", "api_key = await get_api_key(options)"),
+    ("a lambda", "get_token = lambda: os.environ['TOKEN']"),
+    ("a variable passed on, then a comma", "        secrets=secrets_map,\n"),
+    ("a variable in a dict", '            "secrets": secrets_map,\n'),
+    ("a variable in a dict, then its end", '    "kwargs": {"token": traced_item},'),
+    ("a type in a signature", "def token_line(token: SyntaxTreeNode, default: int | None = None) -> int:"),
+    ("a type, then a comma", "        private_key: CertificateIssuerPrivateKeyTypes,\n"),
+    ("a type with a digit, then a comma", "        private_key: PKCS7PrivateKeyTypes,\n"),
+    ("a header typed as optional", "    authorization: Optional[str] = None,\n"),
+    ("a header typed str", "    cookie: str\n"),
+    ("a header typed as a union", "    cookie: str | None = None,\n"),
+    ("a header typed, then the next parameter", "def set_ok(self, cookie: Cookie, request: Request) -> bool: ..."),
+    ("a described argument", "        api_key: Explicitly-provided API key, or None if not set by the caller.\n"),
+    ("a described argument, a long word", "        client_secret: Configuration options for the generated secret.\n"),
+    ("a header's scheme alone", 'authorization = b"Basic " + base64.b64encode(userpass)'),
+    ("an elided key", '    api_key="hf_...",  # Pass your HF token'),
+    ("an elided key in a command", "secrets add -s OPENAI_API_KEY=sk-... -s TOKEN=..."),
+    ("an optional type in a schema", '    "password": "string?",'),
 ]
 
 # (kind, text, the part that must go): real secrets next to the forms above.
@@ -146,6 +170,17 @@ STILL_SECRET: list[tuple[str, str, str]] = [
     ("a password in a call", "login(password=hunter2)", "hunter2"),
     ("a password with a dollar", 'password = "Tr0ub4dor$XYZ"', "Tr0ub4dor$XYZ"),
     ("a password with angle brackets", 'password = "ab<cd>ef9"', "ab<cd>ef9"),
+    ("a password compared with a literal", 'if password == "Xk9vQ2rL":', "Xk9vQ2rL"),
+    ("a word compared with a password", "if password == 'hunter':", "hunter"),
+    ("a YAML flow mapping", "db: {user: ada, password: hunter, port: 5432}", "hunter"),
+    ("mount options", "mount -o username=ada,password=hunter,vers=3.0 //nas/share /mnt", "hunter"),
+    ("a keyword argument with a digit, then a comma", "    login(user, password=hunter2, retry=3)", "hunter2"),
+    ("a long word in YAML", "  password: CorrectHorseBatteryStaple\n", "CorrectHorseBatteryStaple"),
+    ("a long word in YAML, then a comma", "  password: CorrectHorseBattery2,\n", "CorrectHorseBattery2"),
+    ("an INI file", "[server]\npassword = hunter\n", "hunter"),
+    ("a cookie header with a comma", "Cookie: sessionid=9f8e7d6c5b4a, theme=dark", "9f8e7d6c5b4a"),
+    ("an opaque authorization header", "Authorization: Xk9vQ2rLWm3nB8tY\n", "Xk9vQ2rLWm3nB8tY"),
+    ("a key cut short", 'api_key = "proj1234abcd..."', "proj1234abcd"),
 ]
 
 
@@ -191,7 +226,15 @@ def test_the_documented_placeholder_words_are_the_ones_used() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("test", True), (" changeme ", True), ("{password}", True), ("hunter2", False), ("admin", False)],
+    [
+        ("test", True),
+        (" changeme ", True),
+        ("{password}", True),
+        ("hf_…", True),
+        ("hunter2", False),
+        ("admin", False),
+        ("proj1234…", False),
+    ],
 )
 def test_a_redactor_says_which_values_are_placeholders(redactor: Redactor, value: str, expected: bool) -> None:
     assert redactor.is_placeholder(value) is expected

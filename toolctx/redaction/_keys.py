@@ -35,7 +35,18 @@ _VALUE = (  # a string literal's prefix (``b'...'``, ``r"..."``) is not part of 
     rb"|(?:[bBrRuUfF]{1,2}(?=[\"']))?+\\{0,4}'(?P<sq>[^'\\\r\n]++)"
     rb"|`(?P<bq>[^`\\\r\n]++)|(?P<bare>[^\s\"'`,;&<>()\[\]{}\\]++))"
 )
-_SCHEMES = rb"(?:basic|bearer|digest|token|negotiate|ntlm|hmac|apikey|aws4-hmac-sha256)"
+_SCHEME_WORDS = (
+    b"basic",
+    b"bearer",
+    b"digest",
+    b"token",
+    b"negotiate",
+    b"ntlm",
+    b"hmac",
+    b"apikey",
+    b"aws4-hmac-sha256",
+)
+_SCHEMES = b"(?:" + b"|".join(_SCHEME_WORDS) + b")"
 # After a colon (a header), the rest of the line; after ``=`` (code), a value like any other.
 _LINE_VALUE = (
     rb"(?::|\xef\xbc\x9a|\\u[fF][fF]1[aA])[ \t]{0,8}+(?:\\{0,4}[\"'`])?+(?:"
@@ -63,7 +74,7 @@ _FIELD_LIST = re.compile(rb":(?:param|parameter|arg|argument|key|keyword|type|va
 _COLONS = (b":", b"\xef\xbc\x9a", b"\\uff1a", b"%3a")
 _NOT_SECRET = frozenset(
     b"none null nil true false undefined str string bytes int integer bool boolean float number any object "
-    b"optional required secretstr continue function nonlocal".split()
+    b"optional required secretstr continue function nonlocal await lambda yield new typeof".split()
 )
 _NOT_SECRET_LENGTH = max(map(len, _NOT_SECRET))
 # What a short word alone after a password key's colon says, when it is no password: a state, an answer.
@@ -77,6 +88,13 @@ _PASSWORD_KEY = re.compile(r"pass|pwd")  # (the keys, as words() writes them, wh
 _NAME = re.compile(rb"[$@]?[A-Za-z_][A-Za-z0-9_\-]*")
 _DOTTED_NAME = re.compile(rb"[$@]?[A-Za-z_]{1,32}(?:\.[A-Za-z_]{1,32})++")
 _WORDY = re.compile(rb"[A-Za-z0-9\x80-\xff]")
+# a sentence's first word: ``Configuration``, ``Explicitly-provided`` (``correcthorsebattery`` may be a password)
+_PROSE_WORD = re.compile(rb"[A-Z][a-z]++(?:-[A-Za-z][a-z]*+)*+")
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*+")
+_NAME_WORD = re.compile(rb"[A-Z]?[a-z]++|[A-Z]++(?![a-z])")  # the words of a name: ``HTTP``, ``Password``, ``Mgr``
+_LEXEME = re.compile(rb"#?[a-z_]++")  # what a lexer's token is compared with: ``'keyword'``, ``"#bygroup"``
+_SPACE = frozenset((b"", b" ", b"\t", b"\n", b"\r"))
+_ESCAPED_SPACE = re.compile(rb"\\++[nrt]")  # a line end or tab escaped once or more (JSON in a string)
 _PATH = re.compile(rb"~?/|\.\.?/|[A-Za-z]:[\\/]")  # a working directory: ``/home/ada``, ``C:\\work``
 
 
@@ -93,6 +111,38 @@ def second_meaning(key: str, value: object) -> bool:
         and _PATH.match(value.encode("utf-8", "surrogatepass")) is not None
         and (words(key).endswith(("_pwd", "_pwds")) or words(key) in ("pwd", "pwds"))
     )
+
+
+def _code_name(value: bytes) -> bool:
+    """Whether ``value`` reads as a name in code (``secrets_map``, ``PKCS7PrivateKeyTypes``, ``t_string``) rather
+    than a password: an identifier not ending in a digit (``hunter2``), three quarters of whose letters are in
+    words of three or more (``Xk9vQ2rL`` has none)."""
+    if not _IDENTIFIER.fullmatch(value) or value[-1:].isdigit():
+        return False
+    parts = _NAME_WORD.findall(value)
+    return 4 * sum(len(p) for p in parts if len(p) >= 3) >= 3 * sum(map(len, parts))
+
+
+def _quoted_key(match: re.Match[bytes], value_start: int) -> bool:
+    """Whether the key of an assignment ``match`` is closed by a quote, as in a dict of code: ``"token": t``
+    (``value_start``: where its bare value starts)."""
+    between = match.string[match.end("rest") : value_start]
+    return b'"' in between or b"'" in between
+
+
+_FLOW_BREAK = re.compile(rb"[(\[\"']")
+
+
+def _in_flow_mapping(data: bytes, key: int) -> bool:
+    """Whether the key at ``key`` is one of a mapping written on one line (``{user: ada, password: hunter}``):
+    a ``{`` before it on its line, with no bracket or quote between them (``{"body": "def f(token: T, ...``)."""
+    opening = data.rfind(b"{", _line_start(data, key), key)
+    return opening >= 0 and not _FLOW_BREAK.search(data, opening, key)
+
+
+def _space_at(data: bytes, at: int) -> bool:
+    """Whether whitespace (or an escaped line end or tab) or the end of ``data`` is at ``at``."""
+    return data[at : at + 1] in _SPACE or _ESCAPED_SPACE.match(data, at) is not None
 
 
 def _line_start(data: bytes, at: int) -> int:
@@ -180,6 +230,40 @@ def key_assignments(words_: Iterable[str]) -> list[KeyAssignment]:
     return found
 
 
+def _bare(
+    match: re.Match[bytes], data: bytes, span: tuple[int, int], colon: bool, is_secret_key: Callable[[str], bool]
+) -> bool | None:
+    """How a bare value (at ``span``) reads: None when it is code or prose, no value; else whether it is a short
+    word alone after a colon (a password, or a state: judged once the key is known)."""
+    value_start, value_end = span
+    value = data[value_start:value_end]
+    after = data[value_end : value_end + 1]
+    if after not in _AFTER_BARE:
+        return None  # ``token = tokenizer(text)``: a call, not a value
+    if _DOTTED_NAME.fullmatch(value) or (_NAME.fullmatch(value) and is_secret_key(value.decode())):
+        return None  # a name passed on: ``password=password``, ``token = self.token``
+    if not colon and after == b")" and _LETTERS_NAME.fullmatch(value):
+        return None  # a name passed on in a call: ``get(url, cookies=jar)``
+    if ((after == b"," and _space_at(data, value_end + 1)) or (after == b"}" and colon)) and (
+        # an item of a list in code: a name passed on (``secrets=secrets_map,``, ``{"token": item}``) or a type
+        # (``private_key: KeyFlexible,``), unless in a mapping written on one line (``{user: ada, password: x}``)
+        _LETTERS_NAME.fullmatch(value)
+        if not colon
+        else _code_name(value) and (_quoted_key(match, value_start) or not _in_flow_mapping(data, match.start()))
+    ):
+        return None
+    if colon and _PROSE_WORD.fullmatch(value) and _MORE_WORDS.match(data, value_end):
+        return None  # prose: ``api_key: Explicitly-provided API key, or None``, ``client_secret: Options for``
+    if colon and _NAME.fullmatch(value) and _ANNOTATION_END.match(data, value_end):
+        return None  # a type: ``cookies: CookieJar | None = None``, ``f(token: AccessKey)``
+    word = value.rstrip(b".,;:!?")
+    if colon and len(word) < 8 and word.isalpha():
+        if word != value or _MORE_WORDS.match(data, value_end) or data[value_start - 1] not in b" \t":
+            return None  # prose (``password: see below``), or a name (``passwd:dir``): no YAML value
+        return True  # alone at the end of its line: a password (YAML's ``password: admin``), or a state
+    return False
+
+
 def assigned_span(
     match: re.Match[bytes],
     data: bytes,
@@ -198,6 +282,9 @@ def assigned_span(
         return None  # already redacted
     op = "eop" if kind == "enc" else "op"
     colon = kind == "line" or match[op].lower() in _COLONS
+    compared = match[op] == b"=" and data[match.end(op) : match.end(op) + 1] == b"="
+    if compared and kind == "bare":
+        return None  # ``if token == TOKEN_NAME:``, ``secret == self.secret``: a comparison with a name
     short_word = False  # a bare word of a few letters alone after a colon: a password, or a state
     if kind == "line" and match["rest"].rstrip(b"-_.%25fde").endswith(b"s"):
         # ``cookies:`` names no header (``Cookie:``, ``Set-Cookie:`` do): its value is the first word, as for
@@ -209,8 +296,15 @@ def assigned_span(
         return None  # ``... the session cookie. :pr:`2607```: a sentence ended before the colon
     if kind == "line":
         first = value.split(None, 1)[0] if value.strip() else b""
-        if b"=" not in value and _CODE.search(first):
-            return None  # ``"Proxy-Authorization": auth_value})``, ``:param cookie: (optional) ...``: code, prose
+        schemed = data[match.end("rest") : value_start].rstrip(b" \t").lower().endswith(_SCHEME_WORDS)
+        if (
+            not schemed
+            and b"=" not in first
+            and (_CODE.search(first) or first.endswith(b",") or first.lower() in _NOT_SECRET or first == b"=")
+        ):
+            # ``"Proxy-Authorization": auth_value})``, ``:param cookie: (optional) ...``, ``cookie: str | None = None``,
+            # ``def f(cookie: Cookie, request: Request)``: code or prose, no header
+            return None
         if first != value.strip() and placeholder(first):
             return None  # ``Authorization: Bearer <token> on each request``, ``b'Authorization:' not in sent``
     else:
@@ -218,23 +312,15 @@ def assigned_span(
             return None  # the text after a closing quote: ``input("Password: ") or default``
         if not _WORDY.search(value):
             return None  # no letter or digit: already masked (``****``), or punctuation
-        if len(value) <= _NOT_SECRET_LENGTH and value.lower() in _NOT_SECRET:
-            return None  # a type or a literal: ``token: str``, ``password = None``
+        if len(value) <= _NOT_SECRET_LENGTH + 1 and value.rstrip(b":?").lower() in _NOT_SECRET:
+            return None  # a type, a literal or a keyword: ``token: str``, ``password = None``, ``token = await f()``
+        if kind != "bare" and value.strip().lower() in _SCHEME_WORDS:
+            return None  # a header's scheme alone: ``authorization = b"Basic " + encoded``
         if kind == "bare":
-            after = data[value_end : value_end + 1]
-            if after not in _AFTER_BARE:
-                return None  # ``token = tokenizer(text)``: a call, not a value
-            if _DOTTED_NAME.fullmatch(value) or (_NAME.fullmatch(value) and is_secret_key(value.decode())):
-                return None  # a name passed on: ``password=password``, ``token = self.token``
-            if not colon and after == b")" and _LETTERS_NAME.fullmatch(value):
-                return None  # a name passed on in a call: ``get(url, cookies=jar)``
-            word = value.rstrip(b".,;:!?")
-            if colon and len(word) < 8 and word.isalpha():
-                if word != value or _MORE_WORDS.match(data, value_end) or data[value_start - 1] not in b" \t":
-                    return None  # prose (``password: see below``), or a name (``passwd:dir``): no YAML value
-                short_word = True  # alone at the end of its line: a password (YAML's ``password: admin``), or a state
-            if colon and _NAME.fullmatch(value) and _ANNOTATION_END.match(data, value_end):
-                return None  # a type: ``cookies: CookieJar | None = None``, ``f(token: AccessKey)``
+            judged = _bare(match, data, (value_start, value_end), colon, is_secret_key)
+            if judged is None:
+                return None
+            short_word = judged
     start = match.start()
     floor = max(0, start - 64)
     begin = start - _KEY_BEFORE.match(data[floor:start][::-1]).end()  # type: ignore[union-attr]
@@ -254,6 +340,8 @@ def assigned_span(
         or data[begin - 4 : begin] in (b"not ", b"not\t")
     ):
         return None  # ``token: expired``, ``password: changed``, ``if not password: return``: no password
+    if compared and key.endswith("token") and _LEXEME.fullmatch(value):
+        return None  # a lexer's token: ``elif token == "keyword":``
     if key == "pass" and colon and kind == "bare":
         return None  # a test's verdict or count: ``PASS: test_parse``, ``pass: 10``
     if (key in ("pwd", "pwds") or key.endswith(("_pwd", "_pwds"))) and _PATH.match(value):

@@ -48,8 +48,14 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   The value is kept when it cannot be a secret: a type or a literal (``str``, ``string``,
   ``bytes``, ``int``, ``integer``, ``bool``, ``boolean``, ``float``, ``number``, ``any``,
   ``object``, ``optional``, ``required``, ``secretstr``, ``none``, ``null``, ``nil``,
-  ``true``, ``false``, ``undefined``, ``continue``, ``function``, ``nonlocal``, in any
-  case); a bare dotted name of letters and ``_`` (``self.password``, ``settings.API_KEY``,
+  ``true``, ``false``, ``undefined``, ``continue``, ``function``, ``nonlocal``, and the
+  keywords ``await``, ``lambda``, ``yield``, ``new`` and ``typeof``, in any case, with or
+  without a ``:`` or ``?`` after them: ``token = await loader()``, ``"password":
+  "string?"``); a quoted header scheme word alone (``authorization = b"Basic " +
+  encoded``); after ``==`` (a comparison), a bare
+  value (``if token == TOKEN_NAME:``, ``secret == self.secret``), and for a key ending
+  with ``token``, lower-case letters and ``_`` after an optional ``#`` (a lexer's token:
+  ``elif token == "keyword":``); a bare dotted name of letters and ``_`` (``self.password``, ``settings.API_KEY``,
   parts of at most 32); a bare name that is itself a secret key (``password=password``,
   ``token=access_token``); a value with no letter or digit (``****``); the replacement
   itself; after a colon, a bare value of fewer than 8 ASCII letters with a ``.``, ``,``,
@@ -58,9 +64,19 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   letter) on its line, as YAML writes ``password: admin``, the value of a password key
   (``pass``, ``pwd`` in it) is redacted unless it is a state (``changed``, ``expired``,
   ``ok``, ...) or the line is code (``if user and password: abort``, ``if not password:``);
-  after a colon, a bare name followed by ``|``, ``=`` (not ``==``), ``)`` or ``]``, which
-  is a type (``cookies: CookieJar | None``); after ``=``, a bare name of letters and ``_``
-  followed by ``)``, which is passed on in a call (``get(url, cookies=jar)``); a quoted
+  after a colon, a capitalised word (hyphenated or not) with more words after it on its
+  line, which is prose (``api_key: Explicitly-provided API key, or None``); after a colon,
+  a bare name followed by ``|``, ``=`` (not ``==``), ``)`` or ``]``, which is a type
+  (``cookies: CookieJar | None``); after ``=``, a bare name of letters and ``_`` followed by
+  ``)``, or by ``,`` and whitespace, which is passed on in a call (``get(url,
+  cookies=jar)``, ``secrets=secrets_map,``); after a colon, a bare name of code followed
+  by ``,`` and whitespace, or by ``}`` (``private_key: KeyFlexible,``, ``{"token":
+  item}``), which is a type or a name passed on, unless the key is unquoted inside a
+  ``{`` opened earlier on its line with no bracket or quote between them, as a mapping
+  written on one line (``{user: ada, password: hunter}`` is redacted); a name of code is
+  an identifier not ending in a digit, three quarters of whose letters are in words of
+  three or more (``secrets_map``, ``PKCS7PrivateKeyTypes``; not ``hunter2`` or
+  ``Xk9vQ2rL``); a quoted
   value that starts with a space, a tab or one of ``),;]}+.``, which is the text after a
   closing quote (``print("token:", token)``); or a placeholder (below). Nothing is
   replaced when a ``.`` and a space or tab stand between the key and the ``:`` or ``=``
@@ -78,6 +94,8 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
     ``*`` or ``•``, or starts with four or more of ``* # x •`` and ends with at most four
     letters or digits (``****a1b2``);
   - the alphabet in order, 6 or more letters of it (``abcdefghijkl``);
+  - elided: ending with ``...`` or ``…`` after at most 4 letters and digits (``...``,
+    ``hf_...``, ``sk-…``);
   - a template field, or a value holding one: a named field ``%(name)s``, ``{name}``
     (``{self.token!r}``, ``{x:>10}``), ``${NAME}``, ``$(command)``, ``{{ name }}``,
     ``#{name}`` or ``<%= name %>``; positional fields (``%s``, ``%-10s``, ``%r``, ``{}``,
@@ -114,11 +132,13 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   after an optional scheme word that is kept (``basic``, ``bearer``, ``digest``, ``token``,
   ``negotiate``, ``ntlm``, ``hmac``, ``apikey``, ``aws4-hmac-sha256``):
   ``Authorization: Basic [REDACTED]``, ``Cookie: [REDACTED]``, ``Set-Cookie: [REDACTED]``.
-  (``cookies`` names no header: its value is read as any other.) The line is kept when it
-  holds no ``=`` and its first word holds one of ``( ) { } [ ] |``, which no credential
-  holds (``"Proxy-Authorization": auth_value})``), or when it or its first word is a
-  placeholder (``Authorization: Bearer <token> on each request``; the ``not`` of
-  ``b'Authorization:' not in sent``).
+  (``cookies`` names no header: its value is read as any other.) With no scheme word before
+  it, the line is code when its first word holds no ``=`` and holds one of ``( ) { } [ ]
+  |``, which no credential holds (``"Proxy-Authorization": auth_value})``), ends with
+  ``,`` (``def f(self, cookie: Cookie, request: Request)``), is a type or a literal as
+  listed above, or is ``=`` (``authorization: str``, ``cookie: str | None = None``); it is
+  kept then, and when it or its first word is a placeholder (``Authorization: Bearer
+  <token> on each request``; the ``not`` of ``b'Authorization:' not in sent``).
 
 **Secret formats**, found in any text (:data:`DEFAULT_PATTERNS`). *Not after X* means
 the character before the match is not one of X; *token characters* are ``A-Z a-z 0-9 _ -``;
