@@ -85,3 +85,23 @@ def test_ten_thousand_guessed_handles_read_nothing(tmp_path: Path) -> None:
         found = [g for g in guesses if not read_context(s, f"ctx:{g}").startswith("No stored output")]
         assert found == []
         assert theirs  # (there was something to find)
+
+
+def test_a_read_without_a_scope_stays_in_the_conversation_around_it(tmp_path: Path) -> None:
+    # A user's own loop calling read_context() inside a conversation's task block reads that conversation's
+    # calls only: a handle of another conversation, leaked into this one's prompt, reads as unknown.
+    with session(tmp_path / "ctx") as s:
+        theirs = s.record_call("t", {}, "their output", task_id="victim").id
+        mine = s.record_call("t", {}, "my output", task_id="attacker").id
+        untagged = s.record_call("t", {}, "nobody's output").id
+        with s.task("attacker"):
+            assert read_context(s, f"ctx:{mine}").endswith("\nmy output")
+            assert read_context(s, f"ctx:{theirs}").startswith("No stored output")
+            assert read_context(s, f"ctx:{theirs}#args").startswith("No stored output")
+            assert read_context(s, f"ctx:{theirs}", search="output").startswith("No stored output")
+            assert read_context(s, f"ctx:{untagged}").startswith("No stored output")
+            # an explicit scope still says what may be read
+            assert read_context(s, f"ctx:{theirs}", scope=("attacker", "victim")).endswith("\ntheir output")
+        # outside any conversation, the session's calls are all its own
+        assert read_context(s, f"ctx:{theirs}").endswith("\ntheir output")
+        assert read_context(s, f"ctx:{untagged}").endswith("\nnobody's output")

@@ -31,7 +31,7 @@ from toolctx._navigate import by_lines, by_path, by_search, output_text
 from toolctx.compaction._settings import READ_CONTEXT
 from toolctx.errors import ConfigError, HandleError
 from toolctx.models import CallMetadata
-from toolctx.sessions import ContextSession, argument_text, parse_reference, stored_text
+from toolctx.sessions import ContextSession, ambient_scope, argument_text, parse_reference, stored_text
 from toolctx.telemetry import events
 from toolctx.tokens import estimate_tokens
 
@@ -234,8 +234,11 @@ def read_context(
     act on, never as an exception. With ``scope`` (a conversation's task id, or a
     tuple of the ones it may read), a call stored under another task reads exactly
     like one that does not exist, so a conversation learns nothing about another's
-    outputs. Without it, a handle reads back in whatever conversation holds it
-    (handles are random: one is never derived from another).
+    outputs. Without it, the scope is the conversation's around the call
+    (:func:`toolctx.sessions.ambient_scope`): the one an adapter serves, the
+    enclosing ``session.task()`` block's task, or the conversation a
+    ``Conversations`` session serves; a session that is none of these reads any of
+    its calls.
 
     The text comes back as stored, secrets redacted. When what it shows holds the
     session's redaction mark, the header line says how many secrets were replaced by
@@ -270,6 +273,8 @@ def read_context(
                 lines, path = reference.lines, reference.path
                 asked = ["lines" if lines is not None else "path"]
             key, part = reference.id, reference.part if reference.part != "result" else part
+    if scope is None:
+        scope = ambient_scope(session)
     scopes = None if scope is None else scope if isinstance(scope, tuple) else (scope,)
     missing = (
         f"No stored output {key!r} in this session. Use an id from a stand-in, written {handle('<id>')}; "

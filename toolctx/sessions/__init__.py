@@ -23,7 +23,8 @@ session's recorder doors, and nothing behind them:
 - resolve handles passed as arguments (``content="ctx:<id>#lines=10-40"``) within a
   conversation: :func:`resolve_arguments`, :func:`resolve_reference`,
   :func:`parse_reference` (a :class:`Reference`), the scope an adapter sets around a
-  tool call: :func:`reference_scope` (read by :func:`host_scope`); a stored call's
+  tool call: :func:`reference_scope` (read by :func:`host_scope`), the calls a read
+  reaches when given no scope: :func:`ambient_scope`; a stored call's
   text as a model reads it: :func:`stored_text`, :func:`argument_text`;
 - keep per-session state: :meth:`ContextSession.attached` (in this process),
   :meth:`ContextSession.note` / :meth:`ContextSession.noted` (stored with the session);
@@ -46,6 +47,7 @@ from toolctx.sessions._references import (
     Reference,
     Scope,
     Where,
+    ambient_scope,
     argument_text,
     host_scope,
     parse_reference,
@@ -72,6 +74,7 @@ __all__ = [
     "SessionState",
     "SessionSummary",
     "Where",
+    "ambient_scope",
     "argument_text",
     "conversation_key",
     "current_session",

@@ -143,18 +143,29 @@ def reference_scope(where: Where, tool: str | None = None, resolved: Collection[
 def host_scope(tool: str) -> tuple[ContextSession, Scope, frozenset[str]]:
     """Where handles passed to ``tool`` resolve here, and which of its parameters need no resolving: the
     session and scope an adapter set around the call (:func:`reference_scope`), else the current session and
-    the enclosing ``task()`` block's task, else the conversation that session serves (its calls tagged with
-    it, as the adapters store them, and those stored in it untagged: the session is that conversation's
-    alone), else all of it."""
+    :func:`ambient_scope`."""
     host = _host.get()
     if host is not None:
         session, scope = host.where()
         return session, scope, host.resolved if host.tool == tool else frozenset()
     session = current_session()
+    return session, ambient_scope(session), frozenset()
+
+
+def ambient_scope(session: ContextSession) -> Scope:
+    """The calls of ``session`` a handle may be read from when no scope is given: those of the conversation an
+    adapter set around the call (:func:`reference_scope`), else of the enclosing ``task()`` block's task, else
+    of the conversation the session serves (its calls tagged with it, as the adapters store them, and those
+    stored in it untagged: the session is that conversation's alone), else all of them (None)."""
+    host = _host.get()
+    if host is not None:
+        hosted, scope = host.where()
+        if hosted is session:
+            return scope
     task = current_tags.get().task_id
     if task is not None:
-        return session, task, frozenset()
-    return session, (None if session.conversation is None else (session.conversation, None)), frozenset()
+        return task
+    return None if session.conversation is None else (session.conversation, None)
 
 
 def stored_text(context: StoredContext | CallParts) -> str:
