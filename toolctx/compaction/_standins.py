@@ -235,7 +235,7 @@ def read_context(
     tuple of the ones it may read), a call stored under another task reads exactly
     like one that does not exist, so a conversation learns nothing about another's
     outputs. Without it, the scope is the conversation's around the call
-    (:func:`toolctx.sessions.ambient_scope`): the one an adapter serves, the
+    (``toolctx.sessions.ambient_scope``): the one an adapter serves, the
     enclosing ``session.task()`` block's task, or the conversation a
     ``Conversations`` session serves; a session that is none of these reads any of
     its calls.
