@@ -244,16 +244,22 @@ def test_the_sweep_and_expiry_name_a_bad_index(index: object) -> None:
             run()
 
 
-def test_an_open_turn_keeps_its_lease_however_long_no_hook_is_seen(fleet: dict[str, str], tmp_path: Path) -> None:
-    """An Agents SDK run inside ``open()`` tells the lease nothing while it runs: the block is the turn, its lease
-    renewed until the block ends, however long since a hook was last seen."""
+def test_an_open_turn_keeps_its_lease_while_it_takes_calls(fleet: dict[str, str], tmp_path: Path) -> None:
+    """An Agents SDK run inside ``open()`` calls no hook of the lease: the calls its session takes (stored or
+    queued) are its sign of life, however long since the block began; a block that takes none lets it lapse."""
     conversations = Conversations(tmp_path / "w", lease=0.6)
     index = index_of(fleet["TOOLCTX_INDEX"])
     assert index is not None
     try:
         with conversations.open("long turn") as s:
-            conversations._held[s.session_id][1] -= 10**6  # (as if no hook had been seen for days)
-            time.sleep(2.0)  # over three leases
+            conversations._held[s.session_id][1] -= 10**6  # (as if the turn had begun days ago)
+            for step in range(10):  # over three leases, a tool call every 0.2 s
+                s.save_context("build", {"step": step}, "ok")
+                time.sleep(0.2)
             assert index.take(s.session_id, "another-worker", 600) is not None  # still held here
+        with conversations.open("hung turn") as s:
+            conversations._held[s.session_id][1] -= 10**6  # (no sign of life for days)
+            time.sleep(2.0)  # over three leases, taking no call
+            assert index.take(s.session_id, "another-worker", 600) is None  # let lapse: taken by another
     finally:
         conversations.close()

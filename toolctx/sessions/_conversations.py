@@ -52,8 +52,8 @@ _SESSION_OPTIONS = frozenset(
         "background_uploads",
     }
 )
-# Seconds without a hook after which a held lease is no longer renewed (a run lost without a word), unless an
-# open() block holds it: the block is the turn, and its end gives the lease up.
+# Seconds without a sign of life after which a held lease is no longer renewed (a run lost without a word, a
+# worker hung mid-turn): a hook seen, or, inside an open() block, a call its session took.
 _IDLE = 600.0
 _IDLE_LEASES = 10  # (or this many leases, if longer)
 
@@ -106,7 +106,9 @@ class Conversations:
     calls and expiry, and a turn holds the conversation's **lease**: :meth:`open`
     (and the LangChain middleware, from the run's start to its end) takes it,
     renews it every ``lease / 3`` seconds while the turn runs, and gives it up when
-    the turn ends. A second turn of the same conversation on another worker waits
+    the turn ends; a turn that shows no sign of life (an adapter's hook, or a call
+    the block's session takes) for ten minutes, or ten leases if longer, lets it
+    lapse. A second turn of the same conversation on another worker waits
     up to ``lease_wait`` seconds (``lease`` by default) for it, then raises
     :class:`~toolctx.SessionBusyError`; it never runs without toolctx. A worker
     killed mid-turn holds the conversation ``lease`` seconds (30 by default) at
@@ -143,6 +145,7 @@ class Conversations:
         if self.index is not None:
             session_options = {**session_options, "index": self.index}
         self._held: dict[str, list[float]] = {}  # session id -> [open turns here, last activity (monotonic)]
+        self._taken: dict[str, tuple[int, int]] = {}  # session id -> its calls taken, when last looked at
         self._holder = f"{socket.gethostname()[:32]}:{os.getpid()}:{secrets.token_hex(4)}"
         self._renewer: threading.Thread | None = None
         self._collector: threading.Thread | None = None
@@ -228,6 +231,7 @@ class Conversations:
             held = self._held.setdefault(session_id, [0, 0.0])
             held[0] += 1
             held[1] = time.monotonic()
+            self._taken[session_id] = session.calls_taken()
             self._start_renewing()
         return session
 
@@ -263,6 +267,7 @@ class Conversations:
             if self._held.get(session_id) is not held or held[0] > 0:
                 return  # (a turn here took it up meanwhile)
             del self._held[session_id]
+            self._taken.pop(session_id, None)
         try:
             if session is not None:
                 session.store.held(False)
@@ -419,7 +424,13 @@ class Conversations:
                     self._renewer = None
                     return
                 idle = max(_IDLE, _IDLE_LEASES * self.lease)
-                live = [sid for sid, (_, seen) in self._held.items() if now - seen < idle or sid in self._active]
+                for session_id in self._active.keys() & self._held.keys():  # (a turn that took a call is alive)
+                    session = self._open.get(session_id)
+                    taken = None if session is None else session.calls_taken()
+                    if taken is not None and taken != self._taken.get(session_id):
+                        self._taken[session_id] = taken
+                        self._held[session_id][1] = now
+                live = [sid for sid, (_, seen) in self._held.items() if now - seen < idle]
                 for session_id in self._held.keys() - live:  # (let lapse: another worker may change them)
                     self._lapsed(session_id)
             for session_id in live:

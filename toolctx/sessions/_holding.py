@@ -48,6 +48,10 @@ class Holding:
             self.store_queued()
         return self._records
 
+    def taken(self) -> tuple[int, int]:
+        """How many calls are stored and how many queued, storing nothing: it changes as calls are taken."""
+        return len(self._records), len(self._later)
+
     def named(self, call_id: str, task_id: int | str | None) -> list[Record]:
         """The records stored with this framework call id under this task (None: the enclosing ``task()``
         block's, as a call is stored), newest first (queued calls stored first). A framework may give the same

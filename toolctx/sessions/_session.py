@@ -245,6 +245,10 @@ class ContextSession(Recording, Lookups):
     def __len__(self) -> int:
         return len(self._saver.records)
 
+    def calls_taken(self) -> tuple[int, int]:
+        """The calls stored and those queued to be stored; changes as the session takes calls (stores nothing)."""
+        return self._saver.taken()
+
     @property
     def memory_bytes(self) -> int:
         """Bytes of results and arguments held in memory now (at most ``memory_budget``)."""
