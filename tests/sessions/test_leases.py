@@ -252,14 +252,58 @@ def test_an_open_turn_keeps_its_lease_while_it_takes_calls(fleet: dict[str, str]
     assert index is not None
     try:
         with conversations.open("long turn") as s:
-            conversations._held[s.session_id][1] -= 10**6  # (as if the turn had begun days ago)
+            conversations._held[s.session_id].seen -= 10**6  # (as if the turn had begun days ago)
             for step in range(10):  # over three leases, a tool call every 0.2 s
                 s.save_context("build", {"step": step}, "ok")
                 time.sleep(0.2)
             assert index.take(s.session_id, "another-worker", 600) is not None  # still held here
         with conversations.open("hung turn") as s:
-            conversations._held[s.session_id][1] -= 10**6  # (no sign of life for days)
+            conversations._held[s.session_id].seen -= 10**6  # (no sign of life for days)
             time.sleep(2.0)  # over three leases, taking no call
             assert index.take(s.session_id, "another-worker", 600) is None  # let lapse: taken by another
     finally:
         conversations.close()
+
+
+def test_a_lease_renewed_as_its_turn_ends_is_given_back(fleet: dict[str, str], tmp_path: Path) -> None:
+    """The renewer may ask the index to renew a lease just as the turn releases it: what it took then is given
+    back, so the next turn of the conversation on another worker does not wait for it to run out."""
+    conversations = Conversations(tmp_path / "w", lease=3.0)
+    assert conversations.index is not None
+    take = conversations.index.take
+
+    def slow(session_id: str, holder: str, seconds: float, now_ns: int | None = None) -> str | None:
+        if threading.current_thread().name == "toolctx-lease":
+            time.sleep(0.5)  # (the renewer is between its look at the turns and its request when the turn ends)
+        return take(session_id, holder, seconds, now_ns)
+
+    conversations.index.take = slow  # type: ignore[method-assign]
+    other = Conversations(tmp_path / "v", lease=3.0, lease_wait=1.0)
+    try:
+        with conversations.open("chat") as s:
+            time.sleep(1.2)  # (the renewer's first tick, at 1 s, is asking meanwhile)
+        time.sleep(0.8)
+        assert other.hold("chat").session_id == s.session_id  # not SessionBusyError after a second
+        other.release("chat")
+    finally:
+        conversations.close()
+        other.close()
+
+
+def test_a_turn_taken_over_is_said_once_and_not_fought_over(fleet: dict[str, str], tmp_path: Path) -> None:
+    conversations = Conversations(tmp_path / "w", lease=0.3)
+    index = index_of(fleet["TOOLCTX_INDEX"])
+    assert index is not None
+    try:
+        with conversations.open("chat") as s:
+            index.release(s.session_id, conversations._holder)  # (as if its lease had run out unrenewed)
+            assert index.take(s.session_id, "another-worker", 600) is None
+            for step in range(10):  # over three leases, the turn still taking calls
+                s.save_context("build", {"step": step}, "ok")
+                time.sleep(0.1)
+            assert index.holder(s.session_id) == "another-worker"  # its turn, not taken back
+    finally:
+        conversations.close()
+    said = toolctx.testing.escalated_warnings()  # (a warning: escalated to an error, and kept, under pytest)
+    assert len([m for m in said if "was taken over by another-worker" in m]) == 1
+    assert len(said) == 1

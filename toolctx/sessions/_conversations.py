@@ -34,6 +34,7 @@ from toolctx.errors import ConfigError, SessionBusyError, SessionNotFoundError
 from toolctx.sessions._gc import gc
 from toolctx.sessions._session import ContextSession
 from toolctx.sessions._stores import Unreachable, index_for
+from toolctx.sessions._turns import Turn, alive
 from toolctx.storage import display_url, is_store_url
 
 __all__ = ["Conversations", "conversation_key"]
@@ -52,10 +53,6 @@ _SESSION_OPTIONS = frozenset(
         "background_uploads",
     }
 )
-# Seconds without a sign of life after which a held lease is no longer renewed (a run lost without a word, a
-# worker hung mid-turn): a hook seen, or, inside an open() block, a call its session took.
-_IDLE = 600.0
-_IDLE_LEASES = 10  # (or this many leases, if longer)
 
 
 def conversation_key(conversation: object) -> str:
@@ -106,9 +103,9 @@ class Conversations:
     calls and expiry, and a turn holds the conversation's **lease**: :meth:`open`
     (and the LangChain middleware, from the run's start to its end) takes it,
     renews it every ``lease / 3`` seconds while the turn runs, and gives it up when
-    the turn ends; a turn that shows no sign of life (an adapter's hook, or a call
-    the block's session takes) for ten minutes, or ten leases if longer, lets it
-    lapse. A second turn of the same conversation on another worker waits
+    the turn ends; a turn that shows no sign of life (an adapter's hook) for ten
+    minutes, or ten leases if longer, lets it lapse, and an :meth:`open` block that
+    takes no call for an hour (a worker hung inside it). A second turn of the same conversation on another worker waits
     up to ``lease_wait`` seconds (``lease`` by default) for it, then raises
     :class:`~toolctx.SessionBusyError`; it never runs without toolctx. A worker
     killed mid-turn holds the conversation ``lease`` seconds (30 by default) at
@@ -144,8 +141,7 @@ class Conversations:
         self._shared = bool(session_options.get("store") or os.environ.get("TOOLCTX_STORE"))
         if self.index is not None:
             session_options = {**session_options, "index": self.index}
-        self._held: dict[str, list[float]] = {}  # session id -> [open turns here, last activity (monotonic)]
-        self._taken: dict[str, tuple[int, int]] = {}  # session id -> its calls taken, when last looked at
+        self._held: dict[str, Turn] = {}  # session id -> its turns under way here
         self._holder = f"{socket.gethostname()[:32]}:{os.getpid()}:{secrets.token_hex(4)}"
         self._renewer: threading.Thread | None = None
         self._collector: threading.Thread | None = None
@@ -216,8 +212,8 @@ class Conversations:
         with self._lock:
             held = self._held.get(session_id)
             if held is not None:
-                held[0] += 1
-                held[1] = time.monotonic()
+                held.count += 1
+                held.seen = time.monotonic()
                 return session
         try:
             self._take(session_id, conversation)
@@ -228,10 +224,9 @@ class Conversations:
             return session
         session.store.held(True)  # (no other worker changes it from here on: read once, kept in memory)
         with self._lock:
-            held = self._held.setdefault(session_id, [0, 0.0])
-            held[0] += 1
-            held[1] = time.monotonic()
-            self._taken[session_id] = session.calls_taken()
+            held = self._held.setdefault(session_id, Turn())
+            held.count += 1
+            held.seen, held.taken, held.lost = time.monotonic(), session.calls_taken(), False
             self._start_renewing()
         return session
 
@@ -244,7 +239,7 @@ class Conversations:
         with self._lock:
             held = self._held.get(session_id)
             if held is not None:
-                held[1] = time.monotonic()
+                held.seen = time.monotonic()
                 return
         self.hold(conversation)
 
@@ -257,17 +252,16 @@ class Conversations:
             held = self._held.get(session_id)
             if held is None:
                 return
-            held[0] -= 1
-            if held[0] > 0:
+            held.count -= 1
+            if held.count > 0:
                 return
             session = self._open.get(session_id)
         if session is not None:  # (still renewed meanwhile: each request is bounded, so this ends)
             session.save_path.settle()
         with self._lock:
-            if self._held.get(session_id) is not held or held[0] > 0:
+            if self._held.get(session_id) is not held or held.count > 0:
                 return  # (a turn here took it up meanwhile)
             del self._held[session_id]
-            self._taken.pop(session_id, None)
         try:
             if session is not None:
                 session.store.held(False)
@@ -423,14 +417,7 @@ class Conversations:
                 if not self._held:
                     self._renewer = None
                     return
-                idle = max(_IDLE, _IDLE_LEASES * self.lease)
-                for session_id in self._active.keys() & self._held.keys():  # (a turn that took a call is alive)
-                    session = self._open.get(session_id)
-                    taken = None if session is None else session.calls_taken()
-                    if taken is not None and taken != self._taken.get(session_id):
-                        self._taken[session_id] = taken
-                        self._held[session_id][1] = now
-                live = [sid for sid, (_, seen) in self._held.items() if now - seen < idle]
+                live = alive(self._held, now, self.lease, self._open, self._active)
                 for session_id in self._held.keys() - live:  # (let lapse: another worker may change them)
                     self._lapsed(session_id)
             for session_id in live:
@@ -439,12 +426,27 @@ class Conversations:
                 except Exception as exc:
                     internal_error(f"could not renew the lease of conversation session {session_id}", exc)
                     continue
-                if holder is not None:
+                if holder is None:
+                    self._ended(session_id)
+                else:
+                    with self._lock:
+                        if (held := self._held.get(session_id)) is not None:
+                            held.lost = True  # (said once: the other worker's turn is not fought over)
                     self._lapsed(session_id)
                     internal_error(
                         f"conversation session {session_id} was taken over by {holder} while a turn here held it "
                         f"(no renewal for {self.lease:g} s): both turns are stored, each under its own handles"
                     )
+
+    def _ended(self, session_id: str) -> None:
+        """Give back a lease just renewed for a turn that ended meanwhile (its release ran before the renewal)."""
+        with self._lock:  # (under the lock: a new turn here would otherwise find its lease given back)
+            if session_id in self._held:
+                return
+            try:
+                self.index.release(session_id, self._holder)  # type: ignore[union-attr]
+            except Exception as exc:
+                internal_error(f"could not give up the lease of conversation session {session_id}", exc)
 
     def _lapsed(self, session_id: str) -> None:
         if (session := self._open.get(session_id)) is not None:
