@@ -109,6 +109,8 @@ class AssemblerMiddleware(AgentMiddleware):
             raise TypeError(f"assembler must be a ContextAssembler or a function of a thread id, got {assembler!r:.80}")
         self.assembler = assembler
         self._tool_calls = ToolContextMiddleware(settings, read_tool=read_tool, **options)
+        # (the assembler's markers of old history are stored under its conversation id, not the thread's)
+        self._tool_calls.reads_also = lambda: self._assembler().conversation_id
         self.tools = self._tool_calls.tools
         self._mirrors: dict[int, tuple[ContextAssembler, _MessageMirror]] = {}
         self._definitions: dict[Hashable, tuple[Any, dict[str, Any]]] = {}

@@ -140,6 +140,8 @@ class ToolContextMiddleware(AgentMiddleware):
         self.compactor = Compactor(MessageAdapter(), self.settings, self.session)
         self._prefix: PrefixSize[SystemMessage, BaseTool | dict[str, Any]] = PrefixSize(_system_text, _tool_text)
         self.tools = [read_context_tool(self.session)] if read_tool else []
+        # another tag the conversation's calls are stored under (an assembler's conversation id), read back too
+        self.reads_also: Callable[[], str | None] | None = None
 
     # -- the conversation --------------------------------------------------------------
 
@@ -276,8 +278,11 @@ class ToolContextMiddleware(AgentMiddleware):
         call = request.tool_call
         try:
             session, task = self._where(request)
+            scope: str | tuple[str, ...] | None = task
+            if task is not None and self.reads_also is not None and (also := self.reads_also()) not in (None, task):
+                scope = (task, also)
             given = call.get("args")
-            text = read_back(session, given if isinstance(given, Mapping) else {}, task)
+            text = read_back(session, given if isinstance(given, Mapping) else {}, scope)
         except Exception as exc:
             events.read_back_failed("read_context could not read the session", exc)
             text = "read_context could not read the stored outputs just now; go on without them."

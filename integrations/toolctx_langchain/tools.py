@@ -208,7 +208,7 @@ def read_context_tool(session: SessionSource = None) -> BaseTool:
     )
 
 
-def read_back(session: ContextSession, given: Mapping[str, Any], scope: str | None) -> str:
+def read_back(session: ContextSession, given: Mapping[str, Any], scope: str | tuple[str, ...] | None) -> str:
     """The answer to a ``read_context`` call with the arguments ``given``, reading only calls of ``scope``.
 
     (The schema is the shared JSON one, which LangChain hands on unvalidated: a

@@ -28,7 +28,8 @@ OUTPUT = "".join(f"row {i}: value {i * 7}\n" for i in range(120))  # about 2,000
 
 
 class ScriptedChat(FakeMessagesListChatModel):
-    """Answers each call with the next scripted message and records what it was sent."""
+    """Answers each call with the next scripted message (or what a scripted function of the messages sent
+    returns) and records what it was sent."""
 
     steps: list[Any]
     received: list[list[BaseMessage]]
@@ -38,7 +39,8 @@ class ScriptedChat(FakeMessagesListChatModel):
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
         self.received.append(list(messages))
-        self.responses = [self.steps[len(self.received) - 1]]
+        step = self.steps[len(self.received) - 1]
+        self.responses = [step(messages) if callable(step) else step]
         self.i = 0
         return super()._generate(messages, stop, run_manager, **kwargs)
 
@@ -251,3 +253,32 @@ def test_a_stand_in_made_at_tool_time_is_offered_read_context_without_a_tool_out
         assert "read_context" in model.bound[-1]
         pointer_id = handle_of(str(shown.content))
         assert read_stored(s, f"ctx:{pointer_id}", 0, 100_000).partition("\n")[2] == OUTPUT * 6
+
+
+def test_the_model_reads_back_the_assemblers_markers_of_old_history(tmp_path: Path) -> None:
+    """The assembler stores old history under its own conversation id, the middleware's tool calls under the
+    thread: the middleware's read_context reads both, so every marker the model is shown reads back."""
+    import re
+
+    asked: list[str] = []
+
+    def read_every_handle(messages: list[BaseMessage]) -> AIMessage:
+        text = " ".join(str(m.content) for m in messages if not isinstance(m, AIMessage))
+        asked.extend(sorted(set(re.findall(r"ctx:[a-z]{10}", text))))
+        calls = [{"name": "read_context", "args": {"id": h}, "id": f"r{i}"} for i, h in enumerate(asked)]
+        return AIMessage(content="", tool_calls=calls)
+
+    steps: list[Any] = [
+        AIMessage(content="", tool_calls=[{"name": "table", "args": {"n": i}, "id": f"t{i}"}]) for i in range(10)
+    ]
+    script = [*steps, read_every_handle, AIMessage(content="done")]
+    model = ScriptedChat(responses=[AIMessage(content="")], steps=script, received=[])
+    with toolctx.session(tmp_path / "ctx") as s:
+        ctx, _ = assembler(s)
+        agent = create_agent(model, [table], middleware=[AssemblerMiddleware(ctx, max_output_tokens=100_000)])
+        out = agent.invoke({"messages": [HumanMessage("Sum every table.")]}, {"configurable": {"thread_id": "t1"}})
+        answers = {m.tool_call_id: str(m.content) for m in out["messages"] if isinstance(m, ToolMessage)}
+        markers = [h for h in asked if s.load_contexts([h[4:]])[0].tool_name == "conversation_history"]
+        assert markers  # (the assembler did put old history away)
+        for i, handle in enumerate(asked):
+            assert answers[f"r{i}"].startswith(f"[{handle} characters 0-"), answers[f"r{i}"][:120]

@@ -6,13 +6,17 @@ import itertools
 import re
 import string
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolctx import session
+import toolctx
+from toolctx import Conversations, session
 from toolctx._naming import legacy_pointer_id, new_pointer_id
+from toolctx.assembly import ContextAssembler, ToolOutputPlugin
 from toolctx.compaction import CompactionSettings, Compactor, handle_of, is_stand_in, persist_call, read_context
+from toolctx.sessions import reference_scope
 
 from .conftest import DictAdapter, Message, answer, asks, user
 
@@ -105,3 +109,35 @@ def test_a_read_without_a_scope_stays_in_the_conversation_around_it(tmp_path: Pa
         # outside any conversation, the session's calls are all its own
         assert read_context(s, f"ctx:{theirs}").endswith("\ntheir output")
         assert read_context(s, f"ctx:{untagged}").endswith("\nnobody's output")
+
+
+def test_a_conversation_session_reads_every_call_it_holds_without_a_scope(tmp_path: Path) -> None:
+    # A Conversations session is one conversation's: what an assembler stored under its own id, or the
+    # application untagged, reads back there, inside an adapter's tool call as outside one.
+    conversations = Conversations(tmp_path / "ctx")
+    try:
+        with conversations.open("chat-1") as s:
+            plugin = ToolOutputPlugin(session=s)
+            ContextAssembler(session=s, plugins=[plugin])
+            shown = plugin.add_output("fetch", "revenue by region\n" * 600)
+            upload = s.save_context("upload", {"name": "q3.csv"}, "q3 " * 2000).handle
+            for ref in (shown.handle, upload):
+                assert read_context(s, ref).startswith(f"[{ref} characters 0-")
+                with reference_scope(lambda: (s, "chat-1")):  # (an adapter's tool call, scoped by thread)
+                    assert read_context(s, ref).startswith(f"[{ref} characters 0-")
+    finally:
+        conversations.close()
+
+
+def test_a_read_whose_conversation_cannot_be_told_answers_in_words(tmp_path: Path) -> None:
+    def where() -> tuple[Any, str]:
+        raise KeyError("no session for thread None")
+
+    with session(tmp_path / "ctx") as s:
+        ref = s.save_context("t", {}, "output").handle
+        with reference_scope(where):
+            answer = read_context(s, ref)
+        assert answer.startswith(f"'{ref}' could not be read just now (KeyError)")
+        said = toolctx.testing.escalated_warnings()
+        assert len(said) == 1
+        assert "could not tell which conversation reads" in said[0]

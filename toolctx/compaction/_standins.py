@@ -26,6 +26,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from toolctx._checks import whole_number
+from toolctx._internal import internal_error
 from toolctx._naming import HANDLE_PATTERN, handle
 from toolctx._navigate import by_lines, by_path, by_search, output_text
 from toolctx.compaction._settings import READ_CONTEXT
@@ -235,10 +236,12 @@ def read_context(
     tuple of the ones it may read), a call stored under another task reads exactly
     like one that does not exist, so a conversation learns nothing about another's
     outputs. Without it, the scope is the conversation's around the call
-    (``toolctx.sessions.ambient_scope``): the one an adapter serves, the
-    enclosing ``session.task()`` block's task, or the conversation a
-    ``Conversations`` session serves; a session that is none of these reads any of
-    its calls.
+    (``toolctx.sessions.ambient_scope``): a ``Conversations`` session's calls are
+    all its conversation's; in another session, the conversation an adapter serves
+    around the call, else the enclosing ``session.task()`` block's task (calls an
+    adapter stored under its own thread are read with ``scope=`` that thread),
+    else any of its calls. The last two follow ``contextvars``: in a thread
+    started without them, pass ``scope=``.
 
     The text comes back as stored, secrets redacted. When what it shows holds the
     session's redaction mark, the header line says how many secrets were replaced by
@@ -274,7 +277,11 @@ def read_context(
                 asked = ["lines" if lines is not None else "path"]
             key, part = reference.id, reference.part if reference.part != "result" else part
     if scope is None:
-        scope = ambient_scope(session)
+        try:
+            scope = ambient_scope(session)
+        except Exception as exc:  # (an adapter's own lookup of its conversation failed)
+            internal_error(f"could not tell which conversation reads {key!r:.60}", exc)
+            return f"{key!r:.120} could not be read just now ({type(exc).__name__}); try again."
     scopes = None if scope is None else scope if isinstance(scope, tuple) else (scope,)
     missing = (
         f"No stored output {key!r} in this session. Use an id from a stand-in, written {handle('<id>')}; "

@@ -147,25 +147,29 @@ def host_scope(tool: str) -> tuple[ContextSession, Scope, frozenset[str]]:
     host = _host.get()
     if host is not None:
         session, scope = host.where()
+        scope = None if session.conversation is not None else scope  # (all a conversation's: ambient_scope)
         return session, scope, host.resolved if host.tool == tool else frozenset()
     session = current_session()
     return session, ambient_scope(session), frozenset()
 
 
 def ambient_scope(session: ContextSession) -> Scope:
-    """The calls of ``session`` a handle may be read from when no scope is given: those of the conversation an
-    adapter set around the call (:func:`reference_scope`), else of the enclosing ``task()`` block's task, else
-    of the conversation the session serves (its calls tagged with it, as the adapters store them, and those
-    stored in it untagged: the session is that conversation's alone), else all of them (None)."""
+    """The calls of ``session`` a handle may be read from when no scope is given: all of them (None) in a
+    session that serves one conversation (a ``Conversations`` one: whatever stored them, an adapter, an
+    assembler or the application, they are that conversation's); else those of the conversation an adapter set
+    around the call (:func:`reference_scope`), else of the enclosing ``task()`` block's task, else all.
+
+    The last two follow the caller's context: a thread started without it (a pool that does not copy
+    ``contextvars``) reads all the session's calls, so code serving several conversations from one session
+    there passes its scope itself."""
+    if session.conversation is not None:
+        return None
     host = _host.get()
     if host is not None:
         hosted, scope = host.where()
         if hosted is session:
             return scope
-    task = current_tags.get().task_id
-    if task is not None:
-        return task
-    return None if session.conversation is None else (session.conversation, None)
+    return current_tags.get().task_id
 
 
 def stored_text(context: StoredContext | CallParts) -> str:
