@@ -139,6 +139,8 @@ KEPT: list[tuple[str, str]] = [
     ("an elided key", '    api_key="hf_...",  # Pass your HF token'),
     ("an elided key in a command", "secrets add -s OPENAI_API_KEY=sk-... -s TOKEN=..."),
     ("an optional type in a schema", '    "password": "string?",'),
+    ("a TypeScript name asserted non-null", "const apiKey = process.env.OPENAI_API_KEY!;"),
+    ("a TypeScript name in an object", "    apiKey: process.env.OPENAI_API_KEY!,\n"),
 ]
 
 # (kind, text, the part that must go): real secrets next to the forms above.
@@ -181,6 +183,16 @@ STILL_SECRET: list[tuple[str, str, str]] = [
     ("a cookie header with a comma", "Cookie: sessionid=9f8e7d6c5b4a, theme=dark", "9f8e7d6c5b4a"),
     ("an opaque authorization header", "Authorization: Xk9vQ2rLWm3nB8tY\n", "Xk9vQ2rLWm3nB8tY"),
     ("a key cut short", 'api_key = "proj1234abcd..."', "proj1234abcd"),
+    # the shapes of code kept above, holding a secret: printed objects, log lines, one-line lists
+    ("a Kotlin data class printed", "User(id=1, name=ada, password=Sunshine, email=a@b.c)", "Sunshine"),
+    ("a Java map printed", "{password=Sunshine, username=ada}", "Sunshine"),
+    ("a log line of pairs", "INFO Connecting user=ada, password=Sunshine, host=db", "Sunshine"),
+    ("a compose environment list", "environment: [POSTGRES_USER=app, POSTGRES_PASSWORD=Sunshine, DB=app]", "Sunshine"),
+    ("a Go struct printed", "{Addr:localhost:6379 Password:Sunshine DB:0}", "Sunshine"),
+    ("a Go struct, a hyphenated password", "{Host:db User:ada Password:Correct-Horse-Battery Name:app}", "Horse"),
+    ("pairs after colons on one line", "Login attempt user: ada, password: Sunshine, ip: 10.0.0.1", "Sunshine"),
+    ("an opaque header, then another", "authorization: k8s9fj3kdlwqpzmxnvb, x-request-id: 1", "k8s9fj3kdlwqpzmxnvb"),
+    ("a shell comparison", "if [ $TOKEN == k8s9fj3kdlwqpzmxnvb ]; then", "k8s9fj3kdlwqpzmxnvb"),
 ]
 
 

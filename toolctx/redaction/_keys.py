@@ -95,6 +95,11 @@ _NAME_WORD = re.compile(rb"[A-Z]?[a-z]++|[A-Z]++(?![a-z])")  # the words of a na
 _LEXEME = re.compile(rb"#?[a-z_]++")  # what a lexer's token is compared with: ``'keyword'``, ``"#bygroup"``
 _SPACE = frozenset((b"", b" ", b"\t", b"\n", b"\r"))
 _ESCAPED_SPACE = re.compile(rb"\\++[nrt]")  # a line end or tab escaped once or more (JSON in a string)
+_NEXT_KEY = re.compile(rb"[ \t]++[A-Za-z_][\w.-]*+[:=]")  # another key after a value: ``Password:x DB:0``
+_NAMED = re.compile(rb"[A-Za-z_]++|[$@]?[A-Za-z_]{1,32}(?:\.[A-Za-z_]{1,32})++")  # a name, or a dotted one
+_DIGIT = re.compile(rb"[0-9]")
+_SNAKE = re.compile(rb"[a-z]++(?:_[a-z]++)++")  # a variable's name: ``callback_id``, ``secrets_map``
+_LINE_END_AFTER = re.compile(rb"[ \t]*+(?:\r|\n|\\++[nr]|$)")  # (escaped too: text inside JSON)
 _PATH = re.compile(rb"~?/|\.\.?/|[A-Za-z]:[\\/]")  # a working directory: ``/home/ada``, ``C:\\work``
 
 
@@ -138,6 +143,12 @@ def _in_flow_mapping(data: bytes, key: int) -> bool:
     a ``{`` before it on its line, with no bracket or quote between them (``{"body": "def f(token: T, ...``)."""
     opening = data.rfind(b"{", _line_start(data, key), key)
     return opening >= 0 and not _FLOW_BREAK.search(data, opening, key)
+
+
+def _in_call(data: bytes, key: int) -> bool:
+    """Whether the key at ``key`` is inside a ``(`` opened earlier on its line: a signature ``def f(token: T, ...``."""
+    start = _line_start(data, key)
+    return data.rfind(b"(", start, key) > data.rfind(b")", start, key)
 
 
 def _space_at(data: bytes, at: int) -> bool:
@@ -240,11 +251,21 @@ def _bare(
     after = data[value_end : value_end + 1]
     if after not in _AFTER_BARE:
         return None  # ``token = tokenizer(text)``: a call, not a value
-    if _DOTTED_NAME.fullmatch(value) or (_NAME.fullmatch(value) and is_secret_key(value.decode())):
+    if _DOTTED_NAME.fullmatch(value.rstrip(b"!")) or (_NAME.fullmatch(value) and is_secret_key(value.decode())):
         return None  # a name passed on: ``password=password``, ``token = self.token``
     if not colon and after == b")" and _LETTERS_NAME.fullmatch(value):
         return None  # a name passed on in a call: ``get(url, cookies=jar)``
-    if ((after == b"," and _space_at(data, value_end + 1)) or (after == b"}" and colon)) and (
+    if (
+        (
+            after == b","
+            and (
+                _LINE_END_AFTER.match(data, value_end + 1)
+                or (colon and _in_call(data, match.start()))
+                or (not colon and _space_at(data, value_end + 1) and _SNAKE.fullmatch(value))
+            )
+        )
+        or (after == b"}" and colon)
+    ) and (
         # an item of a list in code: a name passed on (``secrets=secrets_map,``, ``{"token": item}``) or a type
         # (``private_key: KeyFlexible,``), unless in a mapping written on one line (``{user: ada, password: x}``)
         _LETTERS_NAME.fullmatch(value)
@@ -252,7 +273,14 @@ def _bare(
         else _code_name(value) and (_quoted_key(match, value_start) or not _in_flow_mapping(data, match.start()))
     ):
         return None
-    if colon and _PROSE_WORD.fullmatch(value) and _MORE_WORDS.match(data, value_end):
+    if (
+        colon
+        and _PROSE_WORD.fullmatch(value)
+        and value.count(b"-") <= 1
+        and data[value_start - 1 : value_start] in (b" ", b"\t")
+        and _MORE_WORDS.match(data, value_end)
+        and not _NEXT_KEY.match(data, value_end)
+    ):
         return None  # prose: ``api_key: Explicitly-provided API key, or None``, ``client_secret: Options for``
     if colon and _NAME.fullmatch(value) and _ANNOTATION_END.match(data, value_end):
         return None  # a type: ``cookies: CookieJar | None = None``, ``f(token: AccessKey)``
@@ -283,7 +311,7 @@ def assigned_span(
     op = "eop" if kind == "enc" else "op"
     colon = kind == "line" or match[op].lower() in _COLONS
     compared = match[op] == b"=" and data[match.end(op) : match.end(op) + 1] == b"="
-    if compared and kind == "bare":
+    if compared and kind == "bare" and not _DIGIT.search(value):
         return None  # ``if token == TOKEN_NAME:``, ``secret == self.secret``: a comparison with a name
     short_word = False  # a bare word of a few letters alone after a colon: a password, or a state
     if kind == "line" and match["rest"].rstrip(b"-_.%25fde").endswith(b"s"):
@@ -300,7 +328,12 @@ def assigned_span(
         if (
             not schemed
             and b"=" not in first
-            and (_CODE.search(first) or first.endswith(b",") or first.lower() in _NOT_SECRET or first == b"=")
+            and (
+                _CODE.search(first)
+                or (first.endswith(b",") and _NAMED.fullmatch(first[:-1]) is not None)  # ``f(cookie: Cookie, x)``
+                or first.lower() in _NOT_SECRET
+                or first == b"="
+            )
         ):
             # ``"Proxy-Authorization": auth_value})``, ``:param cookie: (optional) ...``, ``cookie: str | None = None``,
             # ``def f(cookie: Cookie, request: Request)``: code or prose, no header

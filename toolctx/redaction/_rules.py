@@ -51,39 +51,42 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   ``true``, ``false``, ``undefined``, ``continue``, ``function``, ``nonlocal``, and the
   keywords ``await``, ``lambda``, ``yield``, ``new`` and ``typeof``, in any case, with or
   without a ``:`` or ``?`` after them: ``token = await loader()``, ``"password":
-  "string?"``); a quoted header scheme word alone (``authorization = b"Basic " +
-  encoded``); after ``==`` (a comparison), a bare
-  value (``if token == TOKEN_NAME:``, ``secret == self.secret``), and for a key ending
-  with ``token``, lower-case letters and ``_`` after an optional ``#`` (a lexer's token:
-  ``elif token == "keyword":``); a bare dotted name of letters and ``_`` (``self.password``, ``settings.API_KEY``,
-  parts of at most 32); a bare name that is itself a secret key (``password=password``,
-  ``token=access_token``); a value with no letter or digit (``****``); the replacement
-  itself; after a colon, a bare value of fewer than 8 ASCII letters with a ``.``, ``,``,
-  ``;``, ``:``, ``!`` or ``?`` after them, or more words after them on their line (``Password:
-  see below``, ``Password: wrong.``), which is prose; with no word after it (a space, then a
-  letter) on its line, as YAML writes ``password: admin``, the value of a password key
-  (``pass``, ``pwd`` in it) is redacted unless it is a state (``changed``, ``expired``,
-  ``ok``, ...) or the line is code (``if user and password: abort``, ``if not password:``);
-  after a colon, a capitalised word (hyphenated or not) with more words after it on its
-  line, which is prose (``api_key: Explicitly-provided API key, or None``); after a colon,
-  a bare name followed by ``|``, ``=`` (not ``==``), ``)`` or ``]``, which is a type
-  (``cookies: CookieJar | None``); after ``=``, a bare name of letters and ``_`` followed by
-  ``)``, or by ``,`` and whitespace, which is passed on in a call (``get(url,
-  cookies=jar)``, ``secrets=secrets_map,``); after a colon, a bare name of code followed
-  by ``,`` and whitespace, or by ``}`` (``private_key: KeyFlexible,``, ``{"token":
-  item}``), which is a type or a name passed on, unless the key is unquoted inside a
-  ``{`` opened earlier on its line with no bracket or quote between them, as a mapping
-  written on one line (``{user: ada, password: hunter}`` is redacted); a name of code is
-  an identifier not ending in a digit, three quarters of whose letters are in words of
-  three or more (``secrets_map``, ``PKCS7PrivateKeyTypes``; not ``hunter2`` or
-  ``Xk9vQ2rL``); a quoted
-  value that starts with a space, a tab or one of ``),;]}+.``, which is the text after a
-  closing quote (``print("token:", token)``); or a placeholder (below). Nothing is
-  replaced when a ``.`` and a space or tab stand between the key and the ``:`` or ``=``
-  (a sentence ended: ``the session cookie. :pr:``), or when the key is described in a
-  field list (``:param``, ``:parameter``, ``:arg``, ``:argument``, ``:key``,
-  ``:keyword``, ``:type``, ``:var``, ``:ivar`` or ``:cvar``, then words:
-  ``:param cookies: Dictionary or CookieJar``).
+  "string?"``); a quoted header scheme word alone (``authorization = b"Basic " + encoded``);
+  after ``==`` (a comparison), a bare value with no digit (``if token == TOKEN_NAME:``,
+  ``secret == self.secret``), and for a key ending with ``token``, lower-case letters and
+  ``_`` after an optional ``#`` (a lexer's token: ``elif token == "keyword":``); a bare
+  dotted name of letters and ``_`` (``self.password``, ``settings.API_KEY``, parts of at
+  most 32; TypeScript's ``!`` after it aside); a bare name that is itself a secret key
+  (``password=password``, ``token=access_token``); a value with no letter or digit
+  (``****``); the replacement itself; after a colon, a bare value of fewer than 8 ASCII
+  letters with a ``.``, ``,``, ``;``, ``:``, ``!`` or ``?`` after them, or more words after
+  them on their line (``Password: see below``, ``Password: wrong.``), which is prose; with
+  no word after it (a space, then a letter) on its line, as YAML writes ``password: admin``,
+  the value of a password key (``pass``, ``pwd`` in it) is redacted unless it is a state
+  (``changed``, ``expired``, ``ok``, ...) or the line is code (``if user and password:
+  abort``, ``if not password:``); after a colon and a space, a capitalised word (with one
+  hyphen at most) with more words after it on its line, none of them a key (``word:`` or
+  ``word=``), which is prose (``api_key: Explicitly-provided API key, or None``;
+  ``{Password:Sunshine DB:0}`` is redacted); after a colon, a bare name followed by ``|``,
+  ``=`` (not ``==``), ``)`` or ``]``, which is a type (``cookies: CookieJar | None``); after
+  ``=``, a bare name of letters and ``_`` followed by ``)``, or by ``,`` at the end of its
+  line, or a name of words joined by ``_`` (``secrets_map``) followed by ``,`` and
+  whitespace, which is passed on in a call (``get(url, cookies=jar)``,
+  ``secrets=secrets_map,``; ``User(name=ada, password=Sunshine, id=1)`` is redacted); after
+  a colon, a bare name of code followed by ``,`` at the end of its line or inside a ``(``
+  opened earlier on its line, or by ``}`` (``private_key: KeyFlexible,``, ``def f(token:
+  Node, n: int)``, ``{"token": item}``), which is a type or a name passed on, unless the key
+  is unquoted inside a ``{`` opened earlier on its line with no bracket or quote between
+  them, as a mapping written on one line (``{user: ada, password: hunter}`` is redacted); a
+  name of code is an identifier not ending in a digit, three quarters of whose letters are
+  in words of three or more (``secrets_map``, ``PKCS7PrivateKeyTypes``; not ``hunter2`` or
+  ``Xk9vQ2rL``); a quoted value that starts with a space, a tab or one of ``),;]}+.``, which
+  is the text after a closing quote (``print("token:", token)``); or a placeholder (below).
+  Nothing is replaced when a ``.`` and a space or tab stand between the key and the ``:`` or
+  ``=`` (a sentence ended: ``the session cookie. :pr:``), or when the key is described in a
+  field list (``:param``, ``:parameter``, ``:arg``, ``:argument``, ``:key``, ``:keyword``,
+  ``:type``, ``:var``, ``:ivar`` or ``:cvar``, then words: ``:param cookies: Dictionary or
+  CookieJar``).
 
   **Placeholders** stand in for a secret; code read back must be the code that was
   written, so they are kept. A value (quoted, bare or a header's line) is a placeholder
@@ -134,8 +137,9 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   ``Authorization: Basic [REDACTED]``, ``Cookie: [REDACTED]``, ``Set-Cookie: [REDACTED]``.
   (``cookies`` names no header: its value is read as any other.) With no scheme word before
   it, the line is code when its first word holds no ``=`` and holds one of ``( ) { } [ ]
-  |``, which no credential holds (``"Proxy-Authorization": auth_value})``), ends with
-  ``,`` (``def f(self, cookie: Cookie, request: Request)``), is a type or a literal as
+  |``, which no credential holds (``"Proxy-Authorization": auth_value})``), is a name or a
+  dotted name followed by ``,`` (``def f(self, cookie: Cookie, request: Request)``), is a
+  type or a literal as
   listed above, or is ``=`` (``authorization: str``, ``cookie: str | None = None``); it is
   kept then, and when it or its first word is a placeholder (``Authorization: Bearer
   <token> on each request``; the ``not`` of ``b'Authorization:' not in sent``).
