@@ -141,6 +141,7 @@ KEPT: list[tuple[str, str]] = [
     ("an optional type in a schema", '    "password": "string?",'),
     ("a TypeScript name asserted non-null", "const apiKey = process.env.OPENAI_API_KEY!;"),
     ("a TypeScript name in an object", "    apiKey: process.env.OPENAI_API_KEY!,\n"),
+    ("angle fields joined", 'For example `{"Proxy-Authorization": "Basic <username>:<password>"}`.'),
 ]
 
 # (kind, text, the part that must go): real secrets next to the forms above.

@@ -48,12 +48,14 @@ _NAMED_FIELD = (
     rb"|<%=?[^%]{0,64}%>"  # <%= password %>
     rb"|\{[A-Za-z_][A-Za-z0-9_.\[\]]{0,63}(?:![rsa])?(?::[^{}]{0,16})?\}"  # {password}, {self.token!r}, {x:>10}
 )
-# Fields that a secret's own characters could spell: a placeholder only when they are the whole value.
-_WHOLE_FIELD = re.compile(
-    rb"<[A-Za-z][A-Za-z0-9_.\- ]{0,63}>"  # <password>, <your-api-key>
+# Fields that a secret's own characters could spell: a placeholder only when they are the whole value (or a
+# few joined by punctuation: <username>:<password>).
+_ONE_FIELD = (
+    rb"(?:<[A-Za-z][A-Za-z0-9_.\- ]{0,63}>"  # <password>, <your-api-key>
     rb"|\[[A-Z][A-Z0-9_\- ]{1,63}\]"  # [YOUR_API_KEY]
-    rb"|\$[A-Z_][A-Z0-9_]{0,63}"  # $DB_PASSWORD (environment variables are upper case)
+    rb"|\$[A-Z_][A-Z0-9_]{0,63})"  # $DB_PASSWORD (environment variables are upper case)
 )
+_WHOLE_FIELD = re.compile(_ONE_FIELD + rb"(?:[:@/]" + _ONE_FIELD + rb"){0,3}")
 _POSITIONAL_FIELD = rb"%[-#0 +]*[0-9]*(?:\.[0-9]+)?[sdifgeEGxXorcu]|\{[0-9]{0,2}(?:![rsa])?(?::[^{}]{0,16})?\}"
 _NAMED = re.compile(_NAMED_FIELD)
 _FIELDS = re.compile(_NAMED_FIELD + b"|" + _POSITIONAL_FIELD)

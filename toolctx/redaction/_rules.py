@@ -103,7 +103,8 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
     (``{self.token!r}``, ``{x:>10}``), ``${NAME}``, ``$(command)``, ``{{ name }}``,
     ``#{name}`` or ``<%= name %>``; positional fields (``%s``, ``%-10s``, ``%r``, ``{}``,
     ``{0}``) with no letter or digit besides them (``%s``, ``%s:%s``); or, as the whole
-    value, ``<name>`` (``<your-api-key>``), or ``[NAME]`` or ``$NAME`` in capitals;
+    value, ``<name>`` (``<your-api-key>``), or ``[NAME]`` or ``$NAME`` in capitals, or up
+    to four of these joined by ``:``, ``@`` or ``/`` (``<username>:<password>``);
   - a sentence: three or more words with a space between each, starting with a letter and
     ending with ``.``, ``!``, ``?`` or ``:`` (``This field is required.``);
   - made only of placeholder words, in any case, split at ``-``, ``_``, ``.``, spaces,
