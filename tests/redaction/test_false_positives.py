@@ -142,6 +142,8 @@ KEPT: list[tuple[str, str]] = [
     ("a TypeScript name asserted non-null", "const apiKey = process.env.OPENAI_API_KEY!;"),
     ("a TypeScript name in an object", "    apiKey: process.env.OPENAI_API_KEY!,\n"),
     ("angle fields joined", 'For example `{"Proxy-Authorization": "Basic <username>:<password>"}`.'),
+    ("a header's scheme alone in a dict", 'headers = {"Authorization": "Basic " + encoded}'),
+    ("a header typed in a schema", '    "authorization": "string?",'),
 ]
 
 # (kind, text, the part that must go): real secrets next to the forms above.
@@ -194,6 +196,9 @@ STILL_SECRET: list[tuple[str, str, str]] = [
     ("pairs after colons on one line", "Login attempt user: ada, password: Sunshine, ip: 10.0.0.1", "Sunshine"),
     ("an opaque header, then another", "authorization: k8s9fj3kdlwqpzmxnvb, x-request-id: 1", "k8s9fj3kdlwqpzmxnvb"),
     ("a shell comparison", "if [ $TOKEN == k8s9fj3kdlwqpzmxnvb ]; then", "k8s9fj3kdlwqpzmxnvb"),
+    ("a capitalised word, then a key later on its line", "password: Sunshine and DB:0", "Sunshine"),
+    ("a base32 secret before a comma", "  secret: JBSWY3DPEHPK3PXP,\n", "JBSWY3DPEHPK3PXP"),
+    ("capitals, then lower case, before a comma", "  password: QWERTYuiop,\n", "QWERTYuiop"),
 ]
 
 
@@ -247,6 +252,7 @@ def test_the_documented_placeholder_words_are_the_ones_used() -> None:
         ("hunter2", False),
         ("admin", False),
         ("proj1234…", False),
+        ("пароль...", False),
     ],
 )
 def test_a_redactor_says_which_values_are_placeholders(redactor: Redactor, value: str, expected: bool) -> None:

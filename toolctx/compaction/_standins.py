@@ -32,7 +32,7 @@ from toolctx._navigate import by_lines, by_path, by_search, output_text
 from toolctx.compaction._settings import READ_CONTEXT
 from toolctx.errors import ConfigError, HandleError
 from toolctx.models import CallMetadata
-from toolctx.sessions import ContextSession, ambient_scope, argument_text, parse_reference, stored_text
+from toolctx.sessions import ContextSession, ambient_scope, argument_text, parse_reference, stored_text, within
 from toolctx.telemetry import events
 from toolctx.tokens import estimate_tokens
 
@@ -282,7 +282,7 @@ def read_context(
         except Exception as exc:  # (an adapter's own lookup of its conversation failed)
             internal_error(f"could not tell which conversation reads {key!r:.60}", exc)
             return f"{key!r:.120} could not be read just now ({type(exc).__name__}); try again."
-    scopes = None if scope is None else scope if isinstance(scope, tuple) else (scope,)
+    scopes = within(session, scope)
     missing = (
         f"No stored output {key!r} in this session. Use an id from a stand-in, written {handle('<id>')}; "
         "it may also have been cleared."

@@ -91,11 +91,14 @@ _WORDY = re.compile(rb"[A-Za-z0-9\x80-\xff]")
 # a sentence's first word: ``Configuration``, ``Explicitly-provided`` (``correcthorsebattery`` may be a password)
 _PROSE_WORD = re.compile(rb"[A-Z][a-z]++(?:-[A-Za-z][a-z]*+)*+")
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*+")
-_NAME_WORD = re.compile(rb"[A-Z]?[a-z]++|[A-Z]++(?![a-z])")  # the words of a name: ``HTTP``, ``Password``, ``Mgr``
+_NAME_WORD = re.compile(rb"[A-Z]?[a-z]++|[A-Z]+(?![a-z])")  # the words of a name: ``HTTP``, ``Password``, ``Mgr``
 _LEXEME = re.compile(rb"#?[a-z_]++")  # what a lexer's token is compared with: ``'keyword'``, ``"#bygroup"``
 _SPACE = frozenset((b"", b" ", b"\t", b"\n", b"\r"))
 _ESCAPED_SPACE = re.compile(rb"\\++[nrt]")  # a line end or tab escaped once or more (JSON in a string)
-_NEXT_KEY = re.compile(rb"[ \t]++[A-Za-z_][\w.-]*+[:=]")  # another key after a value: ``Password:x DB:0``
+_KEY_LATER = re.compile(rb"[ \t][A-Za-z_][\w.-]*+[:=]")  # another key on a value's line: ``Password:x DB:0``
+_LINE_END = re.compile(rb"\r|\n|\\++[nr]")  # where a value's line ends (escaped too: text inside JSON)
+_LOWER = re.compile(rb"[a-z]")
+_ACRONYM = 4  # capitals in a row a name of code may hold: ``HTTP``, ``PKCS``
 _NAMED = re.compile(rb"[A-Za-z_]++|[$@]?[A-Za-z_]{1,32}(?:\.[A-Za-z_]{1,32})++")  # a name, or a dotted one
 _DIGIT = re.compile(rb"[0-9]")
 _SNAKE = re.compile(rb"[a-z]++(?:_[a-z]++)++")  # a variable's name: ``callback_id``, ``secrets_map``
@@ -120,11 +123,14 @@ def second_meaning(key: str, value: object) -> bool:
 
 def _code_name(value: bytes) -> bool:
     """Whether ``value`` reads as a name in code (``secrets_map``, ``PKCS7PrivateKeyTypes``, ``t_string``) rather
-    than a password: an identifier not ending in a digit (``hunter2``), three quarters of whose letters are in
-    words of three or more (``Xk9vQ2rL`` has none)."""
-    if not _IDENTIFIER.fullmatch(value) or value[-1:].isdigit():
+    than a password: an identifier with a lower-case letter, not ending in a digit (``hunter2``), with no run of
+    capitals longer than an acronym's 4, three quarters of whose letters are in words of three or more
+    (``Xk9vQ2rL`` has none)."""
+    if not _IDENTIFIER.fullmatch(value) or value[-1:].isdigit() or not _LOWER.search(value):
         return False
     parts = _NAME_WORD.findall(value)
+    if any(len(p) > _ACRONYM and p.isupper() for p in parts):
+        return False  # a run of capitals longer than an acronym: ``JBSWY3DPEHPK3PXP``, ``QWERTYuiop``
     return 4 * sum(len(p) for p in parts if len(p) >= 3) >= 3 * sum(map(len, parts))
 
 
@@ -154,6 +160,12 @@ def _in_call(data: bytes, key: int) -> bool:
 def _space_at(data: bytes, at: int) -> bool:
     """Whether whitespace (or an escaped line end or tab) or the end of ``data`` is at ``at``."""
     return data[at : at + 1] in _SPACE or _ESCAPED_SPACE.match(data, at) is not None
+
+
+def _line_end(data: bytes, at: int) -> int:
+    """Where the line holding ``at`` ends: at a line end, or an escaped one (text inside JSON), or the data's end."""
+    found = _LINE_END.search(data, at)
+    return len(data) if found is None else found.start()
 
 
 def _line_start(data: bytes, at: int) -> int:
@@ -279,7 +291,7 @@ def _bare(
         and value.count(b"-") <= 1
         and data[value_start - 1 : value_start] in (b" ", b"\t")
         and _MORE_WORDS.match(data, value_end)
-        and not _NEXT_KEY.match(data, value_end)
+        and not _KEY_LATER.search(data, value_end, _line_end(data, value_end))
     ):
         return None  # prose: ``api_key: Explicitly-provided API key, or None``, ``client_secret: Options for``
     if colon and _NAME.fullmatch(value) and _ANNOTATION_END.match(data, value_end):
@@ -331,8 +343,7 @@ def assigned_span(
             and (
                 _CODE.search(first)
                 or (first.endswith(b",") and _NAMED.fullmatch(first[:-1]) is not None)  # ``f(cookie: Cookie, x)``
-                or first.lower() in _NOT_SECRET
-                or first == b"="
+                or first.rstrip(b":?").lower() in _NOT_SECRET
             )
         ):
             # ``"Proxy-Authorization": auth_value})``, ``:param cookie: (optional) ...``, ``cookie: str | None = None``,
@@ -340,6 +351,8 @@ def assigned_span(
             return None
         if first != value.strip() and placeholder(first):
             return None  # ``Authorization: Bearer <token> on each request``, ``b'Authorization:' not in sent``
+        if value.strip().lower() in _SCHEME_WORDS:
+            return None  # a scheme alone, the credential joined in code: ``{"Authorization": "Basic " + encoded}``
     else:
         if kind != "bare" and value[:1] in _AFTER_CLOSING:
             return None  # the text after a closing quote: ``input("Password: ") or default``

@@ -69,8 +69,8 @@ _PARTS = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _NAME = re.compile(rb"([A-Za-z]++(?:[-_. ][A-Za-z]++)*+)[-_]?([0-9]{1,10})?")  # possessive: no retries
 _ESCAPE = re.compile(rb"%[0-9A-Fa-f]{2}")
 _COUNTING = "01234567890"
-_ALNUM = re.compile(rb"[A-Za-z0-9]+")
-_ELIDED = 4  # letters and digits before an ellipsis that a value may show and still be elided
+_SHOWN = re.compile(rb"[A-Za-z0-9\x80-\xff]+")  # letters and digits, any non-ASCII character's bytes among them
+_ELIDED = 4  # bytes of those before an ellipsis that a value may show and still be elided
 _ALPHABET = b"abcdefghijklmnopqrstuvwxyz"
 
 
@@ -92,7 +92,7 @@ def is_placeholder(value: bytes, is_secret_key: Callable[[str], bool]) -> bool:
         return True
     if len(value) >= 6 and value.lower() in _ALPHABET:
         return True  # the alphabet in order ("abcdefghijkl"), as tests fill a value
-    if value.endswith((b"...", b"\xe2\x80\xa6")) and sum(map(len, _ALNUM.findall(value))) <= _ELIDED:
+    if value.endswith((b"...", b"\xe2\x80\xa6")) and sum(map(len, _SHOWN.findall(value[:-3]))) <= _ELIDED:
         return True  # elided: "...", "hf_...", "sk-…" (a format's prefix at most)
     if b"%" in value or b"{" in value or b"<" in value or b"$" in value or b"[" in value:
         if _NAMED.search(value) is not None or _WHOLE_FIELD.fullmatch(value) is not None:

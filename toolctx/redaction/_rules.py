@@ -51,12 +51,13 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   ``true``, ``false``, ``undefined``, ``continue``, ``function``, ``nonlocal``, and the
   keywords ``await``, ``lambda``, ``yield``, ``new`` and ``typeof``, in any case, with or
   without a ``:`` or ``?`` after them: ``token = await loader()``, ``"password":
-  "string?"``); a quoted header scheme word alone (``authorization = b"Basic " + encoded``);
-  after ``==`` (a comparison), a bare value with no digit (``if token == TOKEN_NAME:``,
-  ``secret == self.secret``), and for a key ending with ``token``, lower-case letters and
-  ``_`` after an optional ``#`` (a lexer's token: ``elif token == "keyword":``); a bare
-  dotted name of letters and ``_`` (``self.password``, ``settings.API_KEY``, parts of at
-  most 32; TypeScript's ``!`` after it aside); a bare name that is itself a secret key
+  "string?"``); a value that is a header scheme word alone, quoted (or a list, or
+  URL-encoded), under any key (``authorization = b"Basic " + encoded``; a header's line too,
+  below); after ``==`` (a comparison), a bare value with no digit (``if token ==
+  TOKEN_NAME:``, ``secret == self.secret``), and for a key ending with ``token``, lower-case
+  letters and ``_`` after an optional ``#`` (a lexer's token: ``elif token == "keyword":``);
+  a bare dotted name of letters and ``_`` (``self.password``, ``settings.API_KEY``, parts of
+  at most 32; TypeScript's ``!`` after it aside); a bare name that is itself a secret key
   (``password=password``, ``token=access_token``); a value with no letter or digit
   (``****``); the replacement itself; after a colon, a bare value of fewer than 8 ASCII
   letters with a ``.``, ``,``, ``;``, ``:``, ``!`` or ``?`` after them, or more words after
@@ -65,28 +66,29 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   the value of a password key (``pass``, ``pwd`` in it) is redacted unless it is a state
   (``changed``, ``expired``, ``ok``, ...) or the line is code (``if user and password:
   abort``, ``if not password:``); after a colon and a space, a capitalised word (with one
-  hyphen at most) with more words after it on its line, none of them a key (``word:`` or
-  ``word=``), which is prose (``api_key: Explicitly-provided API key, or None``;
+  hyphen at most) with more words after it on its line, none of them a key (a word then
+  ``:`` or ``=``), which is prose (``api_key: Explicitly-provided API key, or None``;
   ``{Password:Sunshine DB:0}`` is redacted); after a colon, a bare name followed by ``|``,
   ``=`` (not ``==``), ``)`` or ``]``, which is a type (``cookies: CookieJar | None``); after
   ``=``, a bare name of letters and ``_`` followed by ``)``, or by ``,`` at the end of its
-  line, or a name of words joined by ``_`` (``secrets_map``) followed by ``,`` and
-  whitespace, which is passed on in a call (``get(url, cookies=jar)``,
+  line, or a name of lower-case words joined by ``_`` (``secrets_map``) followed by ``,``
+  and whitespace, which is passed on in a call (``get(url, cookies=jar)``,
   ``secrets=secrets_map,``; ``User(name=ada, password=Sunshine, id=1)`` is redacted); after
-  a colon, a bare name of code followed by ``,`` at the end of its line or inside a ``(``
-  opened earlier on its line, or by ``}`` (``private_key: KeyFlexible,``, ``def f(token:
-  Node, n: int)``, ``{"token": item}``), which is a type or a name passed on, unless the key
-  is unquoted inside a ``{`` opened earlier on its line with no bracket or quote between
-  them, as a mapping written on one line (``{user: ada, password: hunter}`` is redacted); a
-  name of code is an identifier not ending in a digit, three quarters of whose letters are
-  in words of three or more (``secrets_map``, ``PKCS7PrivateKeyTypes``; not ``hunter2`` or
-  ``Xk9vQ2rL``); a quoted value that starts with a space, a tab or one of ``),;]}+.``, which
-  is the text after a closing quote (``print("token:", token)``); or a placeholder (below).
-  Nothing is replaced when a ``.`` and a space or tab stand between the key and the ``:`` or
-  ``=`` (a sentence ended: ``the session cookie. :pr:``), or when the key is described in a
-  field list (``:param``, ``:parameter``, ``:arg``, ``:argument``, ``:key``, ``:keyword``,
-  ``:type``, ``:var``, ``:ivar`` or ``:cvar``, then words: ``:param cookies: Dictionary or
-  CookieJar``).
+  a colon, a bare name of code followed by ``,`` at the end of its line or after a ``(``
+  with no ``)`` after it before the key on its line, or by ``}`` (``private_key:
+  KeyFlexible,``, ``def f(token: Node, n: int)``, ``{"token": item}``), which is a type or a
+  name passed on, unless the key is unquoted after a ``{`` earlier on its line with no
+  ``(``, ``[`` or quote between them, as a mapping written on one line (``{user: ada,
+  password: hunter}`` is redacted); a name of code is an identifier with a lower-case
+  letter, not ending in a digit, with no run of more than 4 capitals, three quarters of
+  whose letters are in words of three or more (``secrets_map``, ``PKCS7PrivateKeyTypes``;
+  not ``hunter2``, ``Xk9vQ2rL`` or ``QWERTYuiop``); a quoted value that starts with a space,
+  a tab or one of ``),;]}+.``, which is the text after a closing quote (``print("token:",
+  token)``); or a placeholder (below). Nothing is replaced when a ``.`` and a space or tab
+  stand between the key and the ``:`` or ``=`` (a sentence ended: ``the session cookie.
+  :pr:``), or when the key is described in a field list (``:param``, ``:parameter``,
+  ``:arg``, ``:argument``, ``:key``, ``:keyword``, ``:type``, ``:var``, ``:ivar`` or
+  ``:cvar``, then words: ``:param cookies: Dictionary or CookieJar``).
 
   **Placeholders** stand in for a secret; code read back must be the code that was
   written, so they are kept. A value (quoted, bare or a header's line) is a placeholder
@@ -97,7 +99,8 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
     ``*`` or ``•``, or starts with four or more of ``* # x •`` and ends with at most four
     letters or digits (``****a1b2``);
   - the alphabet in order, 6 or more letters of it (``abcdefghijkl``);
-  - elided: ending with ``...`` or ``…`` after at most 4 letters and digits (``...``,
+  - elided: ending with ``...`` or ``…`` after at most 4 ASCII letters and digits, a
+    non-ASCII character counting as the bytes of its UTF-8 (``...``,
     ``hf_...``, ``sk-…``);
   - a template field, or a value holding one: a named field ``%(name)s``, ``{name}``
     (``{self.token!r}``, ``{x:>10}``), ``${NAME}``, ``$(command)``, ``{{ name }}``,
@@ -134,16 +137,17 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   A key whose last word is ``authorization`` or ``cookie`` followed by a colon is an HTTP
   header: its value is the rest of the line, up to a quote, a backslash or the line's end,
   after an optional scheme word that is kept (``basic``, ``bearer``, ``digest``, ``token``,
-  ``negotiate``, ``ntlm``, ``hmac``, ``apikey``, ``aws4-hmac-sha256``):
-  ``Authorization: Basic [REDACTED]``, ``Cookie: [REDACTED]``, ``Set-Cookie: [REDACTED]``.
-  (``cookies`` names no header: its value is read as any other.) With no scheme word before
-  it, the line is code when its first word holds no ``=`` and holds one of ``( ) { } [ ]
-  |``, which no credential holds (``"Proxy-Authorization": auth_value})``), is a name or a
-  dotted name followed by ``,`` (``def f(self, cookie: Cookie, request: Request)``), is a
-  type or a literal as
-  listed above, or is ``=`` (``authorization: str``, ``cookie: str | None = None``); it is
-  kept then, and when it or its first word is a placeholder (``Authorization: Bearer
-  <token> on each request``; the ``not`` of ``b'Authorization:' not in sent``).
+  ``negotiate``, ``ntlm``, ``hmac``, ``apikey``, ``aws4-hmac-sha256``): ``Authorization:
+  Basic [REDACTED]``, ``Cookie: [REDACTED]``, ``Set-Cookie: [REDACTED]``. (``cookies`` names
+  no header: its value is read as any other.) With no scheme word before it, the line is
+  code when its first word holds no ``=`` and holds one of ``( ) { } [ ] |``, which no
+  credential holds (``"Proxy-Authorization": auth_value})``), is a name of letters and ``_``
+  or a dotted name followed by ``,`` (``def f(self, cookie: Cookie, request: Request)``), or
+  is a type or a literal as listed above, with or without a ``:`` or ``?`` after it
+  (``authorization: str``, ``cookie: str | None = None``); it is kept then, when it or its
+  first word is a placeholder (``Authorization: Bearer <token> on each request``; the
+  ``not`` of ``b'Authorization:' not in sent``), and when it is a scheme word alone
+  (``{"Authorization": "Basic " + encoded}``).
 
 **Secret formats**, found in any text (:data:`DEFAULT_PATTERNS`). *Not after X* means
 the character before the match is not one of X; *token characters* are ``A-Z a-z 0-9 _ -``;

@@ -24,7 +24,7 @@ session's recorder doors, and nothing behind them:
   conversation: :func:`resolve_arguments`, :func:`resolve_reference`,
   :func:`parse_reference` (a :class:`Reference`), the scope an adapter sets around a
   tool call: :func:`reference_scope` (read by :func:`host_scope`), the calls a read
-  reaches when given no scope: :func:`ambient_scope`; a stored call's
+  reaches when given no scope: :func:`ambient_scope`, and for a scope: :func:`within`; a stored call's
   text as a model reads it: :func:`stored_text`, :func:`argument_text`;
 - keep per-session state: :meth:`ContextSession.attached` (in this process),
   :meth:`ContextSession.note` / :meth:`ContextSession.noted` (stored with the session);
@@ -55,6 +55,7 @@ from toolctx.sessions._references import (
     resolve_arguments,
     resolve_reference,
     stored_text,
+    within,
 )
 from toolctx.sessions._saving import SavePath
 from toolctx.sessions._session import ContextSession, open_sessions
@@ -92,4 +93,5 @@ __all__ = [
     "session_pointers",
     "stamping_clock",
     "stored_text",
+    "within",
 ]

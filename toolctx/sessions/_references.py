@@ -147,10 +147,17 @@ def host_scope(tool: str) -> tuple[ContextSession, Scope, frozenset[str]]:
     host = _host.get()
     if host is not None:
         session, scope = host.where()
-        scope = None if session.conversation is not None else scope  # (all a conversation's: ambient_scope)
         return session, scope, host.resolved if host.tool == tool else frozenset()
     session = current_session()
     return session, ambient_scope(session), frozenset()
+
+
+def within(session: ContextSession, scope: Scope) -> tuple[Any, ...] | None:
+    """The task ids a read in ``session`` may reach for ``scope`` (None: any call): a ``Conversations`` session
+    is one conversation's, so every call it holds is (what an adapter, an assembler or the application stored)."""
+    if scope is None or session.conversation is not None:
+        return None
+    return scope if isinstance(scope, tuple) else (scope,)
 
 
 def ambient_scope(session: ContextSession) -> Scope:
@@ -198,7 +205,7 @@ def resolve_reference(
 ) -> Any:
     """What ``reference`` names in ``session``, read only from calls of ``scope``: the exact text, or with
     ``decoded`` the JSON value. HandleError (its message for the model, about argument ``name``) if refused."""
-    scopes = None if scope is None else scope if isinstance(scope, tuple) else (scope,)
+    scopes = within(session, scope)
     for _ in range(_MAX_HOPS):
         value = _read(session, reference, scopes, decoded, name)
         if not (reference.part.startswith("args.") and reference.lines is None and reference.path is None):
