@@ -199,6 +199,8 @@ STILL_SECRET: list[tuple[str, str, str]] = [
     ("a capitalised word, then a key later on its line", "password: Sunshine and DB:0", "Sunshine"),
     ("a base32 secret before a comma", "  secret: JBSWY3DPEHPK3PXP,\n", "JBSWY3DPEHPK3PXP"),
     ("capitals, then lower case, before a comma", "  password: QWERTYuiop,\n", "QWERTYuiop"),
+    ("a non-ASCII password, ASCII-only JSON", '{"password": "\\u043f\\u0430\\u0440\\u043e\\u043b\\u044c"}', "u0440"),
+    ("a password with one non-ASCII letter, ASCII-only JSON", '{"password": "contrase\\u00f1a1"}', "u00f1a1"),
 ]
 
 

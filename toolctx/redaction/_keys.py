@@ -30,10 +30,14 @@ _WORD_GAP = rb"(?:[-_. ]|%5f|%2d|%2e|%20)*"  # between two words of a key, in lo
 _KEY_END = rb"(?:[-_.]|%5f|%2d|%2e)*"  # separators that may trail a key (``__api_key__``)
 _CLOSE = rb"(?:\\{0,4}[\"'`]|%2[27])?+[ \t]{0,8}+"
 _OPERATOR = rb"(?P<op>[:=]|\xef\xbc[\x9a\x9d]|\\u[fF][fF]1[aAdD])[=>]?[ \t]{0,8}+"
+# A character escaped as ``\uXXXX`` (JSON written ASCII-only, as Python's json.dumps does) is part of a quoted value.
+_ESCAPED_CHAR = rb"\\{1,4}u[0-9a-fA-F]{4}"
 _VALUE = (  # a string literal's prefix (``b'...'``, ``r"..."``) is not part of its value
-    rb"(?:\[(?P<list>[^\[\]{}\r\n]++)\]|(?:[bBrRuUfF]{1,2}(?=[\"']))?+\\{0,4}\"(?P<dq>[^\"\\\r\n]++)"
-    rb"|(?:[bBrRuUfF]{1,2}(?=[\"']))?+\\{0,4}'(?P<sq>[^'\\\r\n]++)"
-    rb"|`(?P<bq>[^`\\\r\n]++)|(?P<bare>[^\s\"'`,;&<>()\[\]{}\\]++))"
+    rb"(?:\[(?P<list>[^\[\]{}\r\n]++)\]|(?:[bBrRuUfF]{1,2}(?=[\"']))?+\\{0,4}\"(?P<dq>(?:[^\"\\\r\n]|"
+    + _ESCAPED_CHAR
+    + rb")++)|(?:[bBrRuUfF]{1,2}(?=[\"']))?+\\{0,4}'(?P<sq>(?:[^'\\\r\n]|"
+    + _ESCAPED_CHAR
+    + rb")++)|`(?P<bq>[^`\\\r\n]++)|(?P<bare>[^\s\"'`,;&<>()\[\]{}\\]++))"
 )
 _SCHEME_WORDS = (
     b"basic",

@@ -34,7 +34,9 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   value, which is replaced:
 
   - quoted (``"..."``, ``'...'``, ```...```): up to the closing quote, a backslash or the
-    end of the line;
+    end of the line; in double or single quotes, a character escaped as ``\\uXXXX`` (JSON
+    written ASCII-only, as Python's ``json.dumps`` writes ``"contrase\\u00f1a"``) is part of
+    the value;
   - a list on one line, ``[...]``, with no brackets or braces inside: all of its inside;
   - else bare: one or more characters up to whitespace or one of ``"'`,;&<>()[]{}\\``,
     and only if whitespace, one of ``"'`,;&<>)]}\\`` or the end follows
