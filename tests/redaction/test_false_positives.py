@@ -144,6 +144,7 @@ KEPT: list[tuple[str, str]] = [
     ("angle fields joined", 'For example `{"Proxy-Authorization": "Basic <username>:<password>"}`.'),
     ("a header's scheme alone in a dict", 'headers = {"Authorization": "Basic " + encoded}'),
     ("a header typed in a schema", '    "authorization": "string?",'),
+    ("a placeholder in JSON escaped as Go writes it", '{"token": "\\u003cYOUR_TOKEN\\u003e"}'),
 ]
 
 # (kind, text, the part that must go): real secrets next to the forms above.

@@ -32,6 +32,7 @@ _CLOSE = rb"(?:\\{0,4}[\"'`]|%2[27])?+[ \t]{0,8}+"
 _OPERATOR = rb"(?P<op>[:=]|\xef\xbc[\x9a\x9d]|\\u[fF][fF]1[aAdD])[=>]?[ \t]{0,8}+"
 # A character escaped as ``\uXXXX`` (JSON written ASCII-only, as Python's json.dumps does) is part of a quoted value.
 _ESCAPED_CHAR = rb"\\{1,4}u[0-9a-fA-F]{4}"
+_ESCAPE = re.compile(rb"\\{1,4}u([0-9a-fA-F]{4})")
 _VALUE = (  # a string literal's prefix (``b'...'``, ``r"..."``) is not part of its value
     rb"(?:\[(?P<list>[^\[\]{}\r\n]++)\]|(?:[bBrRuUfF]{1,2}(?=[\"']))?+\\{0,4}\"(?P<dq>(?:[^\"\\\r\n]|"
     + _ESCAPED_CHAR
@@ -164,6 +165,11 @@ def _in_call(data: bytes, key: int) -> bool:
 def _space_at(data: bytes, at: int) -> bool:
     """Whether whitespace (or an escaped line end or tab) or the end of ``data`` is at ``at``."""
     return data[at : at + 1] in _SPACE or _ESCAPED_SPACE.match(data, at) is not None
+
+
+def _unescaped(value: bytes) -> bytes:
+    """``value`` with its ``\\uXXXX`` escapes as the characters they stand for (UTF-8; a lone surrogate as ``?``)."""
+    return _ESCAPE.sub(lambda m: chr(int(m[1], 16)).encode("utf-8", "replace"), value)
 
 
 def _line_end(data: bytes, at: int) -> int:
@@ -324,6 +330,8 @@ def assigned_span(
     value = data[value_start:value_end]
     if replacement in (value, data[value_start - 1 : value_end + 1]):
         return None  # already redacted
+    if kind in ("dq", "sq") and b"\\u" in value:
+        value = _unescaped(value)  # (judged as it reads: ``\u003cyour-token\u003e`` is ``<your-token>``)
     op = "eop" if kind == "enc" else "op"
     colon = kind == "line" or match[op].lower() in _COLONS
     compared = match[op] == b"=" and data[match.end(op) : match.end(op) + 1] == b"="

@@ -36,7 +36,8 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   - quoted (``"..."``, ``'...'``, ```...```): up to the closing quote, a backslash or the
     end of the line; in double or single quotes, a character escaped as ``\\uXXXX`` (JSON
     written ASCII-only, as Python's ``json.dumps`` writes ``"contrase\\u00f1a"``) is part of
-    the value;
+    the value, which is judged as it reads (``\\u003cyour-token\\u003e`` is
+    ``<your-token>``, a placeholder);
   - a list on one line, ``[...]``, with no brackets or braces inside: all of its inside;
   - else bare: one or more characters up to whitespace or one of ``"'`,;&<>()[]{}\\``,
     and only if whitespace, one of ``"'`,;&<>)]}\\`` or the end follows
