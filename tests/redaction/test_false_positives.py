@@ -145,6 +145,13 @@ KEPT: list[tuple[str, str]] = [
     ("a header's scheme alone in a dict", 'headers = {"Authorization": "Basic " + encoded}'),
     ("a header typed in a schema", '    "authorization": "string?",'),
     ("a placeholder in JSON escaped as Go writes it", '{"token": "\\u003cYOUR_TOKEN\\u003e"}'),
+    # Django's sources (``--tree`` over the 4.2 sdist)
+    ("a token compared with a word in capitals", '        if csrf_token == "NOTPROVIDED":'),
+    ("a token that is a phrase", '        token = "is not"'),
+    ("a filler repeated", '        meta_token=16 * "a",'),
+    ("a quoted filler repeated", '@override_settings(SECRET_KEY="abcd" * 20)'),
+    ("a tuple unpacked", "\n        cookie, post_token, meta_token = args\n"),
+    ("a comparison on a header's line", '    "no_cookie": reason == REASON_NO_CSRF_COOKIE,'),
 ]
 
 # (kind, text, the part that must go): real secrets next to the forms above.
@@ -202,6 +209,8 @@ STILL_SECRET: list[tuple[str, str, str]] = [
     ("capitals, then lower case, before a comma", "  password: QWERTYuiop,\n", "QWERTYuiop"),
     ("a non-ASCII password, ASCII-only JSON", '{"password": "\\u043f\\u0430\\u0440\\u043e\\u043b\\u044c"}', "u0440"),
     ("a password with one non-ASCII letter, ASCII-only JSON", '{"password": "contrase\\u00f1a1"}', "u00f1a1"),
+    ("a token that is a header value", 'token = "Bearer abcDEF123456789xyz"', "abcDEF123456789xyz"),
+    ("a token compared with a literal", 'if api_token == "Xk9vQ2rLWm3nB8tY":', "Xk9vQ2rLWm3nB8tY"),
 ]
 
 

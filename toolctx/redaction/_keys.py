@@ -97,7 +97,12 @@ _WORDY = re.compile(rb"[A-Za-z0-9\x80-\xff]")
 _PROSE_WORD = re.compile(rb"[A-Z][a-z]++(?:-[A-Za-z][a-z]*+)*+")
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*+")
 _NAME_WORD = re.compile(rb"[A-Z]?[a-z]++|[A-Z]+(?![a-z])")  # the words of a name: ``HTTP``, ``Password``, ``Mgr``
-_LEXEME = re.compile(rb"#?[a-z_]++")  # what a lexer's token is compared with: ``'keyword'``, ``"#bygroup"``
+# what a lexer's token is compared with: ``'keyword'``, ``"#bygroup"``, ``"COLLATE"``
+_LEXEME = re.compile(rb"#?(?:[a-z_]++|[A-Z_]{1,16})")
+_PHRASE = re.compile(rb"[a-z]++(?: [a-z]++)++")  # words a token never holds: ``token = "is not"``
+_REPEATED = re.compile(rb"[ \t]*+\*[ \t]*+\\{0,4}[0-9\"']")  # a filler repeated: ``16 * "a"``
+_REPEATED_QUOTED = re.compile(rb"\\{0,4}[\"'][ \t]*+\*[ \t]*+[0-9]")  # (after its closing quote: ``"ab" * 20``)
+_TUPLE_TARGET = re.compile(rb"[ \t]*+(?:[A-Za-z_][\w.]*+[ \t]*+,[ \t]*+)++")  # ``cookie, token = ``
 _SPACE = frozenset((b"", b" ", b"\t", b"\n", b"\r"))
 _ESCAPED_SPACE = re.compile(rb"\\++[nrt]")  # a line end or tab escaped once or more (JSON in a string)
 _KEY_LATER = re.compile(rb"[ \t][A-Za-z_][\w.-]*+[:=]")  # another key on a value's line: ``Password:x DB:0``
@@ -273,6 +278,8 @@ def _bare(
     after = data[value_end : value_end + 1]
     if after not in _AFTER_BARE:
         return None  # ``token = tokenizer(text)``: a call, not a value
+    if _REPEATED.match(data, value_end):
+        return None  # a filler repeated: ``meta_token = 16 * "a"``
     if _DOTTED_NAME.fullmatch(value.rstrip(b"!")) or (_NAME.fullmatch(value) and is_secret_key(value.decode())):
         return None  # a name passed on: ``password=password``, ``token = self.token``
     if not colon and after == b")" and _LETTERS_NAME.fullmatch(value):
@@ -361,6 +368,8 @@ def assigned_span(
             # ``"Proxy-Authorization": auth_value})``, ``:param cookie: (optional) ...``, ``cookie: str | None = None``,
             # ``def f(cookie: Cookie, request: Request)``: code or prose, no header
             return None
+        if b" == " in value:
+            return None  # a comparison: ``"no_cookie": reason == REASON_NO_CSRF_COOKIE,``
         if first != value.strip() and placeholder(first):
             return None  # ``Authorization: Bearer <token> on each request``, ``b'Authorization:' not in sent``
         if value.strip().lower() in _SCHEME_WORDS:
@@ -374,6 +383,8 @@ def assigned_span(
             return None  # a type, a literal or a keyword: ``token: str``, ``password = None``, ``token = await f()``
         if kind != "bare" and value.strip().lower() in _SCHEME_WORDS:
             return None  # a header's scheme alone: ``authorization = b"Basic " + encoded``
+        if kind in ("dq", "sq") and _REPEATED_QUOTED.match(data, value_end):
+            return None  # a filler repeated: ``SECRET_KEY = "abcd" * 20``
         if kind == "bare":
             judged = _bare(match, data, (value_start, value_end), colon, is_secret_key)
             if judged is None:
@@ -398,8 +409,17 @@ def assigned_span(
         or data[begin - 4 : begin] in (b"not ", b"not\t")
     ):
         return None  # ``token: expired``, ``password: changed``, ``if not password: return``: no password
-    if compared and key.endswith("token") and _LEXEME.fullmatch(value):
-        return None  # a lexer's token: ``elif token == "keyword":``
+    if key.endswith("token") and (
+        (compared and _LEXEME.fullmatch(value)) or (kind in ("dq", "sq") and _PHRASE.fullmatch(value))
+    ):
+        return None  # a lexer's token: ``elif token == "keyword":``, ``token = "not in"``
+    if (
+        kind == "bare"
+        and not colon
+        and _LETTERS_NAME.fullmatch(value)
+        and _TUPLE_TARGET.fullmatch(data, _line_start(data, begin), begin)
+    ):
+        return None  # a tuple unpacked: ``cookie, token = args``
     if key == "pass" and colon and kind == "bare":
         return None  # a test's verdict or count: ``PASS: test_parse``, ``pass: 10``
     if (key in ("pwd", "pwds") or key.endswith(("_pwd", "_pwds"))) and _PATH.match(value):

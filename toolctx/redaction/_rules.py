@@ -57,10 +57,15 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   "string?"``); a value that is a header scheme word alone, quoted (or a list, or
   URL-encoded), under any key (``authorization = b"Basic " + encoded``; a header's line too,
   below); after ``==`` (a comparison), a bare value with no digit (``if token ==
-  TOKEN_NAME:``, ``secret == self.secret``), and for a key ending with ``token``, lower-case
-  letters and ``_`` after an optional ``#`` (a lexer's token: ``elif token == "keyword":``);
-  a bare dotted name of letters and ``_`` (``self.password``, ``settings.API_KEY``, parts of
-  at most 32; TypeScript's ``!`` after it aside); a bare name that is itself a secret key
+  TOKEN_NAME:``, ``secret == self.secret``), and for a key ending with ``token``, letters
+  and ``_`` all in one case (at most 16 in capitals) after an optional ``#`` (a lexer's
+  token: ``elif token == "keyword":``, ``csrf_token == "NOTPROVIDED"``); for a key ending
+  with ``token``, a quoted value of lower-case words with a space between each, which no
+  token holds (``token = "is not"``); a value repeated by ``*`` and a number (a filler:
+  ``meta_token=16 * "a"``, ``SECRET_KEY="abcd" * 20``); after ``=``, a bare name of letters
+  and ``_`` assigned with other names, a tuple unpacked (``cookie, token = args``); a bare
+  dotted name of letters and ``_`` (``self.password``, ``settings.API_KEY``, parts of at
+  most 32; TypeScript's ``!`` after it aside); a bare name that is itself a secret key
   (``password=password``, ``token=access_token``); a value with no letter or digit
   (``****``); the replacement itself; after a colon, a bare value of fewer than 8 ASCII
   letters with a ``.``, ``,``, ``;``, ``:``, ``!`` or ``?`` after them, or more words after
@@ -149,8 +154,9 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   is a type or a literal as listed above, with or without a ``:`` or ``?`` after it
   (``authorization: str``, ``cookie: str | None = None``); it is kept then, when it or its
   first word is a placeholder (``Authorization: Bearer <token> on each request``; the
-  ``not`` of ``b'Authorization:' not in sent``), and when it is a scheme word alone
-  (``{"Authorization": "Basic " + encoded}``).
+  ``not`` of ``b'Authorization:' not in sent``), when it is a scheme word alone
+  (``{"Authorization": "Basic " + encoded}``), and when it holds `` == `` (a comparison:
+  ``"no_cookie": reason == NO_COOKIE,``).
 
 **Secret formats**, found in any text (:data:`DEFAULT_PATTERNS`). *Not after X* means
 the character before the match is not one of X; *token characters* are ``A-Z a-z 0-9 _ -``;
