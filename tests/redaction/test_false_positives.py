@@ -151,6 +151,13 @@ KEPT: list[tuple[str, str]] = [
     ("a filler repeated", '        meta_token=16 * "a",'),
     ("a quoted filler repeated", '@override_settings(SECRET_KEY="abcd" * 20)'),
     ("a tuple unpacked", "\n        cookie, post_token, meta_token = args\n"),
+    ("a tuple of names unpacked", "user, password = get_user(), get_password()"),
+    ("a tuple of a name and a call", "\nuser, password = ada, getpass()\n"),
+    ("a tuple of names swapped", "\n    old_token, token = token, new_token"),
+    ("parameters, one with a default", "def connect(password, user='ada'):"),
+    ("a method's parameters", "def check_password(self, raw_password):"),
+    ("arguments after others", "request(method, path + resource, sandbox_token=self._sandbox_token, **kwargs)"),
+    ("a grammar's rule", "#   token          = 1*tchar"),
     ("a comparison on a header's line", '    "no_cookie": reason == REASON_NO_CSRF_COOKIE,'),
 ]
 
@@ -211,6 +218,21 @@ STILL_SECRET: list[tuple[str, str, str]] = [
     ("a password with one non-ASCII letter, ASCII-only JSON", '{"password": "contrase\\u00f1a1"}', "u00f1a1"),
     ("a token that is a header value", 'token = "Bearer abcDEF123456789xyz"', "abcDEF123456789xyz"),
     ("a token compared with a literal", 'if api_token == "Xk9vQ2rLWm3nB8tY":', "Xk9vQ2rLWm3nB8tY"),
+    # assignments that unpack a tuple: the value at the key's place
+    ("a tuple, the key last", '\nuser, password = "ada", "Xk9vQ2rLWm3n"\n', "Xk9vQ2rLWm3n"),
+    ("a tuple, the key first", '\npassword, user = "Xk9vQ2rLWm3n", "ada"\n', "Xk9vQ2rLWm3n"),
+    ("a tuple, the key between", '\nhost, api_key, port = "db", "Xk9vQ2rLWm3n", 5432\n', "Xk9vQ2rLWm3n"),
+    ("a key word, then a keyword argument", 'connect(token, password="Xk9vQ2rLWm3n")', "Xk9vQ2rLWm3n"),
+    (
+        "a key word in a string, then a keyword argument",
+        'create(name="unknown_password", password="Xk9vQ2rLWm3n")',
+        "Xk9vQ2rLWm3n",
+    ),
+    ("a tuple in grep's output", '\nsettings.py:12:user, password = "ada", "Xk9vQ2rLWm3n"\n', "Xk9vQ2rLWm3n"),
+    ("a tuple at a prompt", '\n>>> user, password = "ada", "Xk9vQ2rLWm3n"\n', "Xk9vQ2rLWm3n"),
+    ("a tuple in parentheses", '\n(user, password) = ("ada", "Xk9vQ2rLWm3n")\n', "Xk9vQ2rLWm3n"),
+    ("Go's short declaration", '\nuser, password := "ada", "Xk9vQ2rLWm3n"\n', "Xk9vQ2rLWm3n"),
+    ("JavaScript's destructuring", '\nconst [token, user] = ["Xk9vQ2rLWm3n", "ada"];\n', "Xk9vQ2rLWm3n"),
 ]
 
 
@@ -229,6 +251,18 @@ def test_real_secrets_beside_them_are_still_redacted(
     assert secret not in stored
     assert REDACTED in stored
     assert stored.startswith("before ")
+
+
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        ('user, password = "ada", "Xk9vQ2rLWm3n"', 'user, password = "ada", "[REDACTED]"'),
+        ('password, user = "Xk9vQ2rLWm3n", "ada"', 'password, user = "[REDACTED]", "ada"'),
+        ('host, token, port = "db", "Xk9vQ2rLWm3n", 5432', 'host, token, port = "db", "[REDACTED]", 5432'),
+    ],
+)
+def test_a_tuple_unpacked_loses_only_the_secret_keys_value(redactor: Redactor, text: str, stored: str) -> None:
+    assert redactor.redact_text(text) == stored
 
 
 def test_a_settings_file_read_back_is_the_file_that_was_written(redactor: Redactor) -> None:

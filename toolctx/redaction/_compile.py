@@ -78,7 +78,8 @@ def compile_rules(keys: Sequence[str], patterns: Sequence[SecretPattern]) -> Com
     for key in assignments:
         screens.append(key.screen)
         anchor = key.literal.decode() if key.caseless else key.literal
-        rules.append(Rule(key.name, key.regex, key.caseless, frozenset({key.name}), (anchor,), assignment=True))
+        for regex in (key.regex, key.unpacking):
+            rules.append(Rule(key.name, regex, key.caseless, frozenset({key.name}), (anchor,), assignment=True))
     for pattern in patterns:
         try:
             regex = re.compile(pattern.regex.encode("utf-8", "surrogatepass"))

@@ -14,6 +14,16 @@ from typing import NamedTuple
 
 from toolctx.redaction._forms import FULL_WIDTH, INVISIBLE
 from toolctx.redaction._prefilter import Screen
+from toolctx.redaction._syntax import (
+    DOTTED_NAME,
+    NAME,
+    NOT_SECRET,
+    VALUE,
+    WORDY,
+    line_start,
+    unescaped,
+)
+from toolctx.redaction._unpacking import SCREEN_TARGETS, TAIL, unpacked_span
 
 __all__ = ["KeyAssignment", "assigned_span", "key_assignments", "key_test", "second_meaning", "words"]
 
@@ -31,15 +41,6 @@ _KEY_END = rb"(?:[-_.]|%5f|%2d|%2e)*"  # separators that may trail a key (``__ap
 _CLOSE = rb"(?:\\{0,4}[\"'`]|%2[27])?+[ \t]{0,8}+"
 _OPERATOR = rb"(?P<op>[:=]|\xef\xbc[\x9a\x9d]|\\u[fF][fF]1[aAdD])[=>]?[ \t]{0,8}+"
 # A character escaped as ``\uXXXX`` (JSON written ASCII-only, as Python's json.dumps does) is part of a quoted value.
-_ESCAPED_CHAR = rb"\\{1,4}u[0-9a-fA-F]{4}"
-_ESCAPE = re.compile(rb"\\{1,4}u([0-9a-fA-F]{4})")
-_VALUE = (  # a string literal's prefix (``b'...'``, ``r"..."``) is not part of its value
-    rb"(?:\[(?P<list>[^\[\]{}\r\n]++)\]|(?:[bBrRuUfF]{1,2}(?=[\"']))?+\\{0,4}\"(?P<dq>(?:[^\"\\\r\n]|"
-    + _ESCAPED_CHAR
-    + rb")++)|(?:[bBrRuUfF]{1,2}(?=[\"']))?+\\{0,4}'(?P<sq>(?:[^'\\\r\n]|"
-    + _ESCAPED_CHAR
-    + rb")++)|`(?P<bq>[^`\\\r\n]++)|(?P<bare>[^\s\"'`,;&<>()\[\]{}\\]++))"
-)
 _SCHEME_WORDS = (
     b"basic",
     b"bearer",
@@ -53,17 +54,17 @@ _SCHEME_WORDS = (
 )
 _SCHEMES = b"(?:" + b"|".join(_SCHEME_WORDS) + b")"
 # After a colon (a header), the rest of the line; after ``=`` (code), a value like any other.
-_LINE_VALUE = (
+_LINEVALUE = (
     rb"(?::|\xef\xbc\x9a|\\u[fF][fF]1[aA])[ \t]{0,8}+(?:\\{0,4}[\"'`])?+(?:"
     + _SCHEMES
     + rb"[ \t]++)?(?P<line>[^\r\n\"'`\\]++)"
 )
 _LINE_WORDS = frozenset({b"authorization", b"cookie"})
 # The screen of a key word: the same up to the operator, also in JSON-escaped text.
-_SCREEN_TAIL = rb"(?:\\{0,9}[\"'`]|%2[27])?(?:[ \t]|\\t){0,8}(?:[:=]|\xef\xbc[\x9a\x9d]|\\{1,2}u[fF][fF]1[aAdD]|%3[ad])"
+_SCREENTAIL = rb"(?:\\{0,9}[\"'`]|%2[27])?(?:[ \t]|\\t){0,8}(?:[:=]|\xef\xbc[\x9a\x9d]|\\{1,2}u[fF][fF]1[aAdD]|%3[ad])"
 # URL-encoded (``password%3Dhunter2``, ``%22token%22%3A%22...``): the value ends where an encoded space, quote,
 # ``&``, ``,``, ``;`` or control character does (``%7Bpassword%7D`` is then judged as ``{password}``).
-_ENCODED_VALUE = (
+_ENCODEDVALUE = (
     rb"(?P<eop>%3[aAdD])(?:%2[27])?+"
     rb"(?P<enc>(?:[^\s\"'`,;&<>()\[\]{}\\%]++|%(?![01]|2[0267cC]|3[bB])[0-9a-fA-F]{2})++)"
 )
@@ -77,11 +78,7 @@ _MORE_WORDS = re.compile(rb"[ \t]++[A-Za-z]")  # more words after a value on its
 _ANNOTATION_END = re.compile(rb"[ \t]*+(?:\||=(?!=)|\)|\])")
 _FIELD_LIST = re.compile(rb":(?:param|parameter|arg|argument|key|keyword|type|var|ivar|cvar)[ \t]++[\w.\[\], |]*+$")
 _COLONS = (b":", b"\xef\xbc\x9a", b"\\uff1a", b"%3a")
-_NOT_SECRET = frozenset(
-    b"none null nil true false undefined str string bytes int integer bool boolean float number any object "
-    b"optional required secretstr continue function nonlocal await lambda yield new typeof".split()
-)
-_NOT_SECRET_LENGTH = max(map(len, _NOT_SECRET))
+_NOT_SECRET_LENGTH = max(map(len, NOT_SECRET))
 # What a short word alone after a password key's colon says, when it is no password: a state, an answer.
 _STATES = frozenset(
     b"changed expired invalid wrong missing unset empty hidden masked reset updated saved set ok yes no unknown "
@@ -90,9 +87,6 @@ _STATES = frozenset(
 # code: a line opening a condition (``if user and password: abort``), or ``not`` right before the key
 _CONDITION = re.compile(rb"[ \t]*+(?:if|elif|while|assert|return|lambda)[ \t(]")
 _PASSWORD_KEY = re.compile(r"pass|pwd")  # (the keys, as words() writes them, whose value a short word can be)
-_NAME = re.compile(rb"[$@]?[A-Za-z_][A-Za-z0-9_\-]*")
-_DOTTED_NAME = re.compile(rb"[$@]?[A-Za-z_]{1,32}(?:\.[A-Za-z_]{1,32})++")
-_WORDY = re.compile(rb"[A-Za-z0-9\x80-\xff]")
 # a sentence's first word: ``Configuration``, ``Explicitly-provided`` (``correcthorsebattery`` may be a password)
 _PROSE_WORD = re.compile(rb"[A-Z][a-z]++(?:-[A-Za-z][a-z]*+)*+")
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*+")
@@ -157,13 +151,13 @@ _FLOW_BREAK = re.compile(rb"[(\[\"']")
 def _in_flow_mapping(data: bytes, key: int) -> bool:
     """Whether the key at ``key`` is one of a mapping written on one line (``{user: ada, password: hunter}``):
     a ``{`` before it on its line, with no bracket or quote between them (``{"body": "def f(token: T, ...``)."""
-    opening = data.rfind(b"{", _line_start(data, key), key)
+    opening = data.rfind(b"{", line_start(data, key), key)
     return opening >= 0 and not _FLOW_BREAK.search(data, opening, key)
 
 
 def _in_call(data: bytes, key: int) -> bool:
     """Whether the key at ``key`` is inside a ``(`` opened earlier on its line: a signature ``def f(token: T, ...``."""
-    start = _line_start(data, key)
+    start = line_start(data, key)
     return data.rfind(b"(", start, key) > data.rfind(b")", start, key)
 
 
@@ -172,21 +166,10 @@ def _space_at(data: bytes, at: int) -> bool:
     return data[at : at + 1] in _SPACE or _ESCAPED_SPACE.match(data, at) is not None
 
 
-def _unescaped(value: bytes) -> bytes:
-    """``value`` with its ``\\uXXXX`` escapes as the characters they stand for (UTF-8; a lone surrogate as ``?``)."""
-    return _ESCAPE.sub(lambda m: chr(int(m[1], 16)).encode("utf-8", "replace"), value)
-
-
 def _line_end(data: bytes, at: int) -> int:
     """Where the line holding ``at`` ends: at a line end, or an escaped one (text inside JSON), or the data's end."""
     found = _LINE_END.search(data, at)
     return len(data) if found is None else found.start()
-
-
-def _line_start(data: bytes, at: int) -> int:
-    """Where the line holding ``at`` starts: after a newline, or after an escaped one (text inside JSON)."""
-    escaped = data.rfind(b"\\n", 0, at)
-    return max(data.rfind(b"\n", 0, at) + 1, escaped + 2 if escaped >= 0 else 0)
 
 
 def words(key: str) -> str:
@@ -238,6 +221,7 @@ class KeyAssignment(NamedTuple):
     caseless: bool
     regex: re.Pattern[bytes]
     screen: Screen
+    unpacking: re.Pattern[bytes]  # the key, then more targets of a tuple unpacked: ``password, user = ...``
 
 
 def key_assignments(words_: Iterable[str]) -> list[KeyAssignment]:
@@ -252,17 +236,26 @@ def key_assignments(words_: Iterable[str]) -> list[KeyAssignment]:
         longest_first = sorted(set(rests), key=lambda pair: len(pair[0]), reverse=True)
         rest = b"(?:" + b"|".join(r for r, _ in longest_first) + b")"
         screen = b"(?:" + b"|".join(r for _, r in longest_first) + b")"
-        value = b"(?:" + _OPERATOR + _VALUE + b"|" + _ENCODED_VALUE + b")"
+        value = b"(?:" + _OPERATOR + VALUE + b"|" + _ENCODEDVALUE + b")"
         if literal in _LINE_WORDS:
-            value = b"(?:" + _LINE_VALUE + b"|" + value + b")"
-        regex = re.compile(re.escape(literal) + b"(?P<rest>" + rest + b")" + _CLOSE + value)
+            value = b"(?:" + _LINEVALUE + b"|" + value + b")"
+        key = re.escape(literal) + b"(?P<rest>" + rest + b")" + _CLOSE
+        regex = re.compile(key + value)
+        # (apart: names after the key would hide a key among them from the rule above, ``f(token, password=x)``)
+        unpacking = re.compile(key + TAIL + _OPERATOR + b"(?:" + VALUE + rb"|(?P<opened>[(\[]))")
         found.append(
             KeyAssignment(
                 name,
                 literal,
                 in_any_case,
                 regex,
-                Screen(name, re.escape(literal) + screen + _SCREEN_TAIL, literal, in_any_case),
+                Screen(
+                    name,
+                    re.escape(literal) + screen + b"(?:" + _SCREENTAIL + b"|" + SCREEN_TARGETS + b")",
+                    literal,
+                    in_any_case,
+                ),
+                unpacking,
             )
         )
     return found
@@ -280,7 +273,7 @@ def _bare(
         return None  # ``token = tokenizer(text)``: a call, not a value
     if _REPEATED.match(data, value_end):
         return None  # a filler repeated: ``meta_token = 16 * "a"``
-    if _DOTTED_NAME.fullmatch(value.rstrip(b"!")) or (_NAME.fullmatch(value) and is_secret_key(value.decode())):
+    if DOTTED_NAME.fullmatch(value.rstrip(b"!")) or (NAME.fullmatch(value) and is_secret_key(value.decode())):
         return None  # a name passed on: ``password=password``, ``token = self.token``
     if not colon and after == b")" and _LETTERS_NAME.fullmatch(value):
         return None  # a name passed on in a call: ``get(url, cookies=jar)``
@@ -311,7 +304,7 @@ def _bare(
         and not _KEY_LATER.search(data, value_end, _line_end(data, value_end))
     ):
         return None  # prose: ``api_key: Explicitly-provided API key, or None``, ``client_secret: Options for``
-    if colon and _NAME.fullmatch(value) and _ANNOTATION_END.match(data, value_end):
+    if colon and NAME.fullmatch(value) and _ANNOTATION_END.match(data, value_end):
         return None  # a type: ``cookies: CookieJar | None = None``, ``f(token: AccessKey)``
     word = value.rstrip(b".,;:!?")
     if colon and len(word) < 8 and word.isalpha():
@@ -337,8 +330,20 @@ def assigned_span(
     value = data[value_start:value_end]
     if replacement in (value, data[value_start - 1 : value_end + 1]):
         return None  # already redacted
+    start = match.start()
+    floor = max(0, start - 64)
+    begin = start - _KEY_BEFORE.match(data[floor:start][::-1]).end()  # type: ignore[union-attr]
+    if begin < start and begin and data[begin - 1] == 0x5C and data[begin] in b"nrt":
+        begin += 1  # an escaped newline (JSON inside a string) ends the line before the key
+    if (
+        kind not in ("line", "enc")
+        and (unpacked := unpacked_span(match, data, begin, replacement, placeholder)) is not None
+    ):
+        return (
+            unpacked if unpacked and is_secret_key(data[begin : match.end("rest")].decode("utf-8", "replace")) else None
+        )
     if kind in ("dq", "sq") and b"\\u" in value:
-        value = _unescaped(value)  # (judged as it reads: ``\u003cyour-token\u003e`` is ``<your-token>``)
+        value = unescaped(value)  # (judged as it reads: ``\u003cyour-token\u003e`` is ``<your-token>``)
     op = "eop" if kind == "enc" else "op"
     colon = kind == "line" or match[op].lower() in _COLONS
     compared = match[op] == b"=" and data[match.end(op) : match.end(op) + 1] == b"="
@@ -362,7 +367,7 @@ def assigned_span(
             and (
                 _CODE.search(first)
                 or (first.endswith(b",") and _NAMED.fullmatch(first[:-1]) is not None)  # ``f(cookie: Cookie, x)``
-                or first.rstrip(b":?").lower() in _NOT_SECRET
+                or first.rstrip(b":?").lower() in NOT_SECRET
             )
         ):
             # ``"Proxy-Authorization": auth_value})``, ``:param cookie: (optional) ...``, ``cookie: str | None = None``,
@@ -377,9 +382,9 @@ def assigned_span(
     else:
         if kind != "bare" and value[:1] in _AFTER_CLOSING:
             return None  # the text after a closing quote: ``input("Password: ") or default``
-        if not _WORDY.search(value):
+        if not WORDY.search(value):
             return None  # no letter or digit: already masked (``****``), or punctuation
-        if len(value) <= _NOT_SECRET_LENGTH + 1 and value.rstrip(b":?").lower() in _NOT_SECRET:
+        if len(value) <= _NOT_SECRET_LENGTH + 1 and value.rstrip(b":?").lower() in NOT_SECRET:
             return None  # a type, a literal or a keyword: ``token: str``, ``password = None``, ``token = await f()``
         if kind != "bare" and value.strip().lower() in _SCHEME_WORDS:
             return None  # a header's scheme alone: ``authorization = b"Basic " + encoded``
@@ -390,11 +395,6 @@ def assigned_span(
             if judged is None:
                 return None
             short_word = judged
-    start = match.start()
-    floor = max(0, start - 64)
-    begin = start - _KEY_BEFORE.match(data[floor:start][::-1]).end()  # type: ignore[union-attr]
-    if begin < start and begin and data[begin - 1] == 0x5C and data[begin] in b"nrt":
-        begin += 1  # an escaped newline (JSON inside a string) ends the line before the key
     if not is_secret_key(data[begin : match.end("rest")].decode("utf-8", "replace")):
         return None
     if _FIELD_LIST.search(data, max(0, begin - 64), begin):
@@ -405,7 +405,7 @@ def assigned_span(
     if short_word and (
         value.lower() in _STATES
         or not _PASSWORD_KEY.search(key)
-        or _CONDITION.match(data, _line_start(data, begin), begin)
+        or _CONDITION.match(data, line_start(data, begin), begin)
         or data[begin - 4 : begin] in (b"not ", b"not\t")
     ):
         return None  # ``token: expired``, ``password: changed``, ``if not password: return``: no password
@@ -417,7 +417,7 @@ def assigned_span(
         kind == "bare"
         and not colon
         and _LETTERS_NAME.fullmatch(value)
-        and _TUPLE_TARGET.fullmatch(data, _line_start(data, begin), begin)
+        and _TUPLE_TARGET.fullmatch(data, line_start(data, begin), begin)
     ):
         return None  # a tuple unpacked: ``cookie, token = args``
     if key == "pass" and colon and kind == "bare":

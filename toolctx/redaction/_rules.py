@@ -98,6 +98,18 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   ``:arg``, ``:argument``, ``:key``, ``:keyword``, ``:type``, ``:var``, ``:ivar`` or
   ``:cvar``, then words: ``:param cookies: Dictionary or CookieJar``).
 
+  An assignment that unpacks a tuple gives the key the value at its place among the targets:
+  in ``user, password = "ada", "Xk9vQ2rL"``, ``password, user = "Xk9vQ2rL", "ada"``,
+  ``(host, token) = ("db", "Xk9vQ2rL")``, ``user, password := "ada", "Xk9vQ2rL"`` (Go) and
+  ``const [token, user] = ["Xk9vQ2rL", "ada"];`` only ``Xk9vQ2rL`` is replaced, unless it is
+  a bare name, a type, a literal or a keyword above, punctuation or a placeholder. The
+  targets start their statement: after indentation, a prompt (``>>>``, ``...``), a diff's
+  ``+`` or ``-``, ``grep -n``'s ``file:12:``, ``let``, ``var``, ``const``, ``val`` or
+  ``my``, in brackets or not; the operator is ``=`` or ``:=``. Names after a key that start
+  no such statement make no assignment (``def f(password, user=None)``, ``def check(self,
+  password):``); values that cannot be paired with the targets leave the last target judged
+  as any key (``cookie, token = args``).
+
   **Placeholders** stand in for a secret; code read back must be the code that was
   written, so they are kept. A value (quoted, bare or a header's line) is a placeholder
   when, without the spaces around it, it is:
