@@ -13,7 +13,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,16 @@ HOLD_A_TURN = """
             time.sleep(float(sys.argv[4]))
     print("done", flush=True)
 """
+
+
+def until(condition: Callable[[], bool], seconds: float = 30.0) -> bool:
+    """Whether ``condition`` holds within ``seconds`` (a lease's renewer runs in a thread of its own)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def start(script: str, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
@@ -261,6 +271,26 @@ def test_an_open_turn_keeps_its_lease_while_it_takes_calls(fleet: dict[str, str]
             conversations._held[s.session_id].seen -= 10**6  # (no sign of life for days)
             time.sleep(2.0)  # over three leases, taking no call
             assert index.take(s.session_id, "another-worker", 600) is None  # let lapse: taken by another
+    finally:
+        conversations.close()
+
+
+def test_a_lapsed_lease_taken_again_is_held_again(fleet: dict[str, str], tmp_path: Path) -> None:
+    """A turn that showed no sign of life for long lets its lease lapse, and its store stops answering from
+    memory; when a sign of life comes while the lease is free, the lease is taken again and the store, after
+    reading the conversation anew once, answers from memory again."""
+    conversations = Conversations(tmp_path / "w", lease=0.6)
+    index = index_of(fleet["TOOLCTX_INDEX"])
+    assert index is not None
+    try:
+        with conversations.open("quiet turn") as s:
+            turn = s.store.turn
+            conversations._held[s.session_id].seen -= 10**6  # (no sign of life for days)
+            assert until(lambda: not s.store.holding)  # (at the renewer's next tick: the lease lapses)
+            s.save_context("build", {"step": 1}, "ok")  # a sign of life
+            assert until(lambda: s.store.holding)
+            assert s.store.turn == turn + 1
+            assert index.take(s.session_id, "another-worker", 600) is not None  # held here again
     finally:
         conversations.close()
 

@@ -419,7 +419,7 @@ class Conversations:
                     return
                 live = alive(self._held, now, self.lease, self._open, self._active)
                 for session_id in self._held.keys() - live:  # (let lapse: another worker may change them)
-                    self._lapsed(session_id)
+                    self._held[session_id].lapse(self._open.get(session_id))
             for session_id in live:
                 try:
                     holder = self.index.take(session_id, self._holder, self.lease)
@@ -427,30 +427,28 @@ class Conversations:
                     internal_error(f"could not renew the lease of conversation session {session_id}", exc)
                     continue
                 if holder is None:
-                    self._ended(session_id)
+                    self._renewed(session_id)
                 else:
                     with self._lock:
                         if (held := self._held.get(session_id)) is not None:
                             held.lost = True  # (said once: the other worker's turn is not fought over)
-                    self._lapsed(session_id)
+                            held.lapse(self._open.get(session_id))
                     internal_error(
                         f"conversation session {session_id} was taken over by {holder} while a turn here held it "
                         f"(no renewal for {self.lease:g} s): both turns are stored, each under its own handles"
                     )
 
-    def _ended(self, session_id: str) -> None:
-        """Give back a lease just renewed for a turn that ended meanwhile (its release ran before the renewal)."""
+    def _renewed(self, session_id: str) -> None:
+        """A lease was renewed: held again from now if it had lapsed (its store may answer from memory again,
+        once read anew); given back if its turn ended meanwhile (its release ran before the renewal)."""
         with self._lock:  # (under the lock: a new turn here would otherwise find its lease given back)
-            if session_id in self._held:
+            if (turn := self._held.get(session_id)) is not None:
+                turn.renewed(self._open.get(session_id))
                 return
             try:
                 self.index.release(session_id, self._holder)  # type: ignore[union-attr]
             except Exception as exc:
                 internal_error(f"could not give up the lease of conversation session {session_id}", exc)
-
-    def _lapsed(self, session_id: str) -> None:
-        if (session := self._open.get(session_id)) is not None:
-            session.store.held(False)
 
     def _store_url(self, session_id: str) -> str:
         store = self._options.get("store") or os.environ.get("TOOLCTX_STORE") or ""

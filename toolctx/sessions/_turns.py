@@ -31,6 +31,22 @@ class Turn:
     seen: float = 0.0  # the last sign of life (time.monotonic())
     taken: tuple[int, int] = (0, 0)  # the session's calls taken (ContextSession.calls_taken), when last looked at
     lost: bool = False  # taken over by another worker mid-turn: said once, not fought over
+    lapsed: bool = False  # let lapse for want of a sign of life: taken again if one comes while the lease is free
+
+    def lapse(self, session: ContextSession | None) -> None:
+        """Its lease is let lapse: its ``session``'s store no longer answers from memory (another worker may
+        change the conversation)."""
+        if not self.lapsed:
+            self.lapsed = True
+            if session is not None:
+                session.store.held(False)
+
+    def renewed(self, session: ContextSession | None) -> None:
+        """Its lease was renewed: if it had lapsed, held again from now (the store reads the conversation anew
+        once, then answers from memory again)."""
+        if self.lapsed and session is not None:
+            self.lapsed = False
+            session.store.held(True)
 
 
 def alive(
