@@ -23,7 +23,7 @@ from toolctx.redaction._syntax import (
     line_start,
     unescaped,
 )
-from toolctx.redaction._unpacking import SCREEN_TARGETS, TAIL, unpacked_span
+from toolctx.redaction._unpacking import SCREEN_TARGETS, TAIL, unpacked_value
 
 __all__ = ["KeyAssignment", "assigned_span", "key_assignments", "key_test", "second_meaning", "words"]
 
@@ -54,17 +54,17 @@ _SCHEME_WORDS = (
 )
 _SCHEMES = b"(?:" + b"|".join(_SCHEME_WORDS) + b")"
 # After a colon (a header), the rest of the line; after ``=`` (code), a value like any other.
-_LINEVALUE = (
+_LINE_VALUE = (
     rb"(?::|\xef\xbc\x9a|\\u[fF][fF]1[aA])[ \t]{0,8}+(?:\\{0,4}[\"'`])?+(?:"
     + _SCHEMES
     + rb"[ \t]++)?(?P<line>[^\r\n\"'`\\]++)"
 )
 _LINE_WORDS = frozenset({b"authorization", b"cookie"})
 # The screen of a key word: the same up to the operator, also in JSON-escaped text.
-_SCREENTAIL = rb"(?:\\{0,9}[\"'`]|%2[27])?(?:[ \t]|\\t){0,8}(?:[:=]|\xef\xbc[\x9a\x9d]|\\{1,2}u[fF][fF]1[aAdD]|%3[ad])"
+_SCREEN_TAIL = rb"(?:\\{0,9}[\"'`]|%2[27])?(?:[ \t]|\\t){0,8}(?:[:=]|\xef\xbc[\x9a\x9d]|\\{1,2}u[fF][fF]1[aAdD]|%3[ad])"
 # URL-encoded (``password%3Dhunter2``, ``%22token%22%3A%22...``): the value ends where an encoded space, quote,
 # ``&``, ``,``, ``;`` or control character does (``%7Bpassword%7D`` is then judged as ``{password}``).
-_ENCODEDVALUE = (
+_ENCODED_VALUE = (
     rb"(?P<eop>%3[aAdD])(?:%2[27])?+"
     rb"(?P<enc>(?:[^\s\"'`,;&<>()\[\]{}\\%]++|%(?![01]|2[0267cC]|3[bB])[0-9a-fA-F]{2})++)"
 )
@@ -236,13 +236,13 @@ def key_assignments(words_: Iterable[str]) -> list[KeyAssignment]:
         longest_first = sorted(set(rests), key=lambda pair: len(pair[0]), reverse=True)
         rest = b"(?:" + b"|".join(r for r, _ in longest_first) + b")"
         screen = b"(?:" + b"|".join(r for _, r in longest_first) + b")"
-        value = b"(?:" + _OPERATOR + VALUE + b"|" + _ENCODEDVALUE + b")"
+        value = b"(?:" + _OPERATOR + b"(?:" + VALUE + rb"|(?P<opened>\())|" + _ENCODED_VALUE + b")"
         if literal in _LINE_WORDS:
-            value = b"(?:" + _LINEVALUE + b"|" + value + b")"
+            value = b"(?:" + _LINE_VALUE + b"|" + value + b")"
         key = re.escape(literal) + b"(?P<rest>" + rest + b")" + _CLOSE
         regex = re.compile(key + value)
         # (apart: names after the key would hide a key among them from the rule above, ``f(token, password=x)``)
-        unpacking = re.compile(key + TAIL + _OPERATOR + b"(?:" + VALUE + rb"|(?P<opened>[(\[]))")
+        unpacking = re.compile(key + TAIL + _OPERATOR + b"(?:" + VALUE + rb"|(?P<opened>\())")
         found.append(
             KeyAssignment(
                 name,
@@ -251,7 +251,7 @@ def key_assignments(words_: Iterable[str]) -> list[KeyAssignment]:
                 regex,
                 Screen(
                     name,
-                    re.escape(literal) + screen + b"(?:" + _SCREENTAIL + b"|" + SCREEN_TARGETS + b")",
+                    re.escape(literal) + screen + b"(?:" + _SCREEN_TAIL + b"|" + SCREEN_TARGETS + b")",
                     literal,
                     in_any_case,
                 ),
@@ -335,17 +335,42 @@ def assigned_span(
     begin = start - _KEY_BEFORE.match(data[floor:start][::-1]).end()  # type: ignore[union-attr]
     if begin < start and begin and data[begin - 1] == 0x5C and data[begin] in b"nrt":
         begin += 1  # an escaped newline (JSON inside a string) ends the line before the key
-    if (
-        kind not in ("line", "enc")
-        and (unpacked := unpacked_span(match, data, begin, replacement, placeholder)) is not None
-    ):
-        return (
-            unpacked if unpacked and is_secret_key(data[begin : match.end("rest")].decode("utf-8", "replace")) else None
-        )
+    paired = unpacked_value(match, data, begin) if kind not in ("line", "enc") else None
+    if kind == "opened" and not paired:
+        return None  # ``token = (yield)``: an expression; only a tuple's values are read inside brackets
+    if paired:  # a tuple unpacked: the value at the key's place, judged as any
+        pair_start, pair_end = paired[1:]
+        if replacement in (data[pair_start:pair_end], data[pair_start - 1 : pair_end + 1]):
+            return None  # already redacted
+        span = _judged(match, data, begin, paired, True, is_secret_key, placeholder)
+        if span is not None or "tail" in match.re.groupindex or kind == "opened":
+            return span
+        # the last target with no secret at its place: its own value judged too, as a JavaScript
+        # declaration reads (``var user, password = "x", port``), or a log line (``Error, password = x, retry``)
+    elif paired is not None:
+        return None
+    return _judged(match, data, begin, (kind, value_start, value_end), False, is_secret_key, placeholder)
+
+
+def _judged(
+    match: re.Match[bytes],
+    data: bytes,
+    begin: int,
+    found: tuple[str, int, int],
+    paired: bool,
+    is_secret_key: Callable[[str], bool],
+    placeholder: Callable[[bytes], bool],
+) -> tuple[int, int] | None:
+    """:func:`assigned_span` of a value ``found`` (its kind, start and end) for the key starting at ``begin``;
+    ``paired``: the value at the key's place in a tuple unpacked."""
+    kind, value_start, value_end = found
+    value = data[value_start:value_end]
+    if paired and kind == "bare" and _code_name(value):
+        return None  # a name of code: ``password, user = user, password``
     if kind in ("dq", "sq") and b"\\u" in value:
         value = unescaped(value)  # (judged as it reads: ``\u003cyour-token\u003e`` is ``<your-token>``)
     op = "eop" if kind == "enc" else "op"
-    colon = kind == "line" or match[op].lower() in _COLONS
+    colon = not paired and (kind == "line" or match[op].lower() in _COLONS)  # (``:=`` is no colon)
     compared = match[op] == b"=" and data[match.end(op) : match.end(op) + 1] == b"="
     if compared and kind == "bare" and not _DIGIT.search(value):
         return None  # ``if token == TOKEN_NAME:``, ``secret == self.secret``: a comparison with a name

@@ -100,15 +100,22 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
 
   An assignment that unpacks a tuple gives the key the value at its place among the targets:
   in ``user, password = "ada", "Xk9vQ2rL"``, ``password, user = "Xk9vQ2rL", "ada"``,
-  ``(host, token) = ("db", "Xk9vQ2rL")``, ``user, password := "ada", "Xk9vQ2rL"`` (Go) and
-  ``const [token, user] = ["Xk9vQ2rL", "ada"];`` only ``Xk9vQ2rL`` is replaced, unless it is
-  a bare name, a type, a literal or a keyword above, punctuation or a placeholder. The
-  targets start their statement: after indentation, a prompt (``>>>``, ``...``), a diff's
-  ``+`` or ``-``, ``grep -n``'s ``file:12:``, ``let``, ``var``, ``const``, ``val`` or
-  ``my``, in brackets or not; the operator is ``=`` or ``:=``. Names after a key that start
-  no such statement make no assignment (``def f(password, user=None)``, ``def check(self,
-  password):``); values that cannot be paired with the targets leave the last target judged
-  as any key (``cookie, token = args``).
+  ``(host, token) = ("db", "Xk9vQ2rL")``, ``user, password = ("ada", "Xk9vQ2rL")``, ``user,
+  password := "ada", "Xk9vQ2rL"`` (Go), ``const [token, user] = ["Xk9vQ2rL", "ada"];`` and
+  ``my ($user, $password) = ("ada", "Xk9vQ2rL");`` only ``Xk9vQ2rL`` is judged as the key's
+  value (as above; a bare name of code, as defined above, is kept). It is read so only for a
+  statement read whole: the targets (names, with ``$`` or ``@`` or not) start their line,
+  after indentation, a prompt (``>>>``, ``...``), a diff's ``+`` or ``-``, ``grep -n``'s
+  ``file:12:``, ``let``, ``var``, ``const``, ``val`` or ``my``, in brackets or not; then
+  ``=`` or ``:=`` with a space or tab on each side; then as many values as targets, each
+  quoted, bare or a list, in brackets or not, up to the end of the line, a ``;``, ``#`` or
+  ``//``. A call at the key's place is no value (``user, password = ada, getpass()``).
+  Anything else is no such statement: names after a key then make no assignment (``def
+  f(password, user=None)``, ``jwt.decode(token, key, algorithms="RS256")``, ``(password,
+  user) => x``), and the last target is judged by its own value as any key (``cookie, token
+  = args``, ``Error, password = Xk9vQ2rL, retrying``); so is it when the value at its place
+  may not be a secret (a JavaScript declaration, ``var user, password = "Xk9vQ2rL",
+  port;``).
 
   **Placeholders** stand in for a secret; code read back must be the code that was
   written, so they are kept. A value (quoted, bare or a header's line) is a placeholder
