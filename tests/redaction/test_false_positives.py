@@ -11,6 +11,7 @@ token. Each is checked in every place a session stores text, by both scan engine
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -250,6 +251,10 @@ STILL_SECRET: list[tuple[str, str, str]] = [
     ("Perl's list assignment", '\nmy ($user, $password) = ("ada", "Xk9vQ2rLWm3n");\n', "Xk9vQ2rLWm3n"),
     ("a tuple's bare value", '\nuser, password = "ada", Xk9vQ2rLWm3n\n', "Xk9vQ2rLWm3n"),
     ("a tuple's targets apart by a tab", '\npassword,\tuser = "Xk9vQ2rLWm3n", "ada"\n', "Xk9vQ2rLWm3n"),
+    ("a log line's last target, then a number", "\nERROR, token = Xk9vQ2rLWm3nA, 401\n", "Xk9vQ2rLWm3nA"),
+    ("a log line's last target, then a call", "\nError, password = Xk9vQ2rLWm3n, retry(3)\n", "Xk9vQ2rLWm3n"),
+    ("a JavaScript declaration, a name after", '\nvar user, password = "Xk9vQ2rLWm3n", port2;\n', "Xk9vQ2rLWm3n"),
+    ("a tab-indented short declaration", '\n\tuser, password := "ada", "Xk9vQ2rLWm3n"\n', "Xk9vQ2rLWm3n"),
     ("a tuple in grep's output", '\nsettings.py:12:user, password = "ada", "Xk9vQ2rLWm3n"\n', "Xk9vQ2rLWm3n"),
     ("a tuple at a prompt", '\n>>> user, password = "ada", "Xk9vQ2rLWm3n"\n', "Xk9vQ2rLWm3n"),
     ("a tuple in parentheses", '\n(user, password) = ("ada", "Xk9vQ2rLWm3n")\n', "Xk9vQ2rLWm3n"),
@@ -285,6 +290,23 @@ def test_real_secrets_beside_them_are_still_redacted(
 )
 def test_a_tuple_unpacked_loses_only_the_secret_keys_value(redactor: Redactor, text: str, stored: str) -> None:
     assert redactor.redact_text(text) == stored
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'user, api_keys = "ada", ["k1Xk9vQ2rL", "k2Xk9vQ2rL"]\n',
+        'hosts, password = ["a", "b"], "Xk9vQ2rL"\n',
+        "user, password = ada, Xk9vQ2rLWm3n\n",
+        "ERROR, token = Xk9vQ2rLWm3nA, 401\n",
+        'password, user = "Xk9vQ2rL", "ada"\n',
+    ],
+)
+def test_a_tuple_redacted_once_is_left_as_it_is(redactor: Redactor, text: str) -> None:
+    once = redactor.redact_text(text)
+    assert "Xk9vQ2rL" not in once
+    assert redactor.redact_text(once) == once
+    assert redactor.redact_text(json.dumps({"out": once})) == json.dumps({"out": once})
 
 
 def test_a_settings_file_read_back_is_the_file_that_was_written(redactor: Redactor) -> None:

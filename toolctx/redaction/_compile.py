@@ -76,10 +76,10 @@ def compile_rules(keys: Sequence[str], patterns: Sequence[SecretPattern]) -> Com
     exact: set[str | bytes] = {BLOB_MARK}
     assignments = key_assignments(key_words)
     for key in assignments:
-        screens.append(key.screen)
+        screens += (key.screen, key.unpacking_screen)
         anchor = key.literal.decode() if key.caseless else key.literal
-        for regex in (key.regex, key.unpacking):
-            rules.append(Rule(key.name, regex, key.caseless, frozenset({key.name}), (anchor,), assignment=True))
+        for regex, screen in ((key.regex, key.screen), (key.unpacking, key.unpacking_screen)):
+            rules.append(Rule(key.name, regex, key.caseless, frozenset({screen.name}), (anchor,), assignment=True))
     for pattern in patterns:
         try:
             regex = re.compile(pattern.regex.encode("utf-8", "surrogatepass"))

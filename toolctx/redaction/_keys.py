@@ -2,7 +2,7 @@
 
 The rules these implement are stated in ``_rules`` (**Secret keys**); this module holds
 their syntax. A key is judged by its words (:func:`words`); in text, an assignment
-``KEY = value`` is found by the key's longest word, and :func:`assigned_span` judges the
+``KEY = value`` is found by the key's longest word, and :func:`assigned_spans` judges the
 match: whether the value may be a secret and whether the whole key is secret.
 """
 
@@ -23,9 +23,9 @@ from toolctx.redaction._syntax import (
     line_start,
     unescaped,
 )
-from toolctx.redaction._unpacking import SCREEN_TARGETS, TAIL, unpacked_value
+from toolctx.redaction._unpacking import SCREEN_TARGETS, TAIL, declared, unpacked_value
 
-__all__ = ["KeyAssignment", "assigned_span", "key_assignments", "key_test", "second_meaning", "words"]
+__all__ = ["KeyAssignment", "assigned_spans", "key_assignments", "key_test", "second_meaning", "words"]
 
 _AS_SHOWN = {**FULL_WIDTH, **INVISIBLE}  # full-width forms as ASCII, invisible characters as none
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -96,6 +96,7 @@ _LEXEME = re.compile(rb"#?(?:[a-z_]++|[A-Z_]{1,16})")
 _PHRASE = re.compile(rb"[a-z]++(?: [a-z]++)++")  # words a token never holds: ``token = "is not"``
 _REPEATED = re.compile(rb"[ \t]*+\*[ \t]*+\\{0,4}[0-9\"']")  # a filler repeated: ``16 * "a"``
 _REPEATED_QUOTED = re.compile(rb"\\{0,4}[\"'][ \t]*+\*[ \t]*+[0-9]")  # (after its closing quote: ``"ab" * 20``)
+_LITERALS = frozenset(("dq", "sq", "bq", "list"))  # the kinds of value written as a literal, quoted or a list
 _TUPLE_TARGET = re.compile(rb"[ \t]*+(?:[A-Za-z_][\w.]*+[ \t]*+,[ \t]*+)++")  # ``cookie, token = ``
 _SPACE = frozenset((b"", b" ", b"\t", b"\n", b"\r"))
 _ESCAPED_SPACE = re.compile(rb"\\++[nrt]")  # a line end or tab escaped once or more (JSON in a string)
@@ -222,6 +223,7 @@ class KeyAssignment(NamedTuple):
     regex: re.Pattern[bytes]
     screen: Screen
     unpacking: re.Pattern[bytes]  # the key, then more targets of a tuple unpacked: ``password, user = ...``
+    unpacking_screen: Screen  # (its own: most text with the key unpacks no tuple)
 
 
 def key_assignments(words_: Iterable[str]) -> list[KeyAssignment]:
@@ -249,13 +251,9 @@ def key_assignments(words_: Iterable[str]) -> list[KeyAssignment]:
                 literal,
                 in_any_case,
                 regex,
-                Screen(
-                    name,
-                    re.escape(literal) + screen + b"(?:" + _SCREEN_TAIL + b"|" + SCREEN_TARGETS + b")",
-                    literal,
-                    in_any_case,
-                ),
+                Screen(name, re.escape(literal) + screen + _SCREEN_TAIL, literal, in_any_case),
                 unpacking,
+                Screen(f"{name},", re.escape(literal) + screen + b"(?:" + SCREEN_TARGETS + b")", literal, in_any_case),
             )
         )
     return found
@@ -314,42 +312,54 @@ def _bare(
     return False
 
 
-def assigned_span(
+def assigned_spans(
     match: re.Match[bytes],
     data: bytes,
     replacement: bytes,
     is_secret_key: Callable[[str], bool],
     placeholder: Callable[[bytes], bool],
-) -> tuple[int, int] | None:
-    """The value's span of a ``KEY = value`` match, if the value may be a secret and the key is secret.
+) -> tuple[tuple[int, int], ...]:
+    """The spans of a ``KEY = value`` match's values that may be secrets, if the key is secret: the value; in a
+    tuple unpacked, the value at the key's place (``_unpacking``), and for the last target its own too unless
+    both are literals and no ``let``, ``var`` or ``const`` declares the names: ``Error, password = x, 401`` may
+    be a log line, and JavaScript declares each name apart (``var user, password = "x", port``) where Go's
+    ``var`` unpacks a tuple.
 
     ``placeholder`` says whether a value only stands in for a secret (``_placeholders``).
     """
     kind = match.lastgroup or "bare"
     value_start, value_end = match.span(kind)
-    value = data[value_start:value_end]
-    if replacement in (value, data[value_start - 1 : value_end + 1]):
-        return None  # already redacted
-    start = match.start()
-    floor = max(0, start - 64)
-    begin = start - _KEY_BEFORE.match(data[floor:start][::-1]).end()  # type: ignore[union-attr]
-    if begin < start and begin and data[begin - 1] == 0x5C and data[begin] in b"nrt":
-        begin += 1  # an escaped newline (JSON inside a string) ends the line before the key
-    paired = unpacked_value(match, data, begin) if kind not in ("line", "enc") else None
-    if kind == "opened" and not paired:
-        return None  # ``token = (yield)``: an expression; only a tuple's values are read inside brackets
+    if replacement in (data[value_start:value_end], data[value_start - 1 : value_end + 1]):
+        return ()  # already redacted
+    paired = None
+    begin = -1  # (found when needed: most matches are judged without it)
+    if kind not in ("line", "enc") and (
+        "tail" in match.re.groupindex or data.rfind(b",", max(0, match.start() - 80), match.start()) >= 0
+    ):  # (a tuple's targets: names after the key, or a comma before it)
+        begin = _key_start(match, data)
+        paired = unpacked_value(match, data, begin, replacement)
+    own = kind != "opened" and "tail" not in match.re.groupindex  # (the last target: its own value)
+    spans: list[tuple[int, int]] = []
     if paired:  # a tuple unpacked: the value at the key's place, judged as any
-        pair_start, pair_end = paired[1:]
-        if replacement in (data[pair_start:pair_end], data[pair_start - 1 : pair_end + 1]):
-            return None  # already redacted
-        span = _judged(match, data, begin, paired, True, is_secret_key, placeholder)
-        if span is not None or "tail" in match.re.groupindex or kind == "opened":
-            return span
-        # the last target with no secret at its place: its own value judged too, as a JavaScript
-        # declaration reads (``var user, password = "x", port``), or a log line (``Error, password = x, retry``)
-    elif paired is not None:
-        return None
-    return _judged(match, data, begin, (kind, value_start, value_end), False, is_secret_key, placeholder)
+        if replacement in (data[paired[1] : paired[2]], data[paired[1] - 1 : paired[2] + 1]):
+            return ()  # already redacted
+        if (span := _judged(match, data, begin, paired, True, is_secret_key, placeholder)) is not None:
+            spans.append(span)
+    if own and not (paired and paired[0] in _LITERALS and kind in _LITERALS and not declared(data, begin)):
+        found = (kind, value_start, value_end)
+        if (span := _judged(match, data, begin, found, False, is_secret_key, placeholder)) is not None:
+            spans.append(span)
+    return tuple(spans)
+
+
+def _key_start(match: re.Match[bytes], data: bytes) -> int:
+    """Where the key of an assignment ``match`` starts: read back from its longest word (at most 64 bytes), but
+    not from the ``n``, ``r`` or ``t`` of an escaped line end (JSON inside a string)."""
+    start = match.start()
+    begin = start - _KEY_BEFORE.match(data[max(0, start - 64) : start][::-1]).end()  # type: ignore[union-attr]
+    if begin < start and begin and data[begin - 1] == 0x5C and data[begin] in b"nrt":
+        begin += 1
+    return begin
 
 
 def _judged(
@@ -361,8 +371,8 @@ def _judged(
     is_secret_key: Callable[[str], bool],
     placeholder: Callable[[bytes], bool],
 ) -> tuple[int, int] | None:
-    """:func:`assigned_span` of a value ``found`` (its kind, start and end) for the key starting at ``begin``;
-    ``paired``: the value at the key's place in a tuple unpacked."""
+    """:func:`assigned_spans` of a value ``found`` (its kind, start and end) for the key starting at ``begin``
+    (-1: not found yet); ``paired``: the value at the key's place in a tuple unpacked."""
     kind, value_start, value_end = found
     value = data[value_start:value_end]
     if paired and kind == "bare" and _code_name(value):
@@ -420,6 +430,8 @@ def _judged(
             if judged is None:
                 return None
             short_word = judged
+    if begin < 0:
+        begin = _key_start(match, data)
     if not is_secret_key(data[begin : match.end("rest")].decode("utf-8", "replace")):
         return None
     if _FIELD_LIST.search(data, max(0, begin - 64), begin):

@@ -21,7 +21,7 @@ from toolctx.redaction._compile import BLOB_MARK, FOLD, Rule, compile_rules
 from toolctx.redaction._encoded import encoded_runs
 from toolctx.redaction._forms import Folded, Lowered, splice, whole_spans
 from toolctx.redaction._json import BLOB_HEAD, from_base64, replace_in_string, string_text
-from toolctx.redaction._keys import assigned_span, second_meaning, words
+from toolctx.redaction._keys import assigned_spans, second_meaning, words
 from toolctx.redaction._placeholders import is_masked, is_placeholder
 from toolctx.redaction._rules import DEFAULT_KEYS, DEFAULT_PATTERNS, REDACTED, SecretPattern
 
@@ -296,12 +296,9 @@ class Redactor:
                             matches.append(match)
                             end = match.end()
             for match in matches:
-                span = (
-                    assigned_span(match, data, self._replacement, self.is_secret_key, self._placeholder)
-                    if rule.assignment
-                    else _secret_span(match, self._placeholder)
-                )
-                if span is not None:
+                if rule.assignment:
+                    spans += assigned_spans(match, data, self._replacement, self.is_secret_key, self._placeholder)
+                elif (span := _secret_span(match, self._placeholder)) is not None:
                     spans.append(span)
         return spans
 

@@ -103,19 +103,20 @@ such as ``C:\\``, is kept: ``PWD=/home/ada``).
   ``(host, token) = ("db", "Xk9vQ2rL")``, ``user, password = ("ada", "Xk9vQ2rL")``, ``user,
   password := "ada", "Xk9vQ2rL"`` (Go), ``const [token, user] = ["Xk9vQ2rL", "ada"];`` and
   ``my ($user, $password) = ("ada", "Xk9vQ2rL");`` only ``Xk9vQ2rL`` is judged as the key's
-  value (as above; a bare name of code, as defined above, is kept). It is read so only for a
-  statement read whole: the targets (names, with ``$`` or ``@`` or not) start their line,
-  after indentation, a prompt (``>>>``, ``...``), a diff's ``+`` or ``-``, ``grep -n``'s
-  ``file:12:``, ``let``, ``var``, ``const``, ``val`` or ``my``, in brackets or not; then
-  ``=`` or ``:=`` with a space or tab on each side; then as many values as targets, each
-  quoted, bare or a list, in brackets or not, up to the end of the line, a ``;``, ``#`` or
-  ``//``. A call at the key's place is no value (``user, password = ada, getpass()``).
-  Anything else is no such statement: names after a key then make no assignment (``def
-  f(password, user=None)``, ``jwt.decode(token, key, algorithms="RS256")``, ``(password,
-  user) => x``), and the last target is judged by its own value as any key (``cookie, token
-  = args``, ``Error, password = Xk9vQ2rL, retrying``); so is it when the value at its place
-  may not be a secret (a JavaScript declaration, ``var user, password = "Xk9vQ2rL",
-  port;``).
+  value (as above; there a bare name of code, as defined above, is kept). It is read so only
+  in a statement read whole: the targets (names, with ``$`` or ``@`` or not) start their
+  line, after indentation, a prompt (``>>>``, ``...``), a diff's ``+`` or ``-``, ``grep
+  -n``'s ``file:12:``, ``let``, ``var``, ``const``, ``val`` or ``my``, in brackets or not;
+  then ``=`` or ``:=`` with a space or tab on each side; then as many values as targets,
+  each quoted, bare or a list, in brackets or not, up to the end of the line, a ``;``, ``#``
+  or ``//``. A call at the key's place is no value (``user, password = ada, getpass()``).
+  Where the key is the last target its own value (the first) is judged too, unless both are
+  literals (quoted, or lists) and no ``let``, ``var`` or ``const`` declares the names:
+  ``Error, password = Xk9vQ2rL, 401`` may be a log line, and JavaScript declares each name
+  apart (``var user, password = "Xk9vQ2rL", port;``). Outside such a statement names after a
+  key make no assignment (``def f(password, user=None)``, ``jwt.decode(token, key,
+  algorithms="RS256")``, ``(password, user) => x``), and the last target is judged by its
+  own value alone (``cookie, token = args``).
 
   **Placeholders** stand in for a secret; code read back must be the code that was
   written, so they are kept. A value (quoted, bare or a header's line) is a placeholder
